@@ -7,7 +7,6 @@ with x in {0,1}^D, W (H, D), visible bias b (D,), hidden bias c (H,).
 
 from __future__ import annotations
 
-
 import torch
 from torch import nn
 
@@ -43,6 +42,7 @@ class RBM(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Unnormalised log p(x): (C, D) -> (C,)."""
         check_binary(x, self.num_visible)
+        x = x.to(self.W.dtype)
         pre = x @ self.W.t() + self.c  # (C, H)
         return nn.functional.softplus(pre).sum(-1) + x @ self.b
 
@@ -50,11 +50,11 @@ class RBM(nn.Module):
 
     def hidden_probs(self, x: torch.Tensor) -> torch.Tensor:
         """p(h_j = 1 | x) = sigmoid(W x + c): (C, D) -> (C, H)."""
-        return torch.sigmoid(x @ self.W.t() + self.c)
+        return torch.sigmoid(x.to(self.W.dtype) @ self.W.t() + self.c)
 
     def visible_probs(self, h: torch.Tensor) -> torch.Tensor:
         """p(x_i = 1 | h) = sigmoid(W^T h + b): (C, H) -> (C, D)."""
-        return torch.sigmoid(h @ self.W + self.b)
+        return torch.sigmoid(h.to(self.W.dtype) @ self.W + self.b)
 
     def sample_hidden(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """h ~ p(h | x): (C, D) -> (C, H) floats in {0, 1}."""

@@ -28,7 +28,7 @@ class GibbsState(NamedTuple):
 
 
 def _random_orders(num_chains: int, dim: int, generator: torch.Generator, device) -> torch.Tensor:
-    keys = torch.rand(num_chains, dim, generator=generator, device=device)
+    keys = torch.rand(num_chains, dim, generator=generator, device=device, dtype=torch.float64)  # no ties
     return torch.argsort(keys, dim=1)  # (C, D) independent uniform permutations
 
 

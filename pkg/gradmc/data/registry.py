@@ -1,0 +1,133 @@
+"""Registry of the canonical remote data files, with their checksums, and the data folder.
+
+Every file lives at ``data_dir() / relpath``; a mirror (``base_url``) serves it at ``{base_url}/{relpath}``.
+``sha256=None`` means the digest is not known in advance: ``download.fetch`` then records the digest
+of the first download in ``<file>.sha256`` (trust on first use), prints it, and checks the file
+against that record afterwards. Add the printed digest here once it has been confirmed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["RemoteFile", "REGISTRY", "get_remote", "data_dir", "STATIC_NPZ", "STATIC_AMAT", "MNIST_IDX"]
+
+_LAROCHELLE = "http://www.cs.toronto.edu/~larocheh/public/datasets/binarized_mnist"
+_OSSCI = "https://ossci-datasets.s3.amazonaws.com/mnist"
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One canonical data file.
+
+    Attributes:
+        name: registry key, e.g. ``"binarized_mnist_test_amat"``.
+        relpath: path under the data folder (POSIX separators), e.g. ``"mnist/t10k-labels-idx1-ubyte.gz"``.
+        url: canonical download address, or None when the file has no public home (our conversions).
+        sha256: hex digest of the file's bytes, or None when unknown (recorded on first download).
+        size: size in bytes, or None when unknown.
+        source_note: where the file and its digest come from.
+        content_sha256: for ``.gz`` files, hex digest of the decompressed bytes, or None. Mirrors
+            re-compress the same content with different gzip headers (mtime), so a ``.gz`` whose own
+            digest differs is accepted when its content digest matches.
+    """
+
+    name: str
+    relpath: str
+    url: str | None
+    sha256: str | None
+    size: int | None
+    source_note: str
+    content_sha256: str | None = None
+
+    @property
+    def filename(self) -> str:
+        """The last component of ``relpath``."""
+        return self.relpath.rsplit("/", 1)[-1]
+
+
+_MANIFEST_NOTE = "sha256 and size from ../shared/data/MANIFEST.tsv"
+
+STATIC_AMAT: dict[str, RemoteFile] = {
+    split: RemoteFile(
+        name=f"binarized_mnist_{split}_amat",
+        relpath=f"binarized_mnist_{split}.amat",
+        url=f"{_LAROCHELLE}/binarized_mnist_{split}.amat",
+        sha256=None,
+        size=None,
+        source_note="statically binarized MNIST (Larochelle & Murray 2011), 784 space-separated 0/1 per "
+        "line; digest unknown here, recorded on first download",
+    )
+    for split in ("train", "valid", "test")
+}
+
+STATIC_NPZ = RemoteFile(
+    name="binarized_mnist_static_npz",
+    relpath="binarized_mnist_static.npz",
+    url=None,
+    sha256="350243cb824d66d022e0c3e87cac231231668817ff03f5f6d7b6533017d56b4b",
+    size=2966930,
+    source_note="our .npz conversion of the three .amat files (keys train/valid/test, uint8); no public "
+    f"URL; {_MANIFEST_NOTE}",
+)
+
+MNIST_IDX: dict[str, RemoteFile] = {
+    "train_images": RemoteFile(
+        name="mnist_train_images",
+        relpath="mnist/train-images-idx3-ubyte.gz",
+        url=f"{_OSSCI}/train-images-idx3-ubyte.gz",
+        sha256=None,
+        size=9912422,
+        source_note="grey MNIST training images; size from LeCun's MNIST page, digest unknown here",
+    ),
+    "train_labels": RemoteFile(
+        name="mnist_train_labels",
+        relpath="mnist/train-labels-idx1-ubyte.gz",
+        url=f"{_OSSCI}/train-labels-idx1-ubyte.gz",
+        sha256="ec02e7948609e5754d47881c09b8afdd8dfa60600b9e5388c8c54a67069ec772",
+        size=28881,
+        source_note=f"grey MNIST training labels; {_MANIFEST_NOTE}",
+        content_sha256="65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+    ),
+    "test_images": RemoteFile(
+        name="mnist_test_images",
+        relpath="mnist/t10k-images-idx3-ubyte.gz",
+        url=f"{_OSSCI}/t10k-images-idx3-ubyte.gz",
+        sha256="167310007f03058885c7e95e6c0b19c20de5c7fd3031f4cbdadc9014a523d80b",
+        size=1648877,
+        source_note=f"grey MNIST test images; {_MANIFEST_NOTE}",
+        content_sha256="0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+    ),
+    "test_labels": RemoteFile(
+        name="mnist_test_labels",
+        relpath="mnist/t10k-labels-idx1-ubyte.gz",
+        url=f"{_OSSCI}/t10k-labels-idx1-ubyte.gz",
+        sha256="fc607395669ec21321ea83e4b82c0544b7e8e63ff5b34337c06bc0a17cc0da3c",
+        size=4542,
+        source_note=f"grey MNIST test labels; {_MANIFEST_NOTE}",
+        content_sha256="ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+    ),
+}
+
+REGISTRY: dict[str, RemoteFile] = {
+    r.name: r for r in (*STATIC_AMAT.values(), STATIC_NPZ, *MNIST_IDX.values())
+}
+
+
+def get_remote(name: str) -> RemoteFile:
+    """The registry entry called ``name``.
+
+    Raises:
+        KeyError: naming the known entries when ``name`` is not one of them.
+    """
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown data file {name!r}; known: {sorted(REGISTRY)}") from None
+
+
+def data_dir() -> Path:
+    """The data folder: ``$GRADMC_DATA_DIR``, or ``data`` (relative to the working directory)."""
+    return Path(os.environ.get("GRADMC_DATA_DIR", "data"))

@@ -1,0 +1,25 @@
+"""Ray execution of shards: a private local Ray instance by default, a cluster when RAY_ADDRESS is set.
+
+Typical driver::
+
+    started = ensure_ray(num_cpus=cores)
+    try:
+        frames = run_shards(experiment.run, experiment.shards(config), desc="rbm_sampling")
+    finally:
+        if started:
+            shutdown_ray()
+"""
+
+from __future__ import annotations
+
+from gradmc.distributed.address import parse_address, wait_for_address
+from gradmc.distributed.ray_runner import OFFLINE_ENV_VAR, ensure_ray, run_shards, shutdown_ray
+
+__all__ = [
+    "OFFLINE_ENV_VAR",
+    "ensure_ray",
+    "parse_address",
+    "run_shards",
+    "shutdown_ray",
+    "wait_for_address",
+]

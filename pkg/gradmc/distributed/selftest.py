@@ -1,0 +1,102 @@
+"""Toy shards for checking a Ray setup (and for the distributed tests).
+
+They live in the package, not in ``tests/``, because Ray workers import a task's function by module
+name: gradmc is installed in the environment every worker runs, the tests folder is not on their
+``sys.path``. The same functions let a user check a cluster by hand::
+
+    from gradmc.distributed import run_shards
+    from gradmc.distributed.selftest import ToyShard, toy_shard, worker_info
+    run_shards(worker_info, [ToyShard(seed=i) for i in range(8)], num_gpus_per_shard=0.5)
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+
+import gradmc
+from gradmc.seeding import make_generator, seed_from
+
+__all__ = ["ToyShard", "toy_shard", "worker_info"]
+
+
+@dataclass(frozen=True)
+class ToyShard:
+    """Identity and behaviour of one toy shard.
+
+    Attributes:
+        seed: replicate index; the random stream is seeded from ("toy", seed, num_chains, num_steps).
+        num_chains: C, chains per shard.
+        num_steps: T, recorded steps per chain.
+        sleep_s: seconds to sleep before returning (to reorder completions).
+        fail: raise ValueError instead of returning.
+        crash_marker: if set and this file does not exist yet, create it and kill the worker process
+            (``os._exit``), so the first attempt dies and Ray's retry succeeds.
+    """
+
+    seed: int
+    num_chains: int = 3
+    num_steps: int = 4
+    sleep_s: float = 0.0
+    fail: bool = False
+    crash_marker: str | None = None
+
+
+def toy_shard(shard: ToyShard) -> pd.DataFrame:
+    """A Gaussian random walk per chain, returned as a tidy metrics table.
+
+    Returns:
+        DataFrame following :data:`gradmc.results.METRICS_COLUMNS`: one row per (chain, step) with
+        metric ``"x"`` (the walk's position), and one row per step with chain -1 and metric
+        ``"x_mean"`` (mean over chains). Depends only on the shard, never on the worker.
+
+    Raises:
+        ValueError: if ``shard.fail``.
+    """
+    if shard.crash_marker is not None and not os.path.exists(shard.crash_marker):
+        with open(shard.crash_marker, "w") as fh:
+            fh.write(str(os.getpid()))
+        os._exit(17)
+    if shard.sleep_s > 0:
+        time.sleep(shard.sleep_s)
+    if shard.fail:
+        raise ValueError(f"toy failure in shard seed={shard.seed}")
+    gen = make_generator(seed_from("toy", shard.seed, shard.num_chains, shard.num_steps))
+    noise = torch.randn(shard.num_steps, shard.num_chains, generator=gen, dtype=torch.float64)  # (T, C)
+    walk = noise.cumsum(0)  # (T, C)
+    steps = torch.arange(shard.num_steps).repeat_interleave(shard.num_chains)  # (T * C,)
+    chains = torch.arange(shard.num_chains).repeat(shard.num_steps)  # (T * C,)
+    per_chain = pd.DataFrame(
+        {"chain": chains.numpy(), "step": steps.numpy(), "metric": "x", "value": walk.reshape(-1).numpy()}
+    )
+    pooled = pd.DataFrame({"chain": -1, "step": torch.arange(shard.num_steps).numpy()})
+    pooled["metric"] = "x_mean"
+    pooled["value"] = walk.mean(1).numpy()  # (T,)
+    df = pd.concat([per_chain, pooled], ignore_index=True)
+    df.insert(0, "experiment", "toy")
+    df.insert(1, "target", "gaussian_walk")
+    df.insert(2, "sampler", "random_walk")
+    df.insert(3, "seed", shard.seed)
+    df["energy_evals"] = df["step"] + 1
+    df["grad_evals"] = 0
+    df["wall_time_s"] = 0.0  # a real experiment measures it; constant here so reruns compare equal
+    ints = ["seed", "chain", "step", "energy_evals", "grad_evals"]
+    return df.astype(dict.fromkeys(ints, "int64"))
+
+
+def worker_info(shard: object) -> dict[str, object]:
+    """Where and how a shard ran: host, pid, torch threads, visible GPUs, gradmc/torch versions."""
+    return {
+        "shard": repr(shard),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "torch_threads": torch.get_num_threads(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "gradmc_version": gradmc.__version__,
+        "torch_version": torch.__version__,
+    }

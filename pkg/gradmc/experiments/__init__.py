@@ -1,0 +1,3 @@
+"""One module per paper figure/table: ``shards(config, ...)`` and ``run(shard) -> tidy DataFrame``."""
+
+__all__: list[str] = []

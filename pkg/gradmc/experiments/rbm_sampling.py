@@ -1,0 +1,140 @@
+"""GWG paper Fig. 3 (EXPERIMENTS.md A1): sampling a trained MNIST RBM.
+
+Stages: :mod:`gradmc.experiments.rbm_reference` draws the block-Gibbs ground truth; :func:`shards`
+lists one shard per (sampler, seed); :func:`run` runs one shard and returns tidy rows. All chains of
+a (sampler, seed) stay in one shard because log MMD compares the joint set of current samples with
+the ground truth.
+
+Metrics (tidy rows, ``metric`` column):
+- ``log_mmd`` every ``mmd_every`` steps (chain = -1): log10 of the biased MMD^2 estimate between the
+  current chains and the ground truth with K(x, x') = exp(-mean_i [x_i != x'_i]).
+- ``log_mmd_target`` (sampler "Target", chain = -1): the same between two independent ground-truth sets.
+- ``ess`` per chain and ``ess_all_chains`` (chain = -1) of the statistic "Hamming distance to a fixed
+  random configuration" after burn-in (ArviZ rank-normalised bulk ESS), ``ess_per_second`` (sampler
+  time only) and ``ess_per_energy_eval`` per chain; ``acceptance_rate`` per chain.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from gradmc.evaluation.ess import ess, ess_per_chain
+from gradmc.evaluation.mmd import log_mmd
+from gradmc.experiments.rbm_model import data_mean_init, load_binary_data, load_rbm
+from gradmc.experiments.rbm_reference import load_reference
+from gradmc.samplers.discrete.registry import make_sampler
+from gradmc.seeding import make_generator, seed_from
+
+__all__ = ["EXPERIMENT", "Shard", "shards", "run", "target_rows", "collect"]
+
+EXPERIMENT = "rbm_sampling"  # also the seed namespace shared with rbm_reference
+TARGET = "mnist_rbm"
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One (sampler, seed) run of ``num_chains`` chains; paths point at the stage inputs."""
+
+    sampler: str
+    seed: int
+    num_chains: int
+    num_steps: int
+    mmd_every: int
+    burn_in_fraction: float
+    model_path: str
+    reference_path: str
+    data_path: str
+    device: str = "cpu"
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def shards(config: dict, model_path, reference_path, data_path) -> list[Shard]:
+    """One shard per (sampler, seed) of ``config['rbm_sampling']``, in config order."""
+    spec = config["rbm_sampling"]
+    return [
+        Shard(sampler=name, seed=seed, num_chains=spec["num_chains"], num_steps=spec["num_steps"],
+              mmd_every=spec["mmd_every"], burn_in_fraction=spec["burn_in_fraction"],
+              model_path=str(model_path), reference_path=str(reference_path), data_path=str(data_path),
+              device=config["device"])
+        for name in spec["samplers"] for seed in spec["seeds"]
+    ]
+
+
+def run(shard: Shard) -> pd.DataFrame:
+    """Run one shard: ``num_steps`` steps of ``shard.sampler`` on ``num_chains`` chains; tidy rows."""
+    device = shard.device
+    rbm = load_rbm(shard.model_path, device)
+    reference, _ = load_reference(shard.reference_path, device)  # (R, D)
+    data = load_binary_data(shard.data_path, "train", device)
+    generator = make_generator(seed_from(EXPERIMENT, shard.sampler, shard.seed), device)
+    stat_generator = make_generator(seed_from(EXPERIMENT, "hamming-reference"), device)
+    fixed = torch.bernoulli(torch.full((data.shape[1],), 0.5, device=device), generator=stat_generator)
+    sampler = make_sampler(shard.sampler)
+    state = sampler.init(data_mean_init(data, shard.num_chains, generator), rbm)
+    T, C = shard.num_steps, shard.num_chains
+    stat = torch.empty(T + 1, C, device=device)  # Hamming distance to `fixed`, per step and chain
+    stat[0] = (state.x != fixed).sum(1)
+    accept_sum = torch.zeros(C, device=device)
+    rows, sampler_time, evals, grads = [], 0.0, 0, 0
+
+    def record_mmd(step: int) -> None:
+        rows.append((shard.sampler, shard.seed, -1, step, "log_mmd", float(log_mmd(state.x, reference)),
+                     evals, grads, sampler_time))
+
+    record_mmd(0)
+    for t in range(1, T + 1):
+        _sync(device)
+        tic = time.perf_counter()
+        state, info = sampler.step(state, rbm, generator)
+        _sync(device)
+        sampler_time += time.perf_counter() - tic
+        evals += info.energy_evals
+        grads += info.grad_evals
+        accept_sum += info.acceptance_prob
+        stat[t] = (state.x != fixed).sum(1)
+        if t % shard.mmd_every == 0 or t == T:
+            record_mmd(t)
+    burn = int(shard.burn_in_fraction * T)
+    kept = stat[burn + 1:].T.cpu().numpy().astype(np.float64)  # (C, T - burn)
+    per_chain = ess_per_chain(kept)  # (C,)
+    acceptance = (accept_sum / T).cpu().numpy()
+    for c in range(C):
+        for metric, value in (("ess", per_chain[c]), ("ess_per_second", per_chain[c] / sampler_time),
+                              ("ess_per_energy_eval", per_chain[c] / max(evals, 1)),
+                              ("acceptance_rate", acceptance[c])):
+            rows.append((shard.sampler, shard.seed, c, T, metric, float(value), evals, grads, sampler_time))
+    rows.append((shard.sampler, shard.seed, -1, T, "ess_all_chains", float(ess(kept)), evals, grads,
+                 sampler_time))
+    return _frame(rows)
+
+
+def _frame(rows: list[tuple]) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=["sampler", "seed", "chain", "step", "metric", "value",
+                                     "energy_evals", "grad_evals", "wall_time_s"])
+    df.insert(0, "target", TARGET)
+    df.insert(0, "experiment", EXPERIMENT)
+    return df.astype({"seed": "int64", "chain": "int64", "step": "int64", "energy_evals": "int64",
+                      "grad_evals": "int64", "value": "float64", "wall_time_s": "float64"})
+
+
+def target_rows(reference_path) -> pd.DataFrame:
+    """The "Target" line: log MMD between two independent ground-truth sets, as one tidy row."""
+    _, target = load_reference(reference_path, "cpu")
+    return _frame([("Target", -1, -1, 0, "log_mmd_target", target, 0, 0, 0.0)])
+
+
+def collect(results: list[pd.DataFrame], reference_path) -> pd.DataFrame:
+    """Concatenate shard results with the Target row, sorted for a stable file."""
+    df = pd.concat([*results, target_rows(reference_path)], ignore_index=True)
+    return df.sort_values(["sampler", "seed", "metric", "chain", "step"], kind="stable").reset_index(drop=True)
+
+

@@ -1,0 +1,44 @@
+"""Shared matplotlib set-up: headless backend, paper-like sizes, a fixed colour per sampler name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from gradmc.atomic import atomic_path  # noqa: E402
+
+__all__ = ["plt", "sampler_color", "save_figure", "save_table"]
+
+_COLORS = {"Gibbs-1": "tab:blue", "Gibbs-2": "tab:orange", "HB-10-1": "tab:green", "GWG": "tab:red",
+           "GWG-3": "tab:purple", "GWG-5": "tab:brown", "BlockGibbs": "black", "Target": "grey"}
+
+
+def sampler_color(name: str) -> str:
+    """A stable colour for a sampler name (the same in every figure)."""
+    return _COLORS.get(name, "tab:gray")
+
+
+def save_figure(fig, prefix: str | Path) -> list[Path]:
+    """Write ``prefix``.pdf and ``prefix``.png atomically; close the figure; return the paths."""
+    paths = []
+    for ext in ("pdf", "png"):
+        path = Path(f"{prefix}.{ext}")
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=ext, dpi=150, bbox_inches="tight")
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def save_table(df, prefix: str | Path, caption: str) -> list[Path]:
+    """Write the plotted numbers as ``prefix``.csv and ``prefix``.md (with ``caption``) atomically."""
+    csv, md = Path(f"{prefix}.csv"), Path(f"{prefix}.md")
+    with atomic_path(csv) as tmp:
+        df.to_csv(tmp, index=False)
+    with atomic_path(md) as tmp:
+        tmp.write_text(f"{caption}\n\n{df.to_markdown(index=False, floatfmt='.4g')}\n")
+    return [csv, md]

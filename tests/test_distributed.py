@@ -1,0 +1,248 @@
+"""Ray execution of shards: determinism across worker counts, order, errors, retries, GPUs, addresses.
+
+One private local Ray instance serves the whole module (about 5 s to start here). The shard functions
+live in gradmc.distributed.selftest because Ray workers import them by module name and do not see
+the tests folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import ray
+
+from gradmc.distributed import ensure_ray, parse_address, run_shards, shutdown_ray, wait_for_address
+from gradmc.distributed.selftest import ToyShard, toy_shard, worker_info
+from gradmc.results import validate_metrics
+
+SHARDS = [ToyShard(seed=i, sleep_s=0.3 if i in (0, 3) else 0.0) for i in range(6)]
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    """A private 2-CPU Ray instance for this module; the environment is left as it was found
+    (shutdown_ray also removes what ray.init adds: RAY_AUTH_MODE, PYTHONBREAKPOINT)."""
+
+    def environment() -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+
+    env_before = environment()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("RAY_ADDRESS", raising=False)
+        started = ensure_ray(num_cpus=2, offline=True)
+        for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
+            assert os.environ.get(name) == env_before.get(name)  # offline start-up env not leaked
+        yield
+        if started:
+            assert shutdown_ray()
+            assert not ray.is_initialized()
+    assert environment() == env_before
+
+
+def free_port() -> int:
+    """A local TCP port with nothing listening on it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- running shards ------------------------------------------------------------------------------
+
+
+def test_results_do_not_depend_on_worker_count(ray_session):
+    one = pd.concat(run_shards(toy_shard, SHARDS, num_workers=1, progress=None), ignore_index=True)
+    two = pd.concat(run_shards(toy_shard, SHARDS, num_workers=2, progress=None), ignore_index=True)
+    pd.testing.assert_frame_equal(one, two)
+    in_process = pd.concat([toy_shard(shard) for shard in SHARDS], ignore_index=True)
+    pd.testing.assert_frame_equal(one, in_process)
+    validate_metrics(one)
+    assert one["seed"].unique().tolist() == list(range(6))
+
+
+def test_results_follow_shard_order_not_completion_order(ray_session):
+    shards = [ToyShard(seed=10), ToyShard(seed=11, sleep_s=0.6), ToyShard(seed=12), ToyShard(seed=13)]
+    results = run_shards(toy_shard, shards, num_workers=2, progress=None)
+    assert [int(df["seed"].iloc[0]) for df in results] == [10, 11, 12, 13]
+    infos = run_shards(worker_info, list(range(5)), progress=None)
+    assert [info["shard"] for info in infos] == ["0", "1", "2", "3", "4"]
+
+
+def test_shard_exception_names_the_shard(ray_session):
+    shards = [ToyShard(seed=1), ToyShard(seed=7, fail=True), ToyShard(seed=2)]
+    with pytest.raises(RuntimeError) as info:
+        run_shards(toy_shard, shards, num_workers=2, progress=None)
+    message = str(info.value)
+    assert "shard 1 ToyShard(seed=7" in message and "fail=True" in message
+    assert "ValueError: toy failure in shard seed=7" in message
+    assert "toy_shard" in message
+
+
+def test_dead_worker_is_retried(ray_session, tmp_path):
+    marker = tmp_path / "crashed_once"
+    shard = ToyShard(seed=3, crash_marker=str(marker))
+    (result,) = run_shards(toy_shard, [shard], max_retries=1, progress=None)
+    assert marker.exists()  # the first attempt did die
+    pd.testing.assert_frame_equal(result, toy_shard(ToyShard(seed=3, crash_marker=str(marker))))
+
+
+def test_dead_worker_without_retries_raises(ray_session, tmp_path):
+    shard = ToyShard(seed=4, crash_marker=str(tmp_path / "crash"))
+    with pytest.raises(RuntimeError, match=r"shard 0 ToyShard\(seed=4.*after 0 retries"):
+        run_shards(toy_shard, [shard], max_retries=0, progress=None)
+
+
+def test_threads_per_worker_sets_torch_threads(ray_session):
+    infos = run_shards(worker_info, ["a", "b"], threads_per_worker=2, progress=None)
+    assert [info["torch_threads"] for info in infos] == [2, 2]
+    infos = run_shards(worker_info, ["c"], threads_per_worker=1, progress=None)
+    assert infos[0]["torch_threads"] == 1
+
+
+def test_progress_lines(ray_session):
+    lines: list[str] = []
+    run_shards(toy_shard, SHARDS[:4], num_workers=2, progress=lines.append, desc="toy")
+    assert lines[0] == "[toy] 4 shards, 2 at a time"
+    pattern = re.compile(r"\[toy\] (\d)/4 done \((\d+)%\), elapsed \d+\.\d+s, eta \d+\.\d+s")
+    matches = [pattern.fullmatch(line) for line in lines[1:]]
+    assert all(matches), lines
+    assert [int(m.group(1)) for m in matches] == [1, 2, 3, 4]
+    assert lines[-1].startswith("[toy] 4/4 done (100%)") and lines[-1].endswith("eta 0.0s")
+
+
+def test_gpus_on_a_cpu_only_cluster_fail_fast(ray_session):
+    if ray.cluster_resources().get("GPU", 0):
+        pytest.skip("this Ray instance has GPUs")
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="no GPUs"):
+        run_shards(toy_shard, SHARDS[:2], num_gpus_per_shard=0.5, progress=None)
+    assert time.monotonic() - start < 5
+
+
+def test_too_many_threads_per_shard_fail_fast(ray_session):
+    with pytest.raises(RuntimeError, match="no Ray node can run a shard needing 64 CPU"):
+        run_shards(toy_shard, SHARDS[:1], threads_per_worker=64, progress=None)
+
+
+def test_argument_checks_and_empty_input():
+    assert run_shards(toy_shard, [], progress=None) == []
+    with pytest.raises(ValueError, match="num_workers"):
+        run_shards(toy_shard, SHARDS, num_workers=0)
+    with pytest.raises(ValueError, match="threads_per_worker"):
+        run_shards(toy_shard, SHARDS, threads_per_worker=0)
+
+
+def test_ensure_ray_reuses_a_running_instance(ray_session, monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{free_port()}")  # not even looked at
+    assert ensure_ray() is False
+    assert ray.is_initialized()
+
+
+# --- cluster addresses ---------------------------------------------------------------------------
+
+
+def test_unreachable_ray_address_raises_connection_error_quickly(monkeypatch):
+    port = free_port()
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh driver process
+    start = time.monotonic()
+    with pytest.raises(ConnectionError) as info:
+        ensure_ray(connect_timeout_s=2)
+    elapsed = time.monotonic() - start
+    assert 1.5 <= elapsed < 10
+    message = str(info.value)
+    assert f"127.0.0.1:{port}" in message
+    assert "ray start --head" in message and "unset RAY_ADDRESS" in message
+
+
+def test_wait_for_address_returns_when_something_listens():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        start = time.monotonic()
+        wait_for_address(f"127.0.0.1:{server.getsockname()[1]}", timeout_s=5)
+        assert time.monotonic() - start < 2
+    wait_for_address("auto", timeout_s=0.1)  # passed through to Ray unchecked
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        ("auto", None),
+        ("AUTO", None),
+        ("10.0.0.5:6380", ("10.0.0.5", 6380)),
+        ("head-node", ("head-node", 6379)),
+        ("ray://head-node:10002", ("head-node", 10002)),
+        ("ray://head-node", ("head-node", 10001)),
+        ("[::1]:6379", ("::1", 6379)),
+        (" 127.0.0.1:6379/ ", ("127.0.0.1", 6379)),
+    ],
+)
+def test_parse_address(address, expected):
+    assert parse_address(address) == expected
+
+
+@pytest.mark.parametrize("address", ["", "host:port", "host:0", "host:70000", "http://head:8265", ":6379"])
+def test_parse_address_rejects_malformed(address):
+    with pytest.raises(ValueError):
+        parse_address(address)
+
+
+# --- a real cluster address (slow: starts a second Ray head) --------------------------------------
+
+CLUSTER_DRIVER = """
+from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
+from gradmc.distributed.selftest import ToyShard, toy_shard
+import pandas as pd
+assert ensure_ray(connect_timeout_s=60)
+df = pd.concat(run_shards(toy_shard, [ToyShard(seed=i) for i in range(3)], progress=None))
+assert df.equals(pd.concat([toy_shard(ToyShard(seed=i)) for i in range(3)]))
+assert shutdown_ray()
+print("CLUSTER OK")
+"""
+
+
+@pytest.mark.slow
+def test_ray_address_of_a_running_cluster_is_used(tmp_path):
+    """``ray start --head`` in its own process group, then a driver with RAY_ADDRESS=127.0.0.1:port."""
+    port = free_port()
+    offline = {
+        name: "http://127.0.0.1:9" for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY")
+    }
+    head_env = {**os.environ, **offline, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    head = subprocess.Popen(
+        [
+            os.path.join(os.path.dirname(sys.executable), "ray"),
+            "start",
+            "--head",
+            f"--port={port}",
+            "--num-cpus=1",
+            "--include-dashboard=false",
+            "--block",
+        ],
+        env=head_env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        driver_env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+        driver_env["RAY_ADDRESS"] = f"127.0.0.1:{port}"
+        proc = subprocess.run(
+            [sys.executable, "-c", CLUSTER_DRIVER],
+            env=driver_env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert "CLUSTER OK" in proc.stdout, proc.stderr[-3000:]
+    finally:
+        os.killpg(head.pid, signal.SIGKILL)  # `ray start --block` ignores SIGTERM here
+        head.wait(timeout=30)
