@@ -14,6 +14,7 @@ REPO = Path(workflow.main_snakefile).resolve().parent
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/rbm_sampling.smk"
+include: "workflow/rules/sampler_cost.smk"
 
 
 # Declared here, after the includes: Snakemake resets the default target on every include.

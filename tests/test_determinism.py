@@ -7,13 +7,28 @@ import torch
 
 from gradmc.samplers.base import Info
 from gradmc.samplers.discrete import make_sampler
+from gradmc.samplers.discrete.gwg_multi import GWGMulti
+from gradmc.samplers.discrete.hamming_ball import BlockHammingBall
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets import RBM
 
 NUM_CHAINS, DIM, NUM_STEPS = 16, 12, 20
-SAMPLERS = ["Gibbs-1", "Gibbs-2", "GWG", "BlockGibbs"]
+# Kernels without a registry name of their own (the RBM has no blocks() for the registry's Block-HB).
+LOCAL = {
+    "GWG-3-set": lambda: GWGMulti(num_draws=3, density="set"),
+    "Block-HB": lambda: BlockHammingBall.contiguous(DIM, 4, radius=1),
+}
+SAMPLERS = ["Gibbs-1", "Gibbs-2", "GWG", "BlockGibbs", "Gibbs-1-systematic", "GWG-3", "GWG-5", "HB-10-1",
+            "HB-4-2", "RWM", *LOCAL]
 # (energy_evals, grad_evals) per step, counted per chain-batch call (see Info)
-EXPECTED_COST = {"Gibbs-1": (2, 0), "Gibbs-2": (4, 0), "GWG": (2, 2), "BlockGibbs": (2, 0)}
+EXPECTED_COST = {"Gibbs-1": (2, 0), "Gibbs-2": (4, 0), "GWG": (2, 2), "BlockGibbs": (2, 0),
+                 "Gibbs-1-systematic": (2, 0), "GWG-3": (2, 2), "GWG-5": (2, 2), "GWG-3-set": (2, 2),
+                 "HB-10-1": (11, 0), "HB-4-2": (11, 0), "Block-HB": (5, 0), "RWM": (2, 0)}
+# Metropolis-Hastings kernels: most coordinates one accepted step can change (rejected: none)
+MH_MAX_CHANGES = {"GWG": 1, "GWG-3": 3, "GWG-5": 5, "GWG-3-set": 3, "RWM": 1}
+# always-accepting (Gibbs-type) kernels: most coordinates one step can change
+GIBBS_MAX_CHANGES = {"Gibbs-1": 1, "Gibbs-2": 2, "BlockGibbs": DIM, "Gibbs-1-systematic": 1,
+                     "HB-10-1": 2, "HB-4-2": 4, "Block-HB": 2}
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +45,7 @@ def _run(name: str, target, seed: int) -> tuple[torch.Tensor, list[Info]]:
     """(NUM_STEPS + 1, C, D) trajectory from a uniform Bernoulli start, and the per-step Info."""
     generator = make_generator(seed_from("test_determinism", name, seed))
     x0 = torch.bernoulli(torch.full((NUM_CHAINS, DIM), 0.5), generator=generator)
-    sampler = make_sampler(name)
+    sampler = LOCAL[name]() if name in LOCAL else make_sampler(name)
     state = sampler.init(x0, target)
     xs, infos = [state.x], []
     for _ in range(NUM_STEPS):
@@ -72,13 +87,34 @@ def test_info_fields(rbm, name):
         assert torch.equal(info.sites_changed, (traj[t + 1] != traj[t]).sum(1))
         assert type(info.energy_evals) is int and info.energy_evals == energy_evals
         assert type(info.grad_evals) is int and info.grad_evals == grad_evals
-        if name == "GWG":
-            # one flip when accepted, none when rejected
-            assert torch.equal(info.sites_changed, info.accepted.long())
+        if name in MH_MAX_CHANGES:
+            # 1..N distinct flips when accepted, none when rejected
+            assert bool((info.sites_changed[~info.accepted] == 0).all())
+            assert bool((info.sites_changed[info.accepted] >= 1).all())
+            assert int(info.sites_changed.max()) <= MH_MAX_CHANGES[name]
+            if MH_MAX_CHANGES[name] == 1:
+                assert torch.equal(info.sites_changed, info.accepted.long())
         else:
             # Gibbs-type kernels always accept
             assert bool(info.accepted.all()) and bool((info.acceptance_prob == 1).all())
-            max_changes = DIM if name == "BlockGibbs" else int(name.split("-")[1])
-            assert int(info.sites_changed.max()) <= max_changes
+            assert int(info.sites_changed.max()) <= GIBBS_MAX_CHANGES[name]
         moved += int(info.sites_changed.sum())
     assert moved > 0
+
+
+def test_registry_names_and_errors():
+    from gradmc.samplers.discrete import CategoricalGibbs, GWGCategorical, HammingBall
+    from gradmc.samplers.relaxed import RMALA
+
+    assert make_sampler("HB-10-1") == HammingBall(block_size=10, radius=1)
+    assert make_sampler("GWG", state="categorical") == GWGCategorical(temperature=2.0)
+    assert make_sampler("Gibbs-2", state="categorical") == CategoricalGibbs(block_size=2)
+    assert make_sampler("R-MALA", step_size=0.1, temperature=2.0) == RMALA(step_size=0.1, temperature=2.0)
+    with pytest.raises(ValueError, match="unknown sampler 'HMC'"):
+        make_sampler("HMC")
+    with pytest.raises(ValueError, match="needs hyper-parameters"):
+        make_sampler("R-HMC")
+    with pytest.raises(ValueError, match="blocks"):
+        make_sampler("Block-HB", target=object())
+    with pytest.raises(ValueError, match="state must be"):
+        make_sampler("GWG", state="continuous")

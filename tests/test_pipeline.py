@@ -57,7 +57,8 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
     res = smoke_run / "results"
     for rel in ("figures/fig3_rbm_sampling.pdf", "figures/fig3_rbm_sampling.png",
                 "tables/fig3_rbm_sampling.csv", "tables/fig3_rbm_sampling.md",
-                "rbm_sampling/rbm.pt", "rbm_sampling/reference.npz", "data/mnist.npz"):
+                "rbm_sampling/rbm.pt", "rbm_sampling/reference.npz", "data/mnist.npz",
+                "tables/sampler_cost.csv", "tables/sampler_cost.md"):
         assert (res / rel).stat().st_size > 0, rel
     df, prov = read_parquet(res / "rbm_sampling" / "metrics.parquet")
     assert set(df["sampler"]) == {"Gibbs-1", "GWG", "Target"}
@@ -67,9 +68,14 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
     ess = df[df["metric"] == "ess"]
     assert len(ess) == 2 * 8 and (ess["value"] > 0).all()
     assert prov["config_hash"] and prov["package_version"]
+    cost, _ = read_parquet(res / "sampler_cost" / "metrics.parquet")
+    rel = cost[cost["metric"] == "relative_cost"].set_index(["target", "sampler"])["value"]
+    assert set(rel.index.get_level_values("target")) == {"mnist_rbm", "ising_4x4"}
+    assert (rel.xs("Gibbs-1", level="sampler") == 1.0).all() and (rel > 0).all()
     # every job wrote its log
     assert {p.stem for p in (res / "logs").glob("*.log")} >= {
-        "prepare_mnist", "train_rbm", "rbm_reference", "rbm_sampling", "figure_rbm_sampling"}
+        "prepare_mnist", "train_rbm", "rbm_reference", "rbm_sampling", "figure_rbm_sampling", "sampler_cost",
+        "table_sampler_cost"}
 
 
 def test_complete_run_schedules_nothing(smoke_run):
@@ -88,11 +94,14 @@ def _edited(path: Path):
     return original
 
 
+SAMPLER_JOBS = {"rbm_sampling", "figure_rbm_sampling", "sampler_cost", "table_sampler_cost"}
+
+
 def test_editing_a_sampler_reruns_sampling_and_figure_only(smoke_run):
     path = smoke_run / "pkg" / "gradmc" / "samplers" / "discrete" / "gwg.py"
     original = _edited(path)
     try:
-        assert _scheduled(smoke_run) == {"rbm_sampling", "figure_rbm_sampling"}
+        assert _scheduled(smoke_run) == SAMPLER_JOBS
     finally:
         path.write_text(original)
     assert _scheduled(smoke_run) == set()
@@ -111,7 +120,7 @@ def test_editing_training_code_reruns_training_and_downstream(smoke_run):
     path = smoke_run / "pkg" / "gradmc" / "training" / "cd.py"
     original = _edited(path)
     try:
-        assert _scheduled(smoke_run) == {"train_rbm", "rbm_reference", "rbm_sampling", "figure_rbm_sampling"}
+        assert _scheduled(smoke_run) == {"train_rbm", "rbm_reference", *SAMPLER_JOBS}
     finally:
         path.write_text(original)
 

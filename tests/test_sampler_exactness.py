@@ -13,12 +13,22 @@ Checks:
     fixed state reproduces the matrix row;
 (c) teeth: a GWG without the reverse proposal term fails (a) and (b).
 
+(d) every binary kernel's exact one-step matrix P, built from its ``transition_probabilities`` (which
+    shares the proposal / acceptance code with ``step``), on three targets: the RBM, the pairwise model
+    and a random-coupling Ising model on a 3x3 torus (D = 9): rows sum to 1, pi P = pi and detailed
+    balance to 1e-10 (float64; the requirement is 1e-6), and the kernel moves; each scan block of the
+    systematic Gibbs sampler separately, and a whole systematic sweep;
+(e) the real ``step`` from a fixed state reproduces the enumerated row (chi-square), per kernel;
+(f) teeth: GWG / GWG-N with a flipped sign, a different temperature, a dropped or miscounted reverse
+    term in the acceptance (shared by step and enumeration) break pi P = pi by far more than 1e-4.
+
 All seeds are fixed, so the statistical tests are deterministic: a pass is not a flaky pass.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -26,11 +36,22 @@ from scipy import stats
 
 from gradmc.samplers.base import log_prob_and_grad, metropolis_hastings_accept, sample_categorical
 from gradmc.samplers.discrete import GWG, make_sampler
+from gradmc.samplers.discrete.flips import log_draws_probability, log_flip_probability
+from gradmc.samplers.discrete.gibbs import Gibbs
 from gradmc.samplers.discrete.gwg import GWGState
+from gradmc.samplers.discrete.gwg_multi import GWGMulti
+from gradmc.samplers.discrete.hamming_ball import BlockHammingBall, HammingBall
+from gradmc.samplers.discrete.rwm import RandomWalkMetropolis
+from gradmc.samplers.enumerate import (
+    detailed_balance_error,
+    state_index,
+    stationarity_error,
+    transition_matrix,
+)
 from gradmc.targets import RBM
-from gradmc.targets.exact import exact_distribution
+from gradmc.targets.exact import enumerate_binary, exact_distribution
 
-torch.set_num_threads(2)
+torch.set_num_threads(1)
 
 D = 8
 NUM_STATES = 2**D
@@ -249,3 +270,280 @@ def test_broken_gwg_transition_matrix_is_not_invariant(exact, target_name):
     print(f"{target_name}: broken max|pi P - pi|={err:.2e}")
     assert err > 1e-3
     assert math.isfinite(err)
+
+
+# ---------------------------------------------------------------------------------------------------
+# (d) exact transition matrices of every binary kernel
+
+ISING_SIDE = 3
+STAT_TOL = 1e-10  # float64 round-off is ~1e-16; EXPERIMENTS.md A0 asks for 1e-6
+TEETH_TOL = 1e-4  # a broken kernel must miss pi P = pi by more than this
+
+
+class TorusIsing:
+    """Ising model with random couplings on a cyclic side x side lattice, spins s = 2x - 1:
+    log p(x) = sum_{edges ij} J_ij s_i s_j + h^T s + const, x (C, D) in {0, 1}, D = side**2.
+
+    Args:
+        side: lattice side (3: D = 9, every site has 4 distinct neighbours).
+        generator: draws J_ij ~ N(0.3, 0.5^2) per edge (mostly ferromagnetic) and h ~ N(0, 0.3^2).
+    """
+
+    def __init__(self, side: int, generator: torch.Generator):
+        edges = []
+        for r in range(side):
+            for c in range(side):
+                i = r * side + c
+                edges.append((i, r * side + (c + 1) % side))
+                edges.append((i, ((r + 1) % side) * side + c))
+        edges = torch.tensor(edges)  # (2 * side**2, 2)
+        J = 0.3 + 0.5 * torch.randn(len(edges), generator=generator, dtype=torch.float64)
+        # dense symmetric (D, D) couplings with zero diagonal: fine at D = 9, and a matmul is fast
+        self.K = torch.zeros(side * side, side * side, dtype=torch.float64)
+        self.K[edges[:, 0], edges[:, 1]] = J
+        self.K = self.K + self.K.T
+        self.h = 0.3 * torch.randn(side * side, generator=generator, dtype=torch.float64)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """(C, D) -> (C,) unnormalised log-probability, differentiable in x."""
+        s = 2.0 * x - 1.0
+        return 0.5 * ((s @ self.K) * s).sum(-1) + s @ self.h
+
+
+def _rbm_block_gibbs_transition_probabilities(rbm: RBM, x: torch.Tensor):
+    """Exact x -> h -> x' kernel: P(x' | x) = sum_h p(h | x) p(x' | h), from the conditionals that
+    ``RBM.sample_hidden`` / ``sample_visible`` draw from. Returns all 2**D next states and their probs."""
+    with torch.no_grad():
+        hs = enumerate_binary(rbm.num_hidden, torch.float64)  # (2**H, H)
+        xs = enumerate_binary(rbm.num_visible, torch.float64)  # (2**D, D)
+        ph = rbm.hidden_probs(x)  # (C, H)
+        p_h = (hs[None] * ph[:, None] + (1 - hs[None]) * (1 - ph[:, None])).prod(-1)  # (C, 2**H)
+        pv = rbm.visible_probs(hs)  # (2**H, D)
+        p_x = (xs[None] * pv[:, None] + (1 - xs[None]) * (1 - pv[:, None])).prod(-1)  # (2**H, 2**D)
+    return xs.expand(x.shape[0], -1, -1), p_h @ p_x
+
+
+def _block_hb(dim: int, radius: int) -> BlockHammingBall:
+    """Block-HB with blocks from the structure: the lattice rows for the 3x3 Ising model (D = 9),
+    two halves of the coordinates otherwise (D = 8)."""
+    return BlockHammingBall.contiguous(dim, 3 if dim == 9 else 4, radius=radius)
+
+
+# name -> kernel factory (dim -> sampler)
+KERNELS = {
+    "Gibbs-1": lambda d: Gibbs(1),
+    "Gibbs-2": lambda d: Gibbs(2),
+    "Gibbs-1-systematic": lambda d: Gibbs(1, scan="systematic"),
+    "Gibbs-2-systematic": lambda d: Gibbs(2, scan="systematic"),
+    "GWG": lambda d: GWG(),
+    "GWG-T1": lambda d: GWG(temperature=1.0),
+    "GWG-3": lambda d: GWGMulti(3),
+    "GWG-5": lambda d: GWGMulti(5),
+    "GWG-3-set": lambda d: GWGMulti(3, density="set"),
+    "GWG-5-set": lambda d: GWGMulti(5, density="set"),
+    "HB-3-1": lambda d: HammingBall(3, 1),
+    "HB-4-2": lambda d: HammingBall(4, 2),
+    "Block-HB": lambda d: _block_hb(d, 1),
+    "Block-HB-r2": lambda d: _block_hb(d, 2),
+    "RWM": lambda d: RandomWalkMetropolis(),
+}
+MATRIX_TARGETS = ("rbm", "pairwise", "ising")
+
+
+@pytest.fixture(scope="module")
+def exact_all(exact):
+    """exact plus the 3x3 torus Ising model (D = 9, 512 states)."""
+    target = TorusIsing(ISING_SIDE, torch.Generator().manual_seed(33))
+    states, pi = exact_distribution(target, ISING_SIDE**2)
+    return {**exact, "ising": (target, states, pi)}
+
+
+def _kernel_matrix(kernel_name: str, target, states: torch.Tensor, **kwargs) -> torch.Tensor:
+    if kernel_name == "BlockGibbs":
+        return transition_matrix(lambda x: _rbm_block_gibbs_transition_probabilities(target, x), states)
+    sampler = KERNELS[kernel_name](states.shape[1])
+    return transition_matrix(lambda x: sampler.transition_probabilities(x, target, **kwargs), states)
+
+
+def _check_kernel(P: torch.Tensor, pi: torch.Tensor, label: str, reversible: bool = True) -> None:
+    S = pi.shape[0]
+    assert (P >= -1e-12).all()
+    assert torch.allclose(P.sum(1), torch.ones(S, dtype=torch.float64), rtol=0, atol=1e-12)
+    stat, balance = stationarity_error(P, pi), detailed_balance_error(P, pi)
+    move = float(1 - P.diagonal() @ pi)
+    print(f"{label}: max|pi P - pi|={stat:.1e} max|detailed balance|={balance:.1e} move prob={move:.3f}")
+    assert stat < STAT_TOL
+    if reversible:
+        assert balance < STAT_TOL
+    assert move > 0.05  # not the identity kernel
+
+
+MATRIX_CASES = [(t, k) for t in MATRIX_TARGETS for k in KERNELS] + [("rbm", "BlockGibbs")]
+
+
+@pytest.mark.parametrize("target_name,kernel_name", MATRIX_CASES)
+def test_exact_kernel_is_stationary_and_reversible(exact_all, target_name, kernel_name):
+    """Every kernel here is reversible: Gibbs / HB block updates are, MH is, and a uniform mixture of
+    reversible kernels is (the random-scan average; for the systematic scan, see the next test)."""
+    target, states, pi = exact_all[target_name]
+    P = _kernel_matrix(kernel_name, target, states)
+    _check_kernel(P, pi, f"{target_name}/{kernel_name}")
+
+
+@pytest.mark.parametrize("block_size", [1, 2])
+def test_systematic_scan_blocks_and_sweep(exact_all, block_size):
+    """Each block update of the systematic scan is a reversible, pi-invariant kernel; a full sweep
+    (their product, in scan order) is pi-invariant but in general not reversible."""
+    target, states, pi = exact_all["ising"]
+    sampler = Gibbs(block_size, scan="systematic")
+    D = states.shape[1]
+    sweep = torch.eye(states.shape[0], dtype=torch.float64)
+    position = 0
+    for _ in range(D):  # D steps: at least one full cycle of windows
+        block = ((position + torch.arange(block_size)) % D)[None]
+        P = transition_matrix(lambda x, b=block: sampler.transition_probabilities(x, target, blocks=b), states)
+        _check_kernel(P, pi, f"ising/systematic block {block.tolist()}")
+        sweep = sweep @ P
+        position = (position + block_size) % D
+    stat, balance = stationarity_error(sweep, pi), detailed_balance_error(sweep, pi)
+    print(f"ising/Gibbs-{block_size} systematic sweep: max|pi P - pi|={stat:.1e} detailed balance={balance:.1e}")
+    assert stat < STAT_TOL
+    assert balance > 1e-6  # the sweep is genuinely non-reversible, yet invariant
+
+
+def test_hamming_ball_single_block_is_invariant(exact_all):
+    """One fixed HB block update (no averaging over blocks) already leaves pi invariant."""
+    target, states, pi = exact_all["ising"]
+    for block in ([0, 4, 8], [1, 2, 3]):
+        P = transition_matrix(
+            lambda x, b=block: HammingBall(3, 1).transition_probabilities(x, target, blocks=torch.tensor([b])),
+            states)
+        _check_kernel(P, pi, f"ising/HB-3-1 block {block}")
+
+
+def test_set_density_dominates_draws_density(exact_all):
+    """GWG-N with the marginal set probability has every off-diagonal entry >= the Eq. 27 kernel's
+    (Peskun order: min of sums >= sum of mins), hence a higher move probability."""
+    target, states, pi = exact_all["pairwise"]
+    for n in (3, 5):
+        P_draws = _kernel_matrix(f"GWG-{n}", target, states)
+        P_set = _kernel_matrix(f"GWG-{n}-set", target, states)
+        off = ~torch.eye(states.shape[0], dtype=torch.bool)
+        print(f"GWG-{n}: move prob draws={float(1 - P_draws.diagonal() @ pi):.3f} "
+              f"set={float(1 - P_set.diagonal() @ pi):.3f}")
+        assert bool((P_set[off] >= P_draws[off] - 1e-12).all())
+        assert float(P_set.diagonal() @ pi) < float(P_draws.diagonal() @ pi)
+
+
+# ---------------------------------------------------------------------------------------------------
+# (e) the real step reproduces the enumerated row
+
+N_ROW_KERNEL = 40_000
+
+
+def _row_from_enumeration(next_states: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
+    """(1, K, D), (1, K) -> (2**D,) probabilities of the next state."""
+    row = torch.zeros(2 ** next_states.shape[-1], dtype=torch.float64)
+    return row.scatter_add_(0, state_index(next_states[0]), probs[0].double())
+
+
+@pytest.mark.parametrize("kernel_name", [*KERNELS, "BlockGibbs"])
+def test_step_matches_enumerated_row(exact_all, kernel_name):
+    target_name = "rbm" if kernel_name == "BlockGibbs" else "pairwise"
+    target, states, pi = exact_all[target_name]
+    D = states.shape[1]
+    x0 = states[torch.argsort(pi)[3 * states.shape[0] // 4]][None]  # a fairly likely, not modal, state
+    if kernel_name == "BlockGibbs":
+        sampler = make_sampler("BlockGibbs")
+        row = _row_from_enumeration(*_rbm_block_gibbs_transition_probabilities(target, x0))
+    else:
+        sampler = KERNELS[kernel_name](D)
+        kwargs = {}
+        if isinstance(sampler, Gibbs) and sampler.scan == "systematic":  # the first step updates window 0
+            kwargs = {"blocks": torch.arange(sampler.block_size)[None]}
+        row = _row_from_enumeration(*sampler.transition_probabilities(x0, target, **kwargs))
+    gen = torch.Generator().manual_seed(500 + [*KERNELS, "BlockGibbs"].index(kernel_name))
+    state = sampler.init(x0.expand(N_ROW_KERNEL, D).clone(), target)
+    state, _ = sampler.step(state, target, gen)
+    counts = torch.bincount(state_index(state.x), minlength=states.shape[0]).double()
+    support = row > 1e-15
+    assert counts[~support].sum() == 0
+    p_value = _chisquare_pvalue(counts[support], N_ROW_KERNEL * row[support])
+    print(f"{target_name}/{kernel_name}: row chi2 p={p_value:.3g} support={int(support.sum())} "
+          f"stay prob={float(row[state_index(x0)[0]]):.3f}")
+    assert p_value > P_MIN
+
+
+# ---------------------------------------------------------------------------------------------------
+# (f) teeth: mutated GWG / GWG-N kernels (the mutation sits in log_acceptance, which step and
+# transition_probabilities share, so the exact-matrix check sees exactly what step would do)
+
+MUTATIONS = ("reverse_sign", "reverse_temperature", "no_reverse", "no_ratio", "reverse_distinct")
+
+
+class _Mutated:
+    """Deliberately WRONG acceptance ratios (subclasses set ``mutation``):
+
+    reverse_sign: the reverse proposal uses softmax(-d(x') / T) (sign of d flipped, reverse only);
+    reverse_temperature: the reverse proposal uses temperature 1 while the forward one uses T = 2;
+    no_reverse: log q(draws | x') dropped (forward term kept);
+    no_ratio: both proposal terms dropped, min(1, exp(f(x') - f(x)));
+    reverse_distinct: the reverse move scored by each distinct index once, the forward one by all N draws.
+    """
+
+    def log_acceptance(self, f_x, log_q_x, f_new, log_q_new, counts):
+        m = self.mutation
+        if m == "reverse_sign":  # log_softmax is shift invariant: log_softmax(-log q) = log_softmax(-d / T)
+            log_q_new = torch.log_softmax(-log_q_new, -1)
+        elif m == "reverse_temperature":  # d / 1 = (d / T) * T
+            log_q_new = torch.log_softmax(log_q_new * self.temperature / 1.0, -1)
+        elif m == "no_reverse":
+            return f_new - f_x - log_flip_probability(log_q_x, counts, self.num_draws, self.density)
+        elif m == "no_ratio":
+            return f_new - f_x
+        elif m == "reverse_distinct":
+            return (f_new - f_x + log_draws_probability(log_q_new, (counts > 0).long())
+                    - log_draws_probability(log_q_x, counts))
+        return super().log_acceptance(f_x, log_q_x, f_new, log_q_new, counts)
+
+
+@dataclass(frozen=True)
+class MutatedGWG(_Mutated, GWG):
+    mutation: str = "reverse_sign"
+
+
+@dataclass(frozen=True)
+class MutatedGWGMulti(_Mutated, GWGMulti):
+    mutation: str = "reverse_sign"
+
+
+TEETH_CASES = [("GWG", m) for m in MUTATIONS if m != "reverse_distinct"] + [("GWG-3", m) for m in MUTATIONS]
+
+
+@pytest.mark.parametrize("sampler_name,mutation", TEETH_CASES)
+def test_mutated_gwg_fails_exact_check(exact_all, sampler_name, mutation):
+    errors = {}
+    for target_name in MATRIX_TARGETS:
+        target, states, pi = exact_all[target_name]
+        if sampler_name == "GWG":
+            sampler = MutatedGWG(temperature=2.0, mutation=mutation)
+        else:
+            sampler = MutatedGWGMulti(num_draws=3, temperature=2.0, mutation=mutation)
+        P = transition_matrix(lambda x, s=sampler, t=target: s.transition_probabilities(x, t), states)
+        assert torch.allclose(P.sum(1), torch.ones_like(pi), rtol=0, atol=1e-12)  # still a valid kernel
+        errors[target_name] = stationarity_error(P, pi)
+    print(f"{sampler_name} mutation {mutation}: max|pi P - pi| = "
+          + ", ".join(f"{k} {v:.2e}" for k, v in errors.items()))
+    for value in errors.values():
+        assert value > TEETH_TOL
+
+
+def test_mutated_gwg_multi_fails_in_step_too(exact_all):
+    """The mutation reaches step as well: one step from pi with the reverse_distinct GWG-3 (the
+    subtlest mutation) departs from pi by many standard errors."""
+    target, states, pi = exact_all["pairwise"]
+    sampler = MutatedGWGMulti(num_draws=3, mutation="reverse_distinct")
+    counts, _ = _one_step_from_pi(sampler, target, states, pi, N_STATIONARY, seed=2100)
+    z_max = float(((counts / N_STATIONARY - pi).abs() / (pi * (1 - pi) / N_STATIONARY).sqrt()).max())
+    print(f"mutated GWG-3 reverse_distinct one step from pi: max z={z_max:.1f}")
+    assert z_max > Z_MAX

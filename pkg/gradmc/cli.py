@@ -16,6 +16,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 __all__ = ["main", "build_parser"]
 
@@ -42,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gradmc", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="store_true", help="print the gradmc version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="{data,run,figure}")
+    sub = parser.add_subparsers(dest="command", metavar="{data,run,figure,bench}")
 
     data = sub.add_parser("data", help="prepare data sets").add_subparsers(dest="action", metavar="{prepare}")
     prep = data.add_parser("prepare", help="prepare a data set as one .npz plus a JSON manifest")
@@ -56,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_out(prep, "prepared .npz")
 
     run = sub.add_parser("run", help="run one experiment stage").add_subparsers(dest="experiment",
-                                                                                 metavar="{train_rbm,rbm_reference,rbm_sampling}")
+                                                                                 metavar="{train_rbm,rbm_reference,rbm_sampling,sampler_cost}")
     train = run.add_parser("train_rbm", help="train the MNIST RBM with CD-k (GWG Fig. 3)")
     _add_config(train)
     train.add_argument("--data", required=True, help="prepared MNIST .npz")
@@ -75,15 +76,37 @@ def build_parser() -> argparse.ArgumentParser:
                       help="parallel Ray workers (default: the cores Ray sees; RAY_ADDRESS joins a cluster)")
     _add_out(samp, "metrics Parquet")
 
+    cost = run.add_parser("sampler_cost", help="cost per step of each sampler relative to Gibbs-1 (in-process timing)")
+    _add_config(cost)
+    cost.add_argument("--model", required=True, help="RBM checkpoint from train_rbm")
+    cost.add_argument("--data", required=True, help="prepared MNIST .npz (initial distribution)")
+    _add_out(cost, "metrics Parquet")
+
     fig = sub.add_parser("figure", help="draw a figure from Parquet results").add_subparsers(
-        dest="figure", metavar="{rbm_sampling}")
+        dest="figure", metavar="{rbm_sampling,sampler_cost}")
     f3 = fig.add_parser("rbm_sampling", help="GWG Fig. 3: log MMD and ESS box plots")
     f3.add_argument("--metrics", required=True, help="metrics Parquet from `gradmc run rbm_sampling`")
     f3.add_argument("--config-name", default="", help="config label printed in the title")
     f3.add_argument("--out", required=True, help="figure prefix; writes PREFIX.pdf and PREFIX.png")
     f3.add_argument("--table-out", default=None,
                     help="prefix of the table of plotted numbers (.csv, .md); default: the figure prefix")
+    bench = sub.add_parser("bench", help="sampler throughput benchmark -> OUT/samplers.json")
+    bench.add_argument("--out", default="results/bench", help="output folder (default results/bench)")
+    bench.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the reference machine)")
+    bench.add_argument("--steps", type=int, default=100, help="steps per timed run (default 100)")
+    bench.add_argument("--repeats", type=int, default=5, help="timed runs per sampler; the median is reported")
+    tc = fig.add_parser("sampler_cost", help="table of cost per step relative to Gibbs-1 (.csv, .md)")
+    tc.add_argument("--metrics", required=True, help="metrics Parquet from `gradmc run sampler_cost`")
+    tc.add_argument("--out", required=True, help="table prefix; writes PREFIX.csv and PREFIX.md")
     return parser
+
+
+def _cmd_bench(args) -> None:
+    from gradmc.bench.samplers import run_benchmark
+
+    out = Path(args.out) / "samplers.json"
+    run_benchmark(out, threads=args.threads, steps=args.steps, repeats=args.repeats, progress=_log)
+    _log(f"[bench] wrote {out}")
 
 
 def _cmd_data(args) -> None:
@@ -129,12 +152,24 @@ def _cmd_run(args) -> None:
         df = exp.collect(results, args.reference)
         write_parquet(df, args.out, provenance(config), validate=True)
         _log(f"[rbm_sampling] wrote {args.out} ({len(df)} rows)")
+    elif args.experiment == "sampler_cost":
+        from gradmc.experiments.sampler_cost import run_cost
+        from gradmc.results import provenance, write_parquet
+
+        df = run_cost(config, args.model, args.data, progress=_log)
+        write_parquet(df, args.out, provenance(config), validate=True)
+        _log(f"[sampler_cost] wrote {args.out} ({len(df)} rows)")
 
 
 def _cmd_figure(args) -> None:
-    from gradmc.figures.rbm_sampling import figure_rbm_sampling
+    if args.figure == "sampler_cost":
+        from gradmc.figures.sampler_cost import table_sampler_cost
 
-    paths = figure_rbm_sampling(args.metrics, args.out, args.table_out, config_name=args.config_name)
+        paths = table_sampler_cost(args.metrics, args.out)
+    else:
+        from gradmc.figures.rbm_sampling import figure_rbm_sampling
+
+        paths = figure_rbm_sampling(args.metrics, args.out, args.table_out, config_name=args.config_name)
     _log("[figure] wrote " + ", ".join(str(p) for p in paths))
 
 
@@ -147,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(__version__)
         return 0
-    handlers = {"data": _cmd_data, "run": _cmd_run, "figure": _cmd_figure}
+    handlers = {"data": _cmd_data, "run": _cmd_run, "figure": _cmd_figure, "bench": _cmd_bench}
     if args.command is None or (args.command == "data" and args.action is None) or \
             (args.command == "run" and args.experiment is None) or (args.command == "figure" and args.figure is None):
         parser.print_help()

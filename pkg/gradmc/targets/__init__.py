@@ -1,5 +1,18 @@
 """Unnormalised log-densities ``log_prob(x) -> (C,)``, differentiable in x."""
 
+from gradmc.targets.fhmm import FactorialHMM, FHMMPosterior
+from gradmc.targets.ising import THETA_CRITICAL, DenseIsing, ErdosRenyiIsing, LatticeIsing
+from gradmc.targets.potts import LatticePotts, Potts
 from gradmc.targets.rbm import RBM
 
-__all__ = ["RBM"]
+__all__ = [
+    "RBM",
+    "LatticeIsing",
+    "DenseIsing",
+    "ErdosRenyiIsing",
+    "THETA_CRITICAL",
+    "Potts",
+    "LatticePotts",
+    "FactorialHMM",
+    "FHMMPosterior",
+]

@@ -48,6 +48,19 @@ class RBM(nn.Module):
 
     log_prob = forward
 
+    def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """f(x) and its gradient in closed form, without autograd: (C, D) -> ((C,), (C, D)), detached.
+
+        grad f(x) = sigmoid(W x + c)^T W + b (the derivative of softplus is the sigmoid).
+        """
+        check_binary(x, self.num_visible)
+        with torch.no_grad():
+            x = x.to(self.W.dtype)
+            pre = torch.addmm(self.c, x, self.W.t())  # (C, H)
+            f = nn.functional.softplus(pre).sum(-1) + x @ self.b
+            grad = torch.addmm(self.b, torch.sigmoid(pre), self.W)  # (C, D)
+        return f, grad
+
     def hidden_probs(self, x: torch.Tensor) -> torch.Tensor:
         """p(h_j = 1 | x) = sigmoid(W x + c): (C, D) -> (C, H)."""
         return torch.sigmoid(x.to(self.W.dtype) @ self.W.t() + self.c)

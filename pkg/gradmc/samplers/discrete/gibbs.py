@@ -1,79 +1,145 @@
 """Gibbs-X: exact block Gibbs updates of X coordinates at a time (GWG paper Sec. 5, baseline).
 
-Each chain consumes its own random permutation of the D coordinates block by block; a new
-permutation is drawn when fewer than X unvisited coordinates remain. For the chosen block all 2**X
-joint values are enumerated and one is drawn from the exact conditional p(x_block | x_rest).
+Block choice (``scan``):
+
+- ``"random"`` (default, the paper's Gibbs-X): each chain consumes its own random permutation of the D
+  coordinates block by block; a new permutation is drawn when fewer than X unvisited coordinates remain.
+- ``"systematic"``: blocks are the cyclic windows (p, p+1, ..., p+X-1) mod D with p = 0, X, 2X, ... mod D,
+  the same for every chain (Gibbs-1: sites 0, 1, ..., D-1, 0, 1, ...).
+
+For the chosen block all 2**X joint values are enumerated and one is drawn from the exact conditional
+p(x_block | x_rest). Each block update leaves pi invariant and is reversible (it is a Gibbs step), so
+ANY scan order, random or systematic, leaves pi invariant; the composed sweeps need not be reversible.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 
 from gradmc.samplers.base import Info, sample_categorical
+from gradmc.samplers.discrete.blocks import next_permutation_block, set_block
+from gradmc.samplers.enumerate import combinations
 from gradmc.targets.exact import enumerate_binary
 from gradmc.targets.validation import check_binary
 
 __all__ = ["Gibbs", "GibbsState"]
 
+SCANS = ("random", "systematic")
+
 
 class GibbsState(NamedTuple):
-    """x: (C, D) state; order: (C, D) int64 per-chain permutation; position: next unused slot."""
+    """x: (C, D) state; order: (C, D) int64 per-chain permutation ((C, 0) before the first random-scan
+    step, unused by the systematic scan); position: next unused slot (random) or next window start
+    (systematic), a Python int shared by all chains."""
 
     x: torch.Tensor
     order: torch.Tensor
     position: int
 
 
-def _random_orders(num_chains: int, dim: int, generator: torch.Generator, device) -> torch.Tensor:
-    keys = torch.rand(num_chains, dim, generator=generator, device=device, dtype=torch.float64)  # no ties
-    return torch.argsort(keys, dim=1)  # (C, D) independent uniform permutations
-
-
 @dataclass(frozen=True)
 class Gibbs:
-    """Random-permutation-scan block Gibbs with block size X (Gibbs-1, Gibbs-2, ...).
+    """Block Gibbs with block size X (Gibbs-1, Gibbs-2, ...), random-permutation or systematic scan.
 
     Args:
         block_size: X >= 1; every step evaluates the target on 2**X candidate states per chain
             (energy_evals = 2**X, grad_evals = 0).
+        scan: "random" (random-permutation scan, the paper's) or "systematic" (cyclic windows).
+
+    Raises:
+        ValueError: block_size outside 1..16 or an unknown scan (at construction); block_size > D (init).
     """
 
     block_size: int = 1
+    scan: str = "random"
 
     def __post_init__(self):
         if not 1 <= self.block_size <= 16:
             raise ValueError(f"Gibbs block_size must be in 1..16, got {self.block_size}")
+        if self.scan not in SCANS:
+            raise ValueError(f"Gibbs scan must be one of {SCANS}, got {self.scan!r}")
 
     def init(self, x: torch.Tensor, log_prob) -> GibbsState:
-        """Start chains at x (C, D) floats in {0, 1}. The first step draws the scan orders."""
+        """Start chains at x (C, D) floats in {0, 1}. The first random-scan step draws the scan orders."""
         check_binary(x, check_values=True)
         if x.shape[1] < self.block_size:
             raise ValueError(f"block_size {self.block_size} exceeds the dimension {x.shape[1]}")
         empty = torch.empty(x.shape[0], 0, dtype=torch.long, device=x.device)
         return GibbsState(x=x.clone(), order=empty, position=0)
 
+    def conditional(self, x: torch.Tensor, block: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
+        """The exact conditional of each chain's block: the kernel's only use of the target.
+
+        Args:
+            x: (C, D) states; block: (C, X) int64 coordinates.
+
+        Returns:
+            candidates: (C, 2**X, D), x with the block set to every joint value;
+            logits: (C, 2**X) f(candidates) (one log_prob call on C * 2**X rows), so that
+            p(candidate k | x_rest) = softmax(logits)[k].
+        """
+        C, D = x.shape
+        K = 2**self.block_size
+        candidates = set_block(x, block, enumerate_binary(self.block_size, x.dtype).to(x.device))
+        with torch.no_grad():
+            logits = log_prob(candidates.reshape(C * K, D)).reshape(C, K)
+        return candidates, logits
+
+    def scan_blocks(self, dim: int) -> torch.Tensor:
+        """Blocks the scan visits, each equally often in the long run, shape (num_blocks, X) int64.
+
+        random: all C(D, X) subsets (a fixed slot of a uniform permutation is a uniform X-subset);
+        systematic: the windows (p + arange(X)) mod D for p in range(0, D, gcd(D, X)).
+        """
+        X = self.block_size
+        if self.scan == "random":
+            return combinations(dim, X)
+        starts = torch.arange(0, dim, math.gcd(dim, X))
+        return (starts[:, None] + torch.arange(X)[None, :]) % dim
+
     def step(self, state: GibbsState, log_prob, generator: torch.Generator) -> tuple[GibbsState, Info]:
         """Update one block of X coordinates per chain from its exact conditional."""
         x = state.x
         C, D = x.shape
         X = self.block_size
-        order, position = state.order, state.position
-        if position + X > order.shape[1]:
-            order, position = _random_orders(C, D, generator, x.device), 0
-        block = order[:, position:position + X]  # (C, X)
-        patterns = enumerate_binary(X, x.dtype).to(x.device)  # (2**X, X)
-        candidates = x[:, None, :].repeat(1, 2**X, 1)  # (C, 2**X, D)
-        index = block[:, None, :].expand(C, 2**X, X)
-        candidates.scatter_(2, index, patterns[None].expand(C, -1, -1))
-        with torch.no_grad():
-            logits = log_prob(candidates.reshape(C * 2**X, D)).reshape(C, 2**X)
+        if self.scan == "random":
+            block, order, position = next_permutation_block(
+                state.order, state.position, X, C, D, generator, x.device)  # (C, X)
+        else:
+            order = state.order
+            block = ((state.position + torch.arange(X, device=x.device)) % D).expand(C, X)
+            position = (state.position + X) % D
+        candidates, logits = self.conditional(x, block, log_prob)  # (C, 2**X, D), (C, 2**X)
         choice = sample_categorical(logits, generator)  # (C,)
         x_new = candidates[torch.arange(C, device=x.device), choice]
         ones = torch.ones(C, dtype=x.dtype, device=x.device)
         info = Info(acceptance_prob=ones, accepted=torch.ones(C, dtype=torch.bool, device=x.device),
                     sites_changed=(x_new != x).sum(1), energy_evals=2**X, grad_evals=0)
-        return GibbsState(x=x_new, order=order, position=position + X), info
+        return GibbsState(x=x_new, order=order, position=position), info
 
+    @torch.no_grad()
+    def transition_probabilities(
+        self, x: torch.Tensor, log_prob, blocks: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Enumerate one step from each x, the block drawn uniformly from ``blocks``.
+
+        Args:
+            x: (C, D) binary states.
+            blocks: (B, X) int64 blocks, default :meth:`scan_blocks` (for the random scan, the
+                random-scan kernel: a uniformly random X-subset). One block gives that block's update.
+
+        Returns:
+            next_states: (C, B * 2**X, D); probs: (C, B * 2**X), rows sum to 1 (duplicates allowed).
+            Costs B * 2**X target evaluations per row of x.
+        """
+        C, D = x.shape
+        blocks = self.scan_blocks(D) if blocks is None else blocks
+        B = blocks.shape[0]
+        blocks = blocks.to(x.device).repeat(C, 1)  # (C * B, X), chain-major
+        candidates, logits = self.conditional(x.repeat_interleave(B, 0), blocks, log_prob)
+        probs = torch.softmax(logits, -1) / B  # (C * B, 2**X)
+        return candidates.reshape(C, -1, D), probs.reshape(C, -1)

@@ -3,19 +3,30 @@
 Proposal: d(x) = (1 - 2x) * grad f(x) estimates f(x with bit i flipped) - f(x) to first order (Eq. 3);
 q(i | x) = softmax(d(x) / T) with temperature T = 2 (Eq. 5-6); flip bit i to get x';
 accept with min(1, exp(f(x') - f(x)) q(i | x') / q(i | x)).
+
+The kernel machinery (:class:`GradientFlipMH`) is shared with the multi-sample variant GWG-N
+(``gwg_multi.py``): GWG is GWG-N with N = 1, where both MH scores of ``flips.py`` coincide.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import torch
 
 from gradmc.samplers.base import Info, log_prob_and_grad, metropolis_hastings_accept, sample_categorical
+from gradmc.samplers.discrete.flips import (
+    acceptance_probability,
+    apply_flips,
+    draw_flip_counts,
+    log_draws_probability,
+    log_flip_probability,
+)
+from gradmc.samplers.enumerate import multisets
 from gradmc.targets.validation import check_binary
 
-__all__ = ["GWG", "GWGState"]
+__all__ = ["GWG", "GWGState", "GradientFlipMH"]
 
 
 class GWGState(NamedTuple):
@@ -25,23 +36,22 @@ class GWGState(NamedTuple):
     log_prob: torch.Tensor
 
 
-@dataclass(frozen=True)
-class GWG:
-    """Gibbs-With-Gradients, binary, one flip per step.
+class GradientFlipMH:
+    """Metropolis-Hastings with the gradient-informed flip proposal; subclasses are frozen dataclasses
+    providing ``temperature`` (T > 0), ``num_draws`` (N >= 1) and ``density`` ("draws" or "set", see
+    ``flips.py``).
 
-    Args:
-        temperature: T in q(i|x) = softmax(d(x) / T); the paper's locally balanced choice is 2.
+    ``step`` and ``transition_probabilities`` share every piece of the kernel: ``log_proposal`` (log q at
+    a state), ``flips.apply_flips`` and ``log_acceptance``.
 
     Cost per step: 2 function+gradient evaluations (at x and at x'), reported as energy_evals=2 and
     grad_evals=2. f(x) is re-evaluated every step (not cached from the previous step) so the kernel
     stays exact when the target changes between steps (AIS, PCD).
     """
 
-    temperature: float = 2.0
-
-    def __post_init__(self):
+    def _validate(self) -> None:
         if not self.temperature > 0:
-            raise ValueError(f"GWG temperature must be > 0, got {self.temperature}")
+            raise ValueError(f"{type(self).__name__} temperature must be > 0, got {self.temperature}")
 
     def init(self, x: torch.Tensor, log_prob) -> GWGState:
         """Start chains at x (C, D) floats in {0, 1}."""
@@ -51,26 +61,112 @@ class GWG:
         return GWGState(x=x.clone(), log_prob=f.detach())
 
     def proposal_logits(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
-        """Logits of q(i | x): d(x) / T = (1 - 2x) * grad f(x) / T, shape (C, D)."""
+        """Logits of q(i | x): d(x) / T = (1 - 2x) * grad f(x) / T (Eq. 3, 5), shape (C, D)."""
         return (1.0 - 2.0 * x) * grad / self.temperature
 
+    def log_proposal(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        """log q(i | x) = log_softmax(d(x) / T), shape (C, D)."""
+        return torch.log_softmax(self.proposal_logits(x, grad), -1)
+
+    def log_acceptance(self, f_x: torch.Tensor, log_q_x: torch.Tensor, f_new: torch.Tensor,
+                       log_q_new: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+        """log alpha = f(x') - f(x) + log q(draws | x') - log q(draws | x) (Eq. 1, 6; Eq. 27 for N > 1).
+
+        Args:
+            f_x, f_new: (C,); log_q_x, log_q_new: (C, D) log q at x and at x'; counts: (C, D) draws.
+
+        Returns:
+            (C,) log acceptance ratio (the reverse move draws the same indices under q(. | x')).
+        """
+        log_fwd = log_flip_probability(log_q_x, counts, self.num_draws, self.density)
+        log_rev = log_flip_probability(log_q_new, counts, self.num_draws, self.density)
+        return f_new - f_x + log_rev - log_fwd
+
     def step(self, state: GWGState, log_prob, generator: torch.Generator) -> tuple[GWGState, Info]:
-        """One GWG transition for every chain. Returns the new state and per-chain Info."""
+        """One transition for every chain. Returns the new state and per-chain Info
+        (sites_changed = number of distinct flipped indices if accepted, else 0)."""
         x = state.x  # (C, D)
         f_x, grad_x = log_prob_and_grad(log_prob, x)
-        logits_fwd = self.proposal_logits(x, grad_x)  # (C, D)
-        idx = sample_categorical(logits_fwd, generator)  # (C,)
-        rows = torch.arange(x.shape[0], device=x.device)
-        x_new = x.clone()
-        x_new[rows, idx] = 1.0 - x_new[rows, idx]
+        log_q_x = self.log_proposal(x, grad_x)  # (C, D)
+        counts = draw_flip_counts(log_q_x, self.num_draws, generator)  # (C, D)
+        x_new = apply_flips(x, counts)
         f_new, grad_new = log_prob_and_grad(log_prob, x_new)
-        logits_rev = self.proposal_logits(x_new, grad_new)
-        log_q_fwd = torch.log_softmax(logits_fwd, -1)[rows, idx]  # (C,)
-        log_q_rev = torch.log_softmax(logits_rev, -1)[rows, idx]
-        log_alpha = f_new - f_x + log_q_rev - log_q_fwd
+        log_alpha = self.log_acceptance(f_x, log_q_x, f_new, self.log_proposal(x_new, grad_new), counts)
         accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator)
         x_out = torch.where(accepted[:, None], x_new, x)
         f_out = torch.where(accepted, f_new, f_x)
+        sites = torch.where(accepted, (counts > 0).sum(1), torch.zeros_like(accepted, dtype=torch.long))
+        info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
+                    sites_changed=sites, energy_evals=2, grad_evals=2)
+        return GWGState(x=x_out, log_prob=f_out), info
+
+    @torch.no_grad()
+    def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
+        """Enumerate one step from each x: every multiset of N draws, then the stay outcome.
+
+        Args:
+            x: (C, D) binary states.
+
+        Returns:
+            next_states: (C, M + 1, D), the M = C(D + N - 1, N) proposals then x itself;
+            probs: (C, M + 1), P(draws) * min(1, alpha) then the rejected mass. Costs M + 1 target
+            evaluations with gradients per row of x.
+        """
+        C, D = x.shape
+        counts, log_coef = multisets(D, self.num_draws)  # (M, D), (M,)
+        counts, log_coef = counts.to(x.device), log_coef.to(device=x.device, dtype=x.dtype)
+        M = counts.shape[0]
+        f_x, grad_x = log_prob_and_grad(log_prob, x)
+        log_q_x = self.log_proposal(x, grad_x)  # (C, D)
+        x_new = apply_flips(x[:, None, :], counts[None])  # (C, M, D)
+        f_new, grad_new = log_prob_and_grad(log_prob, x_new.reshape(C * M, D))
+        log_alpha = self.log_acceptance(
+            f_x.repeat_interleave(M), log_q_x.repeat_interleave(M, 0), f_new,
+            self.log_proposal(x_new.reshape(C * M, D), grad_new), counts.repeat(C, 1),
+        ).reshape(C, M)
+        p_draws = torch.exp(log_coef + log_draws_probability(log_q_x[:, None, :], counts[None]))  # (C, M)
+        move = p_draws * acceptance_probability(log_alpha)
+        stay = 1.0 - move.sum(1, keepdim=True)
+        return torch.cat([x_new, x[:, None, :]], 1), torch.cat([move, stay], 1)
+
+
+@dataclass(frozen=True)
+class GWG(GradientFlipMH):
+    """Gibbs-With-Gradients, binary, one flip per step (the paper's GWG).
+
+    Args:
+        temperature: T in q(i|x) = softmax(d(x) / T); the paper's locally balanced choice is 2.
+
+    Raises:
+        ValueError: if temperature <= 0.
+    """
+
+    temperature: float = 2.0
+    num_draws: ClassVar[int] = 1
+    density: ClassVar[str] = "draws"
+
+    def __post_init__(self):
+        self._validate()
+
+    def step(self, state: GWGState, log_prob, generator: torch.Generator) -> tuple[GWGState, Info]:
+        """One GWG transition per chain, specialised to a single flip: the proposal and reverse terms are
+        read at the drawn index only (O(C) beyond the two (C, D) logit passes), and the state is updated
+        by index, never by a full (C, D) select. Same kernel as the general ``GradientFlipMH.step`` with
+        N = 1 (the exactness tests compare it with ``transition_probabilities``)."""
+        x = state.x  # (C, D)
+        rows = torch.arange(x.shape[0], device=x.device)
+        f_x, grad_x = log_prob_and_grad(log_prob, x)
+        logits = self.proposal_logits(x, grad_x)  # (C, D)
+        idx = sample_categorical(logits, generator)  # (C,)
+        log_q_fwd = logits[rows, idx] - torch.logsumexp(logits, -1)
+        old_bit = x[rows, idx]
+        x_new = x.clone()
+        x_new[rows, idx] = 1.0 - old_bit
+        f_new, grad_new = log_prob_and_grad(log_prob, x_new)
+        logits_rev = self.proposal_logits(x_new, grad_new)
+        log_q_rev = logits_rev[rows, idx] - torch.logsumexp(logits_rev, -1)
+        accepted, acceptance_prob = metropolis_hastings_accept(f_new - f_x + log_q_rev - log_q_fwd, generator)
+        x_new[rows, idx] = torch.where(accepted, 1.0 - old_bit, old_bit)  # undo rejected flips
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
                     sites_changed=accepted.long(), energy_evals=2, grad_evals=2)
-        return GWGState(x=x_out, log_prob=f_out), info
+        return GWGState(x=x_new, log_prob=torch.where(accepted, f_new, f_x)), info

@@ -1,7 +1,18 @@
 """Sampler names as the papers print them, mapped to configured kernels.
 
-Names: ``Gibbs-X`` (X = block size, e.g. Gibbs-1, Gibbs-2), ``GWG``, ``BlockGibbs`` (RBMs only).
-The sampler-suite issue adds HB-X-Y, GWG-N, random-walk Metropolis and the relaxed samplers here.
+Binary states (C, D):
+    Gibbs-X               random-permutation-scan block Gibbs, block size X (Gibbs-1, Gibbs-2)
+    Gibbs-X-systematic    the same with a systematic (cyclic) scan
+    GWG                   Gibbs-With-Gradients, one flip per step, temperature 2
+    GWG-N                 GWG with N draws per step (GWG-3, GWG-5; Appendix D.2)
+    HB-X-Y                Hamming ball, block X, radius Y (HB-10-1)
+    Block-HB              Hamming ball on the target's own blocks (needs ``target.blocks()``), radius 1
+    RWM                   random-walk Metropolis, one uniformly random flip
+    BlockGibbs            exact h | x, x | h alternation (RBM targets only)
+    R-MALA, R-HMC, D-SVGD relaxed samplers (need ``step_size``/``learning_rate`` and ``temperature``)
+Categorical one-hot states (C, D, K), ``state="categorical"``:
+    Gibbs-X               categorical block Gibbs (K**X evaluations per step)
+    GWG                   categorical GWG (Eq. 4)
 """
 
 from __future__ import annotations
@@ -9,26 +20,77 @@ from __future__ import annotations
 import re
 
 from gradmc.samplers.discrete.block_gibbs import RBMBlockGibbs
+from gradmc.samplers.discrete.categorical_gibbs import CategoricalGibbs
 from gradmc.samplers.discrete.gibbs import Gibbs
 from gradmc.samplers.discrete.gwg import GWG
+from gradmc.samplers.discrete.gwg_categorical import GWGCategorical
+from gradmc.samplers.discrete.gwg_multi import GWGMulti
+from gradmc.samplers.discrete.hamming_ball import BlockHammingBall, HammingBall
+from gradmc.samplers.discrete.rwm import RandomWalkMetropolis
+from gradmc.samplers.relaxed import DSVGD, RHMC, RMALA
 
-__all__ = ["SAMPLERS", "make_sampler"]
+__all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "make_sampler"]
 
-#: Names accepted by :func:`make_sampler` (patterns; X is a positive integer).
-SAMPLERS = ("Gibbs-X", "GWG", "BlockGibbs")
+#: Names accepted by :func:`make_sampler` for binary states (patterns; X, Y, N positive integers).
+SAMPLERS = ("Gibbs-X", "Gibbs-X-systematic", "GWG", "GWG-N", "HB-X-Y", "Block-HB", "RWM", "BlockGibbs",
+            "R-MALA", "R-HMC", "D-SVGD")
+#: Names accepted with ``state="categorical"``.
+CATEGORICAL_SAMPLERS = ("Gibbs-X", "GWG")
+
+_RELAXED = {"R-MALA": (RMALA, "step_size"), "R-HMC": (RHMC, "step_size"), "D-SVGD": (DSVGD, "learning_rate")}
 
 
-def make_sampler(name: str):
-    """Build the kernel named ``name`` (see :data:`SAMPLERS`).
-
-    Raises:
-        ValueError: for an unknown name, listing the accepted ones.
-    """
+def _binary(name: str, target, hyper: dict):
+    if name in _RELAXED:
+        cls, rate = _RELAXED[name]
+        missing = [k for k in (rate, "temperature") if k not in hyper]
+        if missing:
+            raise ValueError(f"{name} needs hyper-parameters {missing} (e.g. make_sampler('{name}', {rate}=0.01, "
+                             f"temperature=1.0)); the paper grid-searches them per dimension")
+        return cls(**hyper)
+    if hyper:
+        raise ValueError(f"{name} takes no hyper-parameters, got {sorted(hyper)}")
     if name == "GWG":
         return GWG(temperature=2.0)
     if name == "BlockGibbs":
         return RBMBlockGibbs()
-    m = re.fullmatch(r"Gibbs-(\d+)", name)
-    if m:
-        return Gibbs(block_size=int(m.group(1)))
+    if name == "RWM":
+        return RandomWalkMetropolis()
+    if name == "Block-HB":
+        if target is None or not hasattr(target, "blocks"):
+            raise ValueError("Block-HB needs a target with blocks() (e.g. a factorial HMM posterior): "
+                             "make_sampler('Block-HB', target=posterior)")
+        return BlockHammingBall(blocks=target.blocks(), radius=1)
+    if m := re.fullmatch(r"Gibbs-(\d+)(-systematic)?", name):
+        return Gibbs(block_size=int(m.group(1)), scan="systematic" if m.group(2) else "random")
+    if m := re.fullmatch(r"GWG-(\d+)", name):
+        return GWGMulti(num_draws=int(m.group(1)))
+    if m := re.fullmatch(r"HB-(\d+)-(\d+)", name):
+        return HammingBall(block_size=int(m.group(1)), radius=int(m.group(2)))
     raise ValueError(f"unknown sampler {name!r}; expected one of {', '.join(SAMPLERS)}")
+
+
+def make_sampler(name: str, *, state: str = "binary", target=None, **hyper):
+    """Build the kernel named ``name`` (see the module docstring).
+
+    Args:
+        name: the paper's name, e.g. "GWG", "Gibbs-2", "HB-10-1", "GWG-3".
+        state: "binary" ((C, D) floats in {0, 1}) or "categorical" (one-hot (C, D, K)).
+        target: needed by structure-aware samplers only (Block-HB reads ``target.blocks()``).
+        **hyper: hyper-parameters of the relaxed samplers (step_size / learning_rate, temperature, ...).
+
+    Raises:
+        ValueError: for an unknown name or state (listing the accepted ones), missing or unexpected
+            hyper-parameters, or Block-HB without a blocked target.
+    """
+    if state == "binary":
+        return _binary(name, target, hyper)
+    if state != "categorical":
+        raise ValueError(f"state must be 'binary' or 'categorical', got {state!r}")
+    if hyper:
+        raise ValueError(f"categorical {name} takes no hyper-parameters, got {sorted(hyper)}")
+    if name == "GWG":
+        return GWGCategorical(temperature=2.0)
+    if m := re.fullmatch(r"Gibbs-(\d+)", name):
+        return CategoricalGibbs(block_size=int(m.group(1)))
+    raise ValueError(f"unknown categorical sampler {name!r}; expected one of {', '.join(CATEGORICAL_SAMPLERS)}")

@@ -1,0 +1,44 @@
+# Sampler cost per step relative to Gibbs-1 on the MNIST RBM and a lattice Ising model (issue 3).
+ALL_TARGETS += [f"{RESULTS}/tables/sampler_cost.md"]
+
+
+rule sampler_cost:
+    input:
+        model=rules.train_rbm.output[0],
+        data=rules.prepare_mnist.output.npz,
+    output:
+        f"{RESULTS}/sampler_cost/metrics.parquet",
+    params:
+        config=CONFIG_FILE,
+        code=digest("gradmc.experiments.sampler_cost", "gradmc.results"),
+        spec=config["sampler_cost"],
+        device=config["device"],
+    log:
+        f"{LOGS}/sampler_cost.log",
+    message:
+        "Timing samplers {params.spec[samplers]} (cost per step relative to Gibbs-1)"
+    conda:
+        ENV_FILE
+    threads: 2
+    shell:
+        "gradmc run sampler_cost --config {params.config} --model {input.model} --data {input.data} "
+        "--out {output} > {log} 2>&1"
+
+
+rule table_sampler_cost:
+    input:
+        rules.sampler_cost.output[0],
+    output:
+        csv=f"{RESULTS}/tables/sampler_cost.csv",
+        md=f"{RESULTS}/tables/sampler_cost.md",
+    params:
+        code=digest("gradmc.figures.sampler_cost"),
+        prefix=lambda wildcards, output: output.md.removesuffix(".md"),
+    log:
+        f"{LOGS}/table_sampler_cost.log",
+    message:
+        "Assembling the sampler cost table"
+    conda:
+        ENV_FILE
+    shell:
+        "gradmc figure sampler_cost --metrics {input} --out {params.prefix} > {log} 2>&1"
