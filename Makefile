@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.gradmc-installed
 CORES   ?= 2
-SMK     := $(BIN)/snakemake --cores $(CORES) --rerun-incomplete --printshellcmds
+SMK     := $(BIN)/snakemake --cores $(CORES) --rerun-incomplete --printshellcmds --show-failed-logs
 
 .PHONY: help venv test test-full lint reproduce reproduce-paper reproduce-smoke bench unlock clean-results
 
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 venv: $(STAMP)  ## create .venv and install gradmc with the pinned versions
 
-test: $(STAMP)  ## run the test suite (about 10 minutes on 2 cores)
+test: $(STAMP)  ## run the test suite (about 4 minutes on 2 cores)
 	$(BIN)/python -m pytest -q
 
 test-full: $(STAMP)  ## run every test, the slow ones too
@@ -36,14 +36,14 @@ reproduce: $(STAMP)  ## run the whole pipeline with config/quick.yaml into resul
 reproduce-paper: $(STAMP)  ## run the whole pipeline with the papers' settings (GPU cluster scale)
 	$(SMK) --configfile config/paper.yaml
 
-reproduce-smoke: $(STAMP)  ## tiny end-to-end run (seconds), what the tests run
+reproduce-smoke: $(STAMP)  ## tiny end-to-end run (seconds, into results/smoke/), what the tests run
 	$(SMK) --configfile config/smoke.yaml
 
 bench: $(STAMP)  ## benchmarks, written to results/bench/
 	$(BIN)/python -m gradmc.cli bench --out results/bench
 
 unlock: $(STAMP)  ## remove a stale Snakemake lock left by a killed run
-	$(BIN)/snakemake --unlock
+	$(BIN)/snakemake --unlock --cores $(CORES)
 
 clean-results:  ## delete everything under results/ (generated outputs only)
 	find results -mindepth 1 -not -name .gitkeep -not -name README.md -delete

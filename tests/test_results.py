@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import gradmc
+from gradmc.atomic import atomic_path
 from gradmc.results import (
     PROVENANCE_COLUMNS,
     PROVENANCE_KEY,
@@ -283,8 +285,30 @@ def test_garbage_file_raises_value_error_naming_it(tmp_path, content):
 
 
 def test_missing_file_raises_file_not_found(tmp_path):
-    with pytest.raises(FileNotFoundError):
-        read_parquet(tmp_path / "absent.parquet")
+    path = tmp_path / "absent.parquet"
+    for read in (read_parquet, read_provenance):
+        with pytest.raises(FileNotFoundError) as info:
+            read(path)
+        assert str(info.value) == f"results file {path} not found"
+
+
+def test_atomic_write_has_the_mode_of_a_plain_open(tmp_path):
+    plain = tmp_path / "plain.bin"
+    with open(plain, "w") as fh:
+        fh.write("x")
+    with atomic_path(tmp_path / "atomic.bin") as tmp:
+        tmp.write_text("x")
+    parquet = write_parquet(metrics_frame(), tmp_path / "m.parquet", provenance(CONFIG))
+    want = stat.S_IMODE(plain.stat().st_mode)
+    assert stat.S_IMODE((tmp_path / "atomic.bin").stat().st_mode) == want
+    assert stat.S_IMODE(parquet.stat().st_mode) == want
+    old = os.umask(0o027)  # a stricter umask is honoured too (not just 0o644 hard-coded)
+    try:
+        with atomic_path(tmp_path / "strict.bin") as tmp:
+            tmp.write_text("x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "strict.bin").stat().st_mode) == 0o640
 
 
 def test_parquet_without_provenance_is_rejected(tmp_path):

@@ -21,7 +21,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
     The temporary file is ``.<name>.<random>.tmp`` in the same directory (same file system, so the
     rename is atomic). On any exception it is removed and ``path`` is left untouched. Parent
-    directories are created.
+    directories are created. The result gets the mode a plain ``open(path, "w")`` would give it
+    (``0o666`` less the umask), not the owner-only ``0o600`` of ``tempfile.mkstemp``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -30,6 +31,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        os.chmod(tmp, 0o666 & ~_umask())
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -37,6 +39,28 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where possible.
+
+    Linux (4.7+) reports it in ``/proc/self/status`` (``Umask:`` line); elsewhere it is read by
+    setting and restoring it (``os.umask``), which is racy with threads creating files at that
+    instant; 0o022 if neither works.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        old = os.umask(0o022)
+        os.umask(old)
+        return old
+    except OSError:  # pragma: no cover - os.umask does not fail on POSIX
+        return 0o022
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -28,7 +28,21 @@ def _log(message: str) -> None:
 def _config(path: str) -> dict:
     from gradmc.config import load_config
 
-    return load_config(path)
+    config = load_config(path)
+    if config["device"] == "cuda":
+        import torch
+
+        if not torch.cuda.is_available() and not os.environ.get("RAY_ADDRESS"):
+            raise ValueError(f"{path} asks for device: cuda but this machine has no CUDA device; use a GPU "
+                             "node, a Ray cluster with GPUs (RAY_ADDRESS), or a config with device: cpu")
+    return config
+
+
+def _require_files(**paths: str) -> None:
+    """Fail before any work starts when an input file is missing."""
+    for what, path in paths.items():
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"--{what.replace('_', '-')} {path} not found (run the stage that makes it first)")
 
 
 def _add_config(p: argparse.ArgumentParser) -> None:
@@ -124,6 +138,7 @@ def _cmd_data(args) -> None:
 
 def _cmd_run(args) -> None:
     config = _config(args.config)
+    _require_files(**{k: getattr(args, k) for k in ("data", "model", "reference") if hasattr(args, k)})
     if args.experiment == "train_rbm":
         from gradmc.experiments.rbm_train import train_stage
 
@@ -162,6 +177,7 @@ def _cmd_run(args) -> None:
 
 
 def _cmd_figure(args) -> None:
+    _require_files(metrics=args.metrics)
     if args.figure == "sampler_cost":
         from gradmc.figures.sampler_cost import table_sampler_cost
 
@@ -190,9 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     try:
         handlers[args.command](args)
-    except (FileNotFoundError, ValueError, KeyError, ConnectionError) as err:
+    except (FileNotFoundError, ValueError, KeyError, ConnectionError, RuntimeError) as err:
         print(f"gradmc: error: {err}", file=sys.stderr, flush=True)
         return 2
+    except KeyboardInterrupt:
+        print("gradmc: interrupted; no output was written (rerun to finish)", file=sys.stderr, flush=True)
+        return 130
     _log(f"[gradmc] {args.command} done in {time.perf_counter() - start:.1f}s (pid {os.getpid()})")
     return 0
 

@@ -39,19 +39,52 @@ def _describe(error: jsonschema.ValidationError) -> str:
     text = f"config key '{key}': got {error.instance!r}, expected {json.dumps(expected)}"
     if "description" in schema:
         text += f" ({schema['description'].strip()})"
+    if error.validator == "type" and isinstance(error.instance, str) and _looks_numeric(error.instance):
+        text += (f"; YAML reads {error.instance} as a string: write numbers in exponent form with a decimal "
+                 f"point and a signed exponent, e.g. 1.0e-3")
     return text
 
 
+def _looks_numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _semantic_errors(config: dict) -> list[str]:
+    """Constraints between keys that JSON schema cannot express."""
+    errors = []
+    if config.get("device") == "cuda" and not config.get("gpus_per_shard", 0) > 0:
+        errors.append("config key 'gpus_per_shard': device is cuda, so each shard must request a GPU share "
+                      "> 0 (e.g. 0.25); use device: cpu to run without GPUs")
+    spec = config.get("rbm_sampling", {})
+    if "num_steps" in spec and "burn_in_fraction" in spec:
+        kept = spec["num_steps"] - int(spec["burn_in_fraction"] * spec["num_steps"])
+        if kept < 4:
+            errors.append(f"config keys 'rbm_sampling.num_steps' and 'burn_in_fraction': only {kept} steps remain "
+                          "after burn-in, ESS needs at least 4; raise num_steps or lower burn_in_fraction")
+    return errors
+
+
 def validate_config(config: dict) -> dict:
-    """Validate ``config`` in place against the schema; return it.
+    """Validate ``config`` against the schema and the cross-key constraints; return it.
 
     Raises:
-        ConfigError: for the first (most relevant) violation, naming the key, value and expectation.
+        ConfigError: naming the most relevant violation (key, value, expectation), followed by any
+            unknown keys (a misspelt key otherwise shows up only as a missing required one).
     """
     validator = jsonschema.Draft202012Validator(_load_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), e.message))
     if errors:
-        raise ConfigError(_describe(jsonschema.exceptions.best_match(errors)))
+        best = jsonschema.exceptions.best_match(errors)
+        lines = [_describe(best)]
+        lines += [_describe(e) for e in errors if e.validator == "additionalProperties" and e is not best]
+        raise ConfigError("; ".join(lines))
+    semantic = _semantic_errors(config)
+    if semantic:
+        raise ConfigError("; ".join(semantic))
     return config
 
 

@@ -27,7 +27,8 @@ try:
 except (ConfigError, FileNotFoundError) as err:
     raise WorkflowError(f"invalid configuration {CONFIG_FILE}: {err}") from None
 
-RESULTS = "results"
+# Every config writes under its own folder, so a smoke or paper run never overwrites the quick results.
+RESULTS = f"results/{config['name']}"
 LOGS = f"{RESULTS}/logs"
 envvars:
     "PATH",

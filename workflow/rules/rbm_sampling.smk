@@ -1,7 +1,11 @@
 # GWG paper Fig. 3 (EXPERIMENTS.md A1): train an MNIST RBM, draw block-Gibbs ground truth,
 # run every (sampler, seed) shard on Ray, draw the figure.
 RBM_DIR = f"{RESULTS}/rbm_sampling"
-ALL_TARGETS += [f"{RESULTS}/figures/fig3_rbm_sampling.pdf"]
+ALL_TARGETS += [
+    f"{RESULTS}/figures/fig3_rbm_sampling.pdf",
+    f"{RESULTS}/tables/fig3_rbm_sampling.md",
+    f"{RBM_DIR}/metrics.parquet",
+]
 
 
 rule train_rbm:

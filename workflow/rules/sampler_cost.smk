@@ -1,5 +1,5 @@
 # Sampler cost per step relative to Gibbs-1 on the MNIST RBM and a lattice Ising model (issue 3).
-ALL_TARGETS += [f"{RESULTS}/tables/sampler_cost.md"]
+ALL_TARGETS += [f"{RESULTS}/tables/sampler_cost.md", f"{RESULTS}/sampler_cost/metrics.parquet"]
 
 
 rule sampler_cost:

@@ -51,11 +51,18 @@ def resolve_url(remote: RemoteFile, base_url: str | None = None) -> str | None:
 
 
 def missing_file_message(remote: RemoteFile, folder: Path, url: str | None) -> str:
-    """The FileNotFoundError text for ``remote`` missing from ``folder``: what, where, how to get it."""
-    where = f"download it from {url}" if url else "it has no public URL (make it with `gradmc data prepare`)"
+    """The FileNotFoundError text for ``remote`` missing from ``folder``: what, where, how to get it.
+
+    Names the full expected path (``folder / remote.relpath``, e.g. ``data/mnist/<file>``), not just the
+    folder, since canonical files may live in subfolders of the data folder.
+    """
+    if url:
+        how = f"add --download to fetch it (checksummed) from {url}, or place the file there"
+    else:
+        how = "it has no public URL: make it with `gradmc data prepare`, or place the file there"
     return (
-        f"{remote.filename} not found in {folder}/ (the data folder; set GRADMC_DATA_DIR to change it): "
-        f"{where}, or run `gradmc data prepare mnist --source ... --download --out ...`"
+        f"{remote.filename} not found at {folder / remote.relpath} (data folder {folder}; set "
+        f"GRADMC_DATA_DIR to change it): {how}"
     )
 
 
@@ -137,7 +144,7 @@ def fetch(
         ValueError: an existing file, or a download, fails verification (truncated, wrong sha256); the
             message names the file and both digests. Nothing is left at the final path.
         FileNotFoundError: the file is missing and ``allow_download`` is False or no URL is known; the
-            message names the file, the folder searched and where to get the file.
+            message names the file, its full expected path and how to get it.
         OSError: the download itself failed (unreachable host, HTTP error).
     """
     say = progress or (lambda _msg: None)

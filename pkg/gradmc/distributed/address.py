@@ -2,15 +2,27 @@
 
 ``ray.init(address=...)`` on an address where no cluster runs retries forever and ignores SIGTERM
 (DESIGN.md, platform notes), which would hang a Snakemake job; :func:`wait_for_address` fails fast
-with a message that says how to fix it instead.
+with a message that says how to fix it instead. ``"auto"`` resolves, as in Ray, to the address that
+the last ``ray start`` on this machine wrote to ``<ray temp dir>/ray_current_cluster``, which stays
+behind when that head dies, so it is checked the same way.
 """
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-__all__ = ["RAY_GCS_DEFAULT_PORT", "RAY_CLIENT_DEFAULT_PORT", "parse_address", "wait_for_address"]
+__all__ = [
+    "RAY_GCS_DEFAULT_PORT",
+    "RAY_CLIENT_DEFAULT_PORT",
+    "parse_address",
+    "ray_address_file",
+    "wait_for_address",
+]
 
 RAY_GCS_DEFAULT_PORT = 6379
 """Port of the head node's GCS, what ``ray start --head`` listens on by default."""
@@ -22,7 +34,7 @@ RAY_CLIENT_DEFAULT_PORT = 10001
 def parse_address(address: str) -> tuple[str, int] | None:
     """Split a Ray address into (host, port).
 
-    Accepted forms: ``"auto"`` (returns None: Ray finds the local cluster itself), ``"host:port"``,
+    Accepted forms: ``"auto"`` (returns None: the local cluster, see :func:`ray_address_file`), ``"host:port"``,
     ``"host"`` (port 6379), ``"ray://host:port"``, ``"ray://host"`` (port 10001), and IPv6 hosts in
     brackets (``"[::1]:6379"``).
 
@@ -64,22 +76,73 @@ def parse_address(address: str) -> tuple[str, int] | None:
     return host, port
 
 
+def ray_address_file() -> Path:
+    """Where ``ray start`` records the GCS address (``"host:port"``) that ``RAY_ADDRESS=auto`` connects to.
+
+    As Ray 2.60 computes it (``ray._common.utils.get_ray_address_file``):
+    ``$RAY_TMPDIR/ray/ray_current_cluster``, else ``$TMPDIR/ray/...`` on Linux, else
+    ``/tmp/ray/ray_current_cluster`` on Linux and macOS (``tempfile.gettempdir()`` elsewhere).
+    """
+    if "RAY_TMPDIR" in os.environ:
+        base = os.environ["RAY_TMPDIR"]
+    elif sys.platform.startswith("linux") and "TMPDIR" in os.environ:
+        base = os.environ["TMPDIR"]
+    elif sys.platform.startswith(("linux", "darwin")):
+        base = "/tmp"
+    else:
+        base = tempfile.gettempdir()
+    return Path(base) / "ray" / "ray_current_cluster"
+
+
+def _resolve_auto() -> tuple[str, int, str]:
+    """(host, port, description) of the cluster ``RAY_ADDRESS=auto`` means, from :func:`ray_address_file`.
+
+    Raises:
+        ConnectionError: if the file is missing (no local cluster), unreadable or holds no valid address.
+    """
+    path = ray_address_file()
+    fix = (
+        "start one with `ray start --head`, or unset RAY_ADDRESS (or set it to 'local') to run on a "
+        "private local Ray instance"
+    )
+    try:
+        recorded = path.read_text().strip()
+    except FileNotFoundError:
+        raise ConnectionError(
+            f"RAY_ADDRESS='auto' but no local Ray cluster is running ({path} does not exist): {fix}."
+        ) from None
+    except OSError as err:
+        raise ConnectionError(f"RAY_ADDRESS='auto': cannot read {path} ({err}): {fix}.") from err
+    try:
+        host_port = parse_address(recorded)
+    except ValueError:
+        host_port = None
+    if host_port is None:
+        raise ConnectionError(
+            f"RAY_ADDRESS='auto': {path} holds no valid Ray address ({recorded!r}); delete it and {fix}."
+        )
+    host, port = host_port
+    return host, port, f"RAY_ADDRESS='auto' (address {recorded!r} read from {path}, left by the last `ray start`)"
+
+
 def wait_for_address(address: str, timeout_s: float = 30.0, interval_s: float = 0.5) -> None:
     """Return once a TCP connection to the address succeeds; retry until ``timeout_s`` has passed.
 
     Only checks that a server accepts connections on the port (the head node's GCS, or the Ray
-    Client server for ``ray://``); ``"auto"`` is not checked (Ray reports a missing local cluster
-    itself, quickly).
+    Client server for ``ray://``). ``"auto"`` is checked at the address recorded in
+    :func:`ray_address_file`, where Ray 2.60 looks first (a stale file left by a dead head would
+    make ``ray.init`` retry forever).
 
     Raises:
         ValueError: if the address cannot be parsed (see :func:`parse_address`).
-        ConnectionError: if nothing answers within timeout_s; the message names the address and how
-            to fix it.
+        ConnectionError: if nothing answers within timeout_s, or (``"auto"``) no cluster address is
+            recorded; the message names the address (and for ``"auto"`` the file) and how to fix it.
     """
     host_port = parse_address(address)
     if host_port is None:
-        return
-    host, port = host_port
+        host, port, what = _resolve_auto()
+    else:
+        (host, port), what = host_port, f"RAY_ADDRESS={address!r}"
     deadline = time.monotonic() + timeout_s
     last_error: OSError | None = None
     while True:
@@ -97,8 +160,9 @@ def wait_for_address(address: str, timeout_s: float = 30.0, interval_s: float = 
         start_hint = f"`ray start --head --ray-client-server-port={port}`"
     else:
         start_hint = f"`ray start --head --port={port}`"
+    stale = " (the file is stale if that head has stopped)" if host_port is None else ""
     raise ConnectionError(
-        f"no Ray cluster answers at RAY_ADDRESS={address!r} ({host}:{port}: {last_error}) after "
+        f"no Ray cluster answers at {what}{stale} ({host}:{port}: {last_error}) after "
         f"{timeout_s:g} s. Start one on the head node with {start_hint} (and `ray start "
         "--address=<head>:<port>` on the other nodes), or unset RAY_ADDRESS (or set it to 'local') "
         "to run on a private local Ray instance."

@@ -9,10 +9,11 @@ shard returns the same rows and the order of completion never shows in the outpu
 
 Platform notes (Ray 2.60, DESIGN.md): ``ray.init(address="local")`` starts a private instance and
 ignores RAY_ADDRESS; ``ray.init`` on an address where nothing listens retries forever, so the address
-is checked first (:func:`gradmc.distributed.address.wait_for_address`); token authentication is on
-by default (``~/.ray/auth_token``; a multi-node cluster must share it); every Ray head, even a
-private one without the dashboard UI, probes cloud metadata servers over HTTP at start-up, which
-private instances therefore start offline (their HTTP proxies point at a closed loopback port;
+(for ``auto``, the one recorded in ``/tmp/ray/ray_current_cluster``) is checked first
+(:func:`gradmc.distributed.address.wait_for_address`); token authentication is on by default
+(``~/.ray/auth_token``; a multi-node cluster must share it); every Ray head, even a private one
+without the dashboard UI, probes cloud metadata servers over HTTP at start-up, which private
+instances therefore start offline (their HTTP proxies point at a closed loopback port;
 ``GRADMC_RAY_OFFLINE=0`` turns this off).
 """
 
@@ -83,7 +84,9 @@ def ensure_ray(
 
     - Ray already initialised in this process: reuse it (nothing is checked or changed).
     - ``RAY_ADDRESS`` set and not ``"local"``: check that the address answers (TCP, up to
-      connect_timeout_s; ``"auto"`` is passed through unchecked), then ``ray.init(address=...)``.
+      connect_timeout_s; for ``"auto"`` the address the last ``ray start`` recorded in
+      ``/tmp/ray/ray_current_cluster``, see :func:`gradmc.distributed.address.ray_address_file`),
+      then ``ray.init(address=...)``.
       The cluster's nodes must have gradmc installed (same environment); with token authentication
       (Ray 2.60's default) set RAY_AUTH_MODE=token and share ``~/.ray/auth_token``. ``ray://``
       addresses need the ``ray[client]`` extra.
@@ -107,7 +110,8 @@ def ensure_ray(
         :func:`shutdown_ray` will end it), False if Ray was already initialised.
 
     Raises:
-        ConnectionError: if RAY_ADDRESS does not answer within connect_timeout_s, or answers but
+        ConnectionError: if RAY_ADDRESS does not answer within connect_timeout_s (for ``"auto"``:
+            no cluster address recorded, or a stale one), or answers but
             refuses the connection (about 20 s; usually token authentication: Ray 2.60 only sends
             the local token to an explicit address when RAY_AUTH_MODE=token is set).
         ValueError: if RAY_ADDRESS cannot be parsed.
@@ -202,8 +206,9 @@ def _check_feasible(num_cpus: float, num_gpus: float) -> None:
     total_gpus = sum(res.get("GPU", 0.0) for res in resources)
     if num_gpus > 0 and total_gpus == 0:
         raise RuntimeError(
-            f"shards ask for {num_gpus:g} GPU each but the Ray cluster has no GPUs: use "
-            "num_gpus_per_shard=0, or set RAY_ADDRESS to a cluster with GPU nodes"
+            f"shards ask for {num_gpus:g} GPU each but the Ray cluster has no GPUs: set device: cpu "
+            "(or gpus_per_shard: 0) in the config, or point RAY_ADDRESS at a cluster with GPU nodes "
+            "(calling run_shards directly: pass num_gpus_per_shard=0)"
         )
     offered = [{"CPU": res.get("CPU", 0.0), "GPU": res.get("GPU", 0.0)} for res in resources]
     raise RuntimeError(

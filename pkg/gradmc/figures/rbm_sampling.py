@@ -53,7 +53,7 @@ def figure_rbm_sampling(metrics_path: str | Path, out_prefix: str | Path, table_
     """
     df, prov = read_parquet(metrics_path)
     samplers = [s for s in df["sampler"].unique() if s != "Target"]
-    fig, (ax_mmd, ax_ess, ax_eps) = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig, (ax_mmd, ax_ess, ax_eps) = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained")
     mmd = df[df["metric"] == "log_mmd"]
     for name in samplers:
         curve = mmd[mmd["sampler"] == name].groupby("step")["value"].agg(["mean", "min", "max"])

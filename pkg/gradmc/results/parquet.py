@@ -97,14 +97,14 @@ def read_provenance(path: str | os.PathLike) -> dict[str, Any]:
     """The provenance dict of a gradmc Parquet file, reading the footer only.
 
     Raises:
-        FileNotFoundError: if path does not exist.
+        FileNotFoundError: if path does not exist (``results file <path> not found``).
         ValueError: as :func:`read_parquet`.
     """
     path = Path(path)
     try:
         schema = pq.read_schema(path)
     except FileNotFoundError:
-        raise
+        raise FileNotFoundError(f"results file {path} not found") from None
     except (pa.ArrowException, OSError) as err:
         raise ValueError(f"{path}: not a valid Parquet file ({err})") from err
     return _provenance_from_metadata(path, schema.metadata)
@@ -119,7 +119,7 @@ def read_parquet(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
         ``object`` columns), and the provenance dict from the footer.
 
     Raises:
-        FileNotFoundError: if path does not exist.
+        FileNotFoundError: if path does not exist (``results file <path> not found``).
         ValueError: naming the file, if it is not valid Parquet (corrupt, truncated, empty), has no
             gradmc provenance, or has an unsupported ``schema_version``.
     """
@@ -127,7 +127,7 @@ def read_parquet(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
     try:
         table = pq.read_table(path)
     except FileNotFoundError:
-        raise
+        raise FileNotFoundError(f"results file {path} not found") from None
     except (pa.ArrowException, OSError) as err:
         raise ValueError(f"{path}: not a valid Parquet file ({err})") from err
     prov = _provenance_from_metadata(path, table.schema.metadata)

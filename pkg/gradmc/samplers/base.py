@@ -60,7 +60,7 @@ def metropolis_hastings_accept(
     return accepted, acceptance_prob
 
 
-def sample_categorical(logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+def sample_categorical(logits: torch.Tensor, generator: torch.Generator, return_log_prob: bool = False):
     """Draw one index per row from softmax(logits) by inverting the cumulative distribution.
 
     One uniform per row (not one per entry as with the Gumbel-max trick: on CPU the generator, not
@@ -71,19 +71,22 @@ def sample_categorical(logits: torch.Tensor, generator: torch.Generator) -> torc
         logits: (..., K) unnormalised log-probabilities; -inf entries are never drawn (rows must have
             at least one finite entry).
         generator: torch.Generator on logits' device.
+        return_log_prob: also return log softmax(logits) at the drawn index.
 
     Returns:
-        (...,) int64 indices in [0, K).
+        (...,) int64 indices in [0, K); with return_log_prob, also (...,) their log-probabilities.
     """
-    probs = torch.softmax(logits, -1)  # (..., K)
-    cdf = probs.cumsum(-1, dtype=torch.float64)
+    log_probs = torch.log_softmax(logits, -1)  # (..., K)
+    cdf = log_probs.exp().cumsum(-1, dtype=torch.float64)
     total = cdf[..., -1:].contiguous()
     u = torch.rand((*logits.shape[:-1], 1), generator=generator, device=logits.device, dtype=torch.float64)
     idx = torch.searchsorted(cdf, u * total, right=True)
     # u * total can round up to total: the first index where the CDF reaches its total is the last
     # entry of positive probability, so clipping to it never returns a zero-probability entry
-    last = torch.searchsorted(cdf, total, right=False)
-    return torch.minimum(idx, last).squeeze(-1)
+    idx = torch.minimum(idx, torch.searchsorted(cdf, total, right=False))
+    if return_log_prob:
+        return idx.squeeze(-1), log_probs.gather(-1, idx).squeeze(-1)
+    return idx.squeeze(-1)
 
 
 def log_prob_and_grad(log_prob, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -48,17 +48,37 @@ class RBM(nn.Module):
 
     log_prob = forward
 
-    def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def log_prob_and_grad(self, x: torch.Tensor, return_aux: bool = False):
         """f(x) and its gradient in closed form, without autograd: (C, D) -> ((C,), (C, D)), detached.
 
-        grad f(x) = sigmoid(W x + c)^T W + b (the derivative of softplus is the sigmoid).
+        grad f(x) = sigmoid(W x + c)^T W + b (the derivative of softplus is the sigmoid). With
+        ``return_aux`` also returns the pre-activations W x + c, (C, H), for
+        :meth:`log_prob_and_grad_single_flip`.
         """
         check_binary(x, self.num_visible)
         with torch.no_grad():
             x = x.to(self.W.dtype)
             pre = torch.addmm(self.c, x, self.W.t())  # (C, H)
-            f = nn.functional.softplus(pre).sum(-1) + x @ self.b
-            grad = torch.addmm(self.b, torch.sigmoid(pre), self.W)  # (C, D)
+            f, grad = self._from_preactivation(x, pre)
+        return (f, grad, pre) if return_aux else (f, grad)
+
+    def log_prob_and_grad_single_flip(self, x: torch.Tensor, index: torch.Tensor, aux: torch.Tensor):
+        """f and grad at x with bit ``index[c]`` of chain c flipped, reusing the pre-activations ``aux``
+        of an evaluation at x: W x' + c = W x + c + (1 - 2 x_i) W[:, i], so one (C, H) x (H, D) product
+        instead of two. Returns (f' (C,), grad' (C, D), aux' (C, H)); x is the state BEFORE the flip.
+        """
+        with torch.no_grad():
+            rows = torch.arange(x.shape[0], device=x.device)
+            sign = 1.0 - 2.0 * x[rows, index].to(self.W.dtype)  # (C,)
+            pre = torch.addcmul(aux, sign[:, None], self.W.index_select(1, index).t())  # (C, H)
+            x_new = x.to(self.W.dtype).clone()
+            x_new[rows, index] += sign
+            f, grad = self._from_preactivation(x_new, pre)
+        return f, grad, pre
+
+    def _from_preactivation(self, x: torch.Tensor, pre: torch.Tensor):
+        f = nn.functional.softplus(pre).sum(-1) + x @ self.b
+        grad = torch.addmm(self.b, torch.sigmoid(pre), self.W)  # (C, D)
         return f, grad
 
     def hidden_probs(self, x: torch.Tensor) -> torch.Tensor:

@@ -151,20 +151,29 @@ class GWG(GradientFlipMH):
     def step(self, state: GWGState, log_prob, generator: torch.Generator) -> tuple[GWGState, Info]:
         """One GWG transition per chain, specialised to a single flip: the proposal and reverse terms are
         read at the drawn index only (O(C) beyond the two (C, D) logit passes), and the state is updated
-        by index, never by a full (C, D) select. Same kernel as the general ``GradientFlipMH.step`` with
-        N = 1 (the exactness tests compare it with ``transition_probabilities``)."""
+        by index, never by a full (C, D) select. Targets offering ``log_prob_and_grad(x, return_aux=True)``
+        and ``log_prob_and_grad_single_flip(x, index, aux)`` (the RBM) evaluate x' from cached
+        intermediate results; that is still one function+gradient evaluation, at a fraction of the cost.
+        Same kernel as the general ``GradientFlipMH.step`` with N = 1 (the exactness tests compare it with
+        ``transition_probabilities`` and with exact enumeration)."""
         x = state.x  # (C, D)
         rows = torch.arange(x.shape[0], device=x.device)
-        f_x, grad_x = log_prob_and_grad(log_prob, x)
+        single_flip = getattr(log_prob, "log_prob_and_grad_single_flip", None)
+        if single_flip is not None:  # e.g. the RBM: f and grad at x' from cached pre-activations
+            f_x, grad_x, aux = log_prob.log_prob_and_grad(x, return_aux=True)
+        else:
+            f_x, grad_x = log_prob_and_grad(log_prob, x)
         logits = self.proposal_logits(x, grad_x)  # (C, D)
-        idx = sample_categorical(logits, generator)  # (C,)
-        log_q_fwd = logits[rows, idx] - torch.logsumexp(logits, -1)
+        idx, log_q_fwd = sample_categorical(logits, generator, return_log_prob=True)  # (C,), (C,)
         old_bit = x[rows, idx]
         x_new = x.clone()
         x_new[rows, idx] = 1.0 - old_bit
-        f_new, grad_new = log_prob_and_grad(log_prob, x_new)
+        if single_flip is not None:
+            f_new, grad_new, _ = single_flip(x, idx, aux)
+        else:
+            f_new, grad_new = log_prob_and_grad(log_prob, x_new)
         logits_rev = self.proposal_logits(x_new, grad_new)
-        log_q_rev = logits_rev[rows, idx] - torch.logsumexp(logits_rev, -1)
+        log_q_rev = torch.log_softmax(logits_rev, -1)[rows, idx]
         accepted, acceptance_prob = metropolis_hastings_accept(f_new - f_x + log_q_rev - log_q_fwd, generator)
         x_new[rows, idx] = torch.where(accepted, 1.0 - old_bit, old_bit)  # undo rejected flips
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
