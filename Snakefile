@@ -15,6 +15,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/rbm_sampling.smk"
 include: "workflow/rules/sampler_cost.smk"
+include: "workflow/rules/claims.smk"  # last: it reads every experiment's CLAIMS_INPUTS entry
 
 
 # Declared here, after the includes: Snakemake resets the default target on every include.

@@ -58,7 +58,7 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
     for rel in ("figures/fig3_rbm_sampling.pdf", "figures/fig3_rbm_sampling.png",
                 "tables/fig3_rbm_sampling.csv", "tables/fig3_rbm_sampling.md",
                 "rbm_sampling/rbm.pt", "rbm_sampling/reference.npz", "data/mnist.npz",
-                "tables/sampler_cost.csv", "tables/sampler_cost.md"):
+                "tables/sampler_cost.csv", "tables/sampler_cost.md", "claims.md", "claims.csv"):
         assert (res / rel).stat().st_size > 0, rel
     df, prov = read_parquet(res / "rbm_sampling" / "metrics.parquet")
     assert set(df["sampler"]) == {"Gibbs-1", "GWG", "Target"}
@@ -75,7 +75,9 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
     # every job wrote its log
     assert {p.stem for p in (res / "logs").glob("*.log")} >= {
         "prepare_mnist", "train_rbm", "rbm_reference", "rbm_sampling", "figure_rbm_sampling", "sampler_cost",
-        "table_sampler_cost"}
+        "table_sampler_cost", "claims"}
+    claims = (res / "claims.md").read_text()
+    assert "GWG ESS > Gibbs-1 ESS on the MNIST RBM" in claims and ("PASS" in claims or "FAIL" in claims)
 
 
 def test_complete_run_schedules_nothing(smoke_run):
@@ -94,7 +96,7 @@ def _edited(path: Path):
     return original
 
 
-SAMPLER_JOBS = {"rbm_sampling", "figure_rbm_sampling", "sampler_cost", "table_sampler_cost"}
+SAMPLER_JOBS = {"rbm_sampling", "figure_rbm_sampling", "sampler_cost", "table_sampler_cost", "claims"}
 
 
 def test_editing_a_sampler_reruns_sampling_and_figure_only(smoke_run):

@@ -18,7 +18,16 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "GENERATED_EXPERIMENTS"]
+
+#: Experiments on generated targets (no input files): gradmc.experiments.<name> offers shards(config),
+#: run(shard) and collect(results); gradmc.figures.<name> offers figure(metrics, out, table, config_name);
+#: gradmc.claims.<name> offers claims(df).
+GENERATED_EXPERIMENTS = {
+    "rbm_relaxed": "GWG Fig. 2: random RBMs of growing dimension, GWG vs R-MALA, R-HMC, D-SVGD",
+    "ising_sampling": "GWG Fig. 4: lattice Ising ESS over a theta grid",
+    "fhmm_sampling": "GWG Fig. 5: factorial HMM posterior sampling",
+}
 
 
 def _log(message: str) -> None:
@@ -57,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gradmc", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="store_true", help="print the gradmc version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="{data,run,figure,bench}")
+    sub = parser.add_subparsers(dest="command", metavar="{data,run,figure,claims,bench}")
 
     data = sub.add_parser("data", help="prepare data sets").add_subparsers(dest="action", metavar="{prepare}")
     prep = data.add_parser("prepare", help="prepare a data set as one .npz plus a JSON manifest")
@@ -70,8 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     prep.add_argument("--download", action="store_true", help="download missing canonical files (checksummed)")
     _add_out(prep, "prepared .npz")
 
+    stages = ",".join(["train_rbm", "rbm_reference", "rbm_sampling", "sampler_cost", *GENERATED_EXPERIMENTS])
     run = sub.add_parser("run", help="run one experiment stage").add_subparsers(dest="experiment",
-                                                                                 metavar="{train_rbm,rbm_reference,rbm_sampling,sampler_cost}")
+                                                                                 metavar=f"{{{stages}}}")
     train = run.add_parser("train_rbm", help="train the MNIST RBM with CD-k (GWG Fig. 3)")
     _add_config(train)
     train.add_argument("--data", required=True, help="prepared MNIST .npz")
@@ -96,8 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--data", required=True, help="prepared MNIST .npz (initial distribution)")
     _add_out(cost, "metrics Parquet")
 
+    for name, text in GENERATED_EXPERIMENTS.items():
+        gen = run.add_parser(name, help=f"{text} (all shards on Ray; write metrics Parquet)")
+        _add_config(gen)
+        gen.add_argument("--workers", type=int, default=None,
+                         help="parallel Ray workers (default: the cores Ray sees; RAY_ADDRESS joins a cluster)")
+        _add_out(gen, "metrics Parquet")
+
     fig = sub.add_parser("figure", help="draw a figure from Parquet results").add_subparsers(
-        dest="figure", metavar="{rbm_sampling,sampler_cost}")
+        dest="figure", metavar="{rbm_sampling,sampler_cost," + ",".join(GENERATED_EXPERIMENTS) + "}")
     f3 = fig.add_parser("rbm_sampling", help="GWG Fig. 3: log MMD and ESS box plots")
     f3.add_argument("--metrics", required=True, help="metrics Parquet from `gradmc run rbm_sampling`")
     f3.add_argument("--config-name", default="", help="config label printed in the title")
@@ -109,6 +126,18 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the reference machine)")
     bench.add_argument("--steps", type=int, default=100, help="steps per timed run (default 100)")
     bench.add_argument("--repeats", type=int, default=5, help="timed runs per sampler; the median is reported")
+    for name, text in GENERATED_EXPERIMENTS.items():
+        gf = fig.add_parser(name, help=f"{text}: figure (.pdf, .png) and table (.csv, .md)")
+        gf.add_argument("--metrics", required=True, help=f"metrics Parquet from `gradmc run {name}`")
+        gf.add_argument("--config-name", default="", help="config label printed in the title")
+        gf.add_argument("--out", required=True, help="figure prefix; writes PREFIX.pdf and PREFIX.png")
+        gf.add_argument("--table-out", required=True, help="table prefix; writes PREFIX.csv and PREFIX.md")
+    claims = sub.add_parser("claims", help="check the papers' claims against measured metrics -> claims.md/.csv")
+    claims.add_argument("--metrics", nargs="+", required=True, metavar="EXPERIMENT=PATH",
+                        help="metrics Parquet of each experiment, e.g. rbm_sampling=results/quick/rbm_sampling/"
+                             "metrics.parquet")
+    claims.add_argument("--config-name", default="", help="config label printed in the heading")
+    claims.add_argument("--out", required=True, help="output prefix; writes PREFIX.md and PREFIX.csv")
     tc = fig.add_parser("sampler_cost", help="table of cost per step relative to Gibbs-1 (.csv, .md)")
     tc.add_argument("--metrics", required=True, help="metrics Parquet from `gradmc run sampler_cost`")
     tc.add_argument("--out", required=True, help="table prefix; writes PREFIX.csv and PREFIX.md")
@@ -167,6 +196,8 @@ def _cmd_run(args) -> None:
         df = exp.collect(results, args.reference)
         write_parquet(df, args.out, provenance(config), validate=True)
         _log(f"[rbm_sampling] wrote {args.out} ({len(df)} rows)")
+    elif args.experiment in GENERATED_EXPERIMENTS:
+        _run_generated(args.experiment, config, args.out, args.workers)
     elif args.experiment == "sampler_cost":
         from gradmc.experiments.sampler_cost import run_cost
         from gradmc.results import provenance, write_parquet
@@ -176,9 +207,49 @@ def _cmd_run(args) -> None:
         _log(f"[sampler_cost] wrote {args.out} ({len(df)} rows)")
 
 
+def _run_generated(name: str, config: dict, out: str, workers: int | None) -> None:
+    import importlib
+
+    from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
+    from gradmc.results import provenance, write_parquet
+
+    module = importlib.import_module(f"gradmc.experiments.{name}")
+    shards = module.shards(config)
+    _log(f"[{name}] {len(shards)} shards")
+    gpus = config.get("gpus_per_shard", 0.0) if config["device"] == "cuda" else 0.0
+    ensure_ray(num_cpus=workers)
+    try:
+        results = run_shards(module.run, shards, num_workers=workers, num_gpus_per_shard=gpus, progress=_log, desc=name)
+    finally:
+        shutdown_ray()
+    df = module.collect(results)
+    write_parquet(df, out, provenance(config), validate=True)
+    _log(f"[{name}] wrote {out} ({len(df)} rows)")
+
+
+def _cmd_claims(args) -> None:
+    from gradmc.claims import claims_frame, write_claims
+
+    metrics = {}
+    for item in args.metrics:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise ValueError(f"--metrics takes EXPERIMENT=PATH, got {item!r}")
+        _require_files(metrics=path)
+        metrics[name] = path
+    frame = claims_frame(metrics)
+    paths = write_claims(frame, args.out, args.config_name)
+    _log(f"[claims] {int(frame['passed'].sum())}/{len(frame)} pass; wrote " + ", ".join(map(str, paths)))
+
+
 def _cmd_figure(args) -> None:
     _require_files(metrics=args.metrics)
-    if args.figure == "sampler_cost":
+    if args.figure in GENERATED_EXPERIMENTS:
+        import importlib
+
+        module = importlib.import_module(f"gradmc.figures.{args.figure}")
+        paths = module.figure(args.metrics, args.out, args.table_out, config_name=args.config_name)
+    elif args.figure == "sampler_cost":
         from gradmc.figures.sampler_cost import table_sampler_cost
 
         paths = table_sampler_cost(args.metrics, args.out)
@@ -198,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print(__version__)
         return 0
-    handlers = {"data": _cmd_data, "run": _cmd_run, "figure": _cmd_figure, "bench": _cmd_bench}
+    handlers = {"data": _cmd_data, "run": _cmd_run, "figure": _cmd_figure, "claims": _cmd_claims,
+                "bench": _cmd_bench}
     if args.command is None or (args.command == "data" and args.action is None) or \
             (args.command == "run" and args.experiment is None) or (args.command == "figure" and args.figure is None):
         parser.print_help()

@@ -1,4 +1,5 @@
-"""Load and validate the science configuration against ``workflow/schemas/config.schema.yaml``.
+"""Load and validate the science configuration against ``workflow/schemas/config.schema.yaml`` (and the
+per-experiment schemas in ``workflow/schemas/experiments/``).
 
 An invalid key or value stops a run before any job starts, with a message naming the key, the bad
 value and what the schema allows.
@@ -22,9 +23,19 @@ class ConfigError(ValueError):
 
 
 def _load_schema() -> dict:
+    """The main schema plus one ``workflow/schemas/experiments/<key>.yaml`` per experiment family.
+
+    Each experiment file is the schema of the top-level config key named like the file; it is added to
+    ``properties`` and to ``required`` (quick, paper and smoke are the same DAG, so every config has
+    every experiment).
+    """
     if not SCHEMA_PATH.exists():
         raise FileNotFoundError(f"config schema not found at {SCHEMA_PATH}; run gradmc from its source checkout")
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    for part in sorted((SCHEMA_PATH.parent / "experiments").glob("*.yaml")):
+        schema["properties"][part.stem] = yaml.safe_load(part.read_text())
+        schema["required"].append(part.stem)
+    return schema
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

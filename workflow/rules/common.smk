@@ -38,6 +38,7 @@ envvars:
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 ENV_FILE = str(REPO / "environment.yml")
 ALL_TARGETS = []
+CLAIMS_INPUTS = {}  # experiment -> metrics Parquet checked by gradmc.claims.<experiment> (claims.smk)
 
 
 def digest(*modules):

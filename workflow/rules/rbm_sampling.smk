@@ -6,6 +6,7 @@ ALL_TARGETS += [
     f"{RESULTS}/tables/fig3_rbm_sampling.md",
     f"{RBM_DIR}/metrics.parquet",
 ]
+CLAIMS_INPUTS["rbm_sampling"] = f"{RBM_DIR}/metrics.parquet"
 
 
 rule train_rbm:

@@ -16,7 +16,6 @@ Metrics (tidy rows, ``metric`` column):
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +26,7 @@ from gradmc.evaluation.ess import ess, ess_per_chain
 from gradmc.evaluation.mmd import log_mmd
 from gradmc.experiments.rbm_model import data_mean_init, load_binary_data, load_rbm
 from gradmc.experiments.rbm_reference import load_reference
+from gradmc.experiments.runner import StepClock, tidy_frame
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 
@@ -50,11 +50,6 @@ class Shard:
     reference_path: str
     data_path: str
     device: str = "cpu"
-
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
 
 
 def shards(config: dict, model_path, reference_path, data_path) -> list[Shard]:
@@ -84,52 +79,35 @@ def run(shard: Shard) -> pd.DataFrame:
     stat = torch.empty(T + 1, C, device=device)  # Hamming distance to `fixed`, per step and chain
     stat[0] = (state.x != fixed).sum(1)
     accept_sum = torch.zeros(C, device=device)
-    rows, sampler_time, evals, grads = [], 0.0, 0, 0
+    clock, rows = StepClock(device), []
 
-    def record_mmd(step: int) -> None:
-        rows.append((shard.sampler, shard.seed, -1, step, "log_mmd", float(log_mmd(state.x, reference)),
-                     evals, grads, sampler_time))
+    def record_mmd() -> None:
+        rows.append(clock.row(shard.sampler, shard.seed, -1, "log_mmd", float(log_mmd(state.x, reference))))
 
-    record_mmd(0)
+    record_mmd()
     for t in range(1, T + 1):
-        _sync(device)
-        tic = time.perf_counter()
-        state, info = sampler.step(state, rbm, generator)
-        _sync(device)
-        sampler_time += time.perf_counter() - tic
-        evals += info.energy_evals
-        grads += info.grad_evals
+        state, info = clock.step(sampler, state, rbm, generator)
         accept_sum += info.acceptance_prob
         stat[t] = (state.x != fixed).sum(1)
         if t % shard.mmd_every == 0 or t == T:
-            record_mmd(t)
+            record_mmd()
     burn = int(shard.burn_in_fraction * T)
     kept = stat[burn + 1:].T.cpu().numpy().astype(np.float64)  # (C, T - burn)
     per_chain = ess_per_chain(kept)  # (C,)
     acceptance = (accept_sum / T).cpu().numpy()
     for c in range(C):
-        for metric, value in (("ess", per_chain[c]), ("ess_per_second", per_chain[c] / sampler_time),
-                              ("ess_per_energy_eval", per_chain[c] / max(evals, 1)),
+        for metric, value in (("ess", per_chain[c]), ("ess_per_second", per_chain[c] / clock.seconds),
+                              ("ess_per_energy_eval", per_chain[c] / max(clock.energy_evals, 1)),
                               ("acceptance_rate", acceptance[c])):
-            rows.append((shard.sampler, shard.seed, c, T, metric, float(value), evals, grads, sampler_time))
-    rows.append((shard.sampler, shard.seed, -1, T, "ess_all_chains", float(ess(kept)), evals, grads,
-                 sampler_time))
-    return _frame(rows)
-
-
-def _frame(rows: list[tuple]) -> pd.DataFrame:
-    df = pd.DataFrame(rows, columns=["sampler", "seed", "chain", "step", "metric", "value",
-                                     "energy_evals", "grad_evals", "wall_time_s"])
-    df.insert(0, "target", TARGET)
-    df.insert(0, "experiment", EXPERIMENT)
-    return df.astype({"seed": "int64", "chain": "int64", "step": "int64", "energy_evals": "int64",
-                      "grad_evals": "int64", "value": "float64", "wall_time_s": "float64"})
+            rows.append(clock.row(shard.sampler, shard.seed, c, metric, value))
+    rows.append(clock.row(shard.sampler, shard.seed, -1, "ess_all_chains", ess(kept)))
+    return tidy_frame(rows, EXPERIMENT, TARGET)
 
 
 def target_rows(reference_path) -> pd.DataFrame:
     """The "Target" line: log MMD between two independent ground-truth sets, as one tidy row."""
     _, target = load_reference(reference_path, "cpu")
-    return _frame([("Target", -1, -1, 0, "log_mmd_target", target, 0, 0, 0.0)])
+    return tidy_frame([("Target", -1, -1, 0, "log_mmd_target", target, 0, 0, 0.0)], EXPERIMENT, TARGET)
 
 
 def collect(results: list[pd.DataFrame], reference_path) -> pd.DataFrame:

@@ -1,0 +1,70 @@
+"""A claim of a paper, the numbers we measured for it, and the verdict; assembled into claims.md."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from gradmc.atomic import atomic_path
+from gradmc.results import read_parquet
+
+__all__ = ["Claim", "claims_frame", "write_claims"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checkable statement.
+
+    Attributes:
+        experiment: the experiment family (module name under gradmc.claims).
+        paper: "GWG" or "KMC", and the figure, e.g. "GWG Fig. 3".
+        claim: the statement, e.g. "GWG ESS > Gibbs-1 ESS on the MNIST RBM".
+        measured: the numbers behind the verdict, as text, e.g. "GWG 22.5 vs Gibbs-1 7.0 (median ESS)".
+        passed: the verdict.
+        note: context, e.g. that quick sizes are too small for the claim.
+    """
+
+    experiment: str
+    paper: str
+    claim: str
+    measured: str
+    passed: bool
+    note: str = ""
+
+
+def claims_frame(metrics: dict[str, str | Path]) -> pd.DataFrame:
+    """Evaluate ``gradmc.claims.<experiment>.claims`` on each experiment's metrics Parquet.
+
+    Args:
+        metrics: experiment name -> metrics Parquet path.
+
+    Returns:
+        One row per claim, columns of :class:`Claim` plus ``status`` ("PASS"/"FAIL").
+    """
+    rows = []
+    for experiment, path in metrics.items():
+        module = importlib.import_module(f"gradmc.claims.{experiment}")
+        df, _ = read_parquet(path)
+        rows += [asdict(c) for c in module.claims(df)]
+    frame = pd.DataFrame(rows, columns=["experiment", "paper", "claim", "measured", "passed", "note"])
+    frame["status"] = frame["passed"].map({True: "PASS", False: "FAIL"})
+    return frame
+
+
+def write_claims(frame: pd.DataFrame, out_prefix: str | Path, config_name: str) -> list[Path]:
+    """Write ``out_prefix``.md (a table per paper) and ``out_prefix``.parquet-free CSV atomically."""
+    md, csv = Path(f"{out_prefix}.md"), Path(f"{out_prefix}.csv")
+    lines = [f"# Claims of the papers, measured ({config_name} config)", "",
+             f"{int(frame['passed'].sum())} of {len(frame)} claims pass. A FAIL is reported as measured; "
+             "the note says when the config's sizes are too small for the claim.", ""]
+    for paper, part in frame.groupby(frame["paper"].str.split().str[0], sort=True):
+        lines += [f"## {paper}", "", part[["paper", "claim", "measured", "status", "note"]].rename(
+            columns={"paper": "figure"}).to_markdown(index=False), ""]
+    with atomic_path(md) as tmp:
+        tmp.write_text("\n".join(lines) + "\n")
+    with atomic_path(csv) as tmp:
+        frame.to_csv(tmp, index=False)
+    return [md, csv]

@@ -1,0 +1,56 @@
+"""Pieces every sampling experiment shares: a clock that times sampler steps only and counts their
+cost, and the constructor of tidy metric frames (DESIGN.md "Results schema")."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import torch
+
+__all__ = ["StepClock", "ROW_COLUMNS", "tidy_frame"]
+
+#: Columns of a row tuple passed to :func:`tidy_frame` (experiment and target are added).
+ROW_COLUMNS = ["sampler", "seed", "chain", "step", "metric", "value", "energy_evals", "grad_evals", "wall_time_s"]
+
+
+class StepClock:
+    """Runs sampler steps and accumulates sampler-only wall time and evaluation counts.
+
+    The device is synchronised before each clock read (DESIGN: "measure sampler time only"), so
+    metric computations between steps never count. Attributes: ``seconds`` (float), ``energy_evals``
+    and ``grad_evals`` (cumulative ints, per chain-batch call as in Info), ``steps``.
+    """
+
+    def __init__(self, device: str | torch.device = "cpu"):
+        self._sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
+        self.seconds = 0.0
+        self.energy_evals = 0
+        self.grad_evals = 0
+        self.steps = 0
+
+    def step(self, sampler, state, log_prob, generator: torch.Generator):
+        """One timed ``sampler.step``; returns (state, info)."""
+        self._sync()
+        tic = time.perf_counter()
+        state, info = sampler.step(state, log_prob, generator)
+        self._sync()
+        self.seconds += time.perf_counter() - tic
+        self.energy_evals += info.energy_evals
+        self.grad_evals += info.grad_evals
+        self.steps += 1
+        return state, info
+
+    def row(self, sampler: str, seed: int, chain: int, metric: str, value: float) -> tuple:
+        """A row tuple (see :data:`ROW_COLUMNS`) at the current step with the cumulative costs."""
+        return (sampler, seed, chain, self.steps, metric, float(value), self.energy_evals, self.grad_evals,
+                self.seconds)
+
+
+def tidy_frame(rows: list[tuple], experiment: str, target: str) -> pd.DataFrame:
+    """Tidy metrics DataFrame from row tuples laid out as :data:`ROW_COLUMNS`, with fixed dtypes."""
+    df = pd.DataFrame(rows, columns=ROW_COLUMNS)
+    df.insert(0, "target", target)
+    df.insert(0, "experiment", experiment)
+    return df.astype({"seed": "int64", "chain": "int64", "step": "int64", "energy_evals": "int64",
+                      "grad_evals": "int64", "value": "float64", "wall_time_s": "float64"})

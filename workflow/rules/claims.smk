@@ -1,0 +1,23 @@
+# results/<config>/claims.md: every claim of the papers listed in EXPERIMENTS.md, measured, PASS/FAIL.
+ALL_TARGETS += [f"{RESULTS}/claims.md"]
+
+
+rule claims:
+    input:
+        **CLAIMS_INPUTS,
+    output:
+        md=f"{RESULTS}/claims.md",
+        csv=f"{RESULTS}/claims.csv",
+    params:
+        code=digest(*(f"gradmc.claims.{name}" for name in CLAIMS_INPUTS)),
+        prefix=lambda wildcards, output: output.md.removesuffix(".md"),
+        metrics=lambda wildcards, input: " ".join(f"{name}={path}" for name, path in input.items()),
+        name=config["name"],
+    log:
+        f"{LOGS}/claims.log",
+    message:
+        "Checking the papers' claims against the measured metrics"
+    conda:
+        ENV_FILE
+    shell:
+        "gradmc claims --metrics {params.metrics} --config-name {params.name} --out {params.prefix} > {log} 2>&1"
