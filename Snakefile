@@ -15,6 +15,8 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/rbm_sampling.smk"
 include: "workflow/rules/sampler_cost.smk"
+include: "workflow/rules/rbm_relaxed.smk"
+include: "workflow/rules/fhmm_sampling.smk"
 include: "workflow/rules/claims.smk"  # last: it reads every experiment's CLAIMS_INPUTS entry
 
 

@@ -17,12 +17,11 @@ def _final(df: pd.DataFrame, sampler: str, metric: str) -> float:
     return float(m[m["step"] == m["step"].max()]["value"].mean())
 
 
-def _note(df: pd.DataFrame, passed: bool) -> str:
+def _note(df: pd.DataFrame, passed: bool, extra: str = "") -> str:
     steps = int(df[df["metric"] == "log_joint"]["step"].max())
-    if passed or steps >= PAPER_STEPS:
-        return ""
-    return (f"only {steps} steps (paper {PAPER_STEPS}); with quick sizes the samplers may not have "
-            "separated yet")
+    parts = [] if passed or steps >= PAPER_STEPS else [
+        f"only {steps} steps (paper {PAPER_STEPS}); with quick sizes the samplers may not have separated yet"]
+    return "; ".join(parts + ([extra] if extra else []))
 
 
 def claims(df: pd.DataFrame) -> list[Claim]:
@@ -48,6 +47,6 @@ def claims(df: pd.DataFrame) -> list[Claim]:
         passed = a < b
         out.append(Claim("fhmm_sampling", "GWG Fig. 5", "GWG reaches a lower reconstruction error than Block-HB",
                          f"final mean reconstruction error: GWG {a:.3g} vs Block-HB {b:.3g}", passed,
-                         _note(df, passed) + ("" if passed else "; near the posterior every sampler's error is "
-                                              "about L * sigma^2, so small runs separate it less than the log joint")))
+                         _note(df, passed, ("" if passed else "near the posterior every sampler's error is "
+                                              "about L * sigma^2, so small runs separate it less than the log joint"))))
     return out

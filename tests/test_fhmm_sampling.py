@@ -1,0 +1,116 @@
+"""GWG Fig. 5 (factorial HMM posterior sampling): shards, run, determinism, claims, figure."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gradmc.claims.fhmm_sampling import claims
+from gradmc.experiments import fhmm_sampling as exp
+from gradmc.figures.fhmm_sampling import figure
+from gradmc.results import provenance, validate_metrics, write_parquet
+
+SAMPLERS = ["Gibbs-1", "Gibbs-2", "HB-10-1", "Block-HB", "GWG"]
+
+
+def _config(**over) -> dict:
+    spec = {"L": 8, "K": 3, "samplers": SAMPLERS, "seeds": [0, 1], "num_chains": 4, "num_steps": 30,
+            "record_every": 10, "init": "uniform", "sigma": 0.5, "alpha": 0.1, "beta": 0.95}
+    spec.update(over)
+    return {"name": "test", "device": "cpu", "fhmm_sampling": spec}
+
+
+def test_shards_enumerate_sampler_seed_pairs():
+    shards = exp.shards(_config())
+    assert [(s.sampler, s.seed) for s in shards] == [(n, s) for n in SAMPLERS for s in (0, 1)]
+    assert all(s.L == 8 and s.K == 3 and s.num_chains == 4 and s.init == "uniform" for s in shards)
+    with pytest.raises(ValueError, match="init"):
+        exp.shards(_config(init="zeros"))
+
+
+def test_same_seed_same_problem_for_every_sampler():
+    a, b = exp.shards(_config())[0], exp.shards(_config())[2]  # Gibbs-1 and Gibbs-2, seed 0
+    (_, xa, ya), (_, xb, yb) = exp.make_problem(a), exp.make_problem(b)
+    assert a.seed == b.seed and (xa == xb).all() and (ya == yb).all()
+    _, xc, _ = exp.make_problem(dataclasses.replace(a, seed=1))
+    assert xc.shape == xa.shape
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_run_returns_tidy_rows(sampler):
+    shard = exp.Shard(sampler=sampler, seed=0, L=12, K=4, num_chains=4, num_steps=20, record_every=5)
+    df = exp.run(shard)
+    validate_metrics(df)
+    assert set(df["metric"]) == {"log_joint", "recon_error", "bit_error", "log_joint_true", "recon_error_true",
+                                 "acceptance_rate"}
+    assert np.isfinite(df["value"]).all()
+    lj = df[df["metric"] == "log_joint"]
+    assert list(lj["step"]) == [0, 5, 10, 15, 20]
+    assert (lj["energy_evals"].diff().dropna() >= 0).all() and (lj["wall_time_s"].diff().dropna() >= 0).all()
+    bit = df[df["metric"] == "bit_error"]["value"]
+    assert ((bit >= 0) & (bit <= 1)).all()
+
+
+def test_log_joint_improves_on_average():
+    gains = []
+    for sampler in SAMPLERS:
+        df = exp.run(exp.Shard(sampler=sampler, seed=0, L=10, K=3, num_chains=8, num_steps=40, record_every=40))
+        lj = df[df["metric"] == "log_joint"].set_index("step")["value"]
+        gains.append(lj[40] - lj[0])
+    assert np.mean(gains) > 0
+
+
+def test_run_is_deterministic():
+    shard = exp.Shard(sampler="GWG", seed=3, L=10, K=3, num_chains=4, num_steps=25, record_every=5, init="prior")
+    a, b = exp.run(shard), exp.run(shard)
+    pd.testing.assert_frame_equal(a.drop(columns="wall_time_s"), b.drop(columns="wall_time_s"))
+
+
+def _synthetic(gwg_best: bool, steps: int = 100) -> pd.DataFrame:
+    """log_joint/recon_error curves: GWG best (or worst) at the end."""
+    rows = []
+    finals = {"Gibbs-1": (-300.0, 40.0), "Block-HB": (-260.0, 20.0), "GWG": (-250.0, 10.0)}
+    if not gwg_best:
+        finals["GWG"] = (-280.0, 30.0)
+    for name, (lj, rec) in finals.items():
+        for seed in (0, 1):
+            for step in (0, steps // 2, steps):
+                frac = step / steps
+                for metric, start, end in (("log_joint", -1000.0, lj), ("recon_error", 100.0, rec),
+                                           ("bit_error", 0.5, 0.1)):
+                    rows.append(("fhmm_sampling", "fhmm_posterior", name, seed, -1, step, metric,
+                                 start + frac * (end - start) + seed, 2 * step, 2 * step, 0.01 * step))
+            for metric, value in (("log_joint_true", -240.0), ("recon_error_true", 8.0)):
+                rows.append(("fhmm_sampling", "fhmm_posterior", name, seed, -1, 0, metric, value, 0, 0, 0.0))
+            rows.append(("fhmm_sampling", "fhmm_posterior", name, seed, -1, steps, "acceptance_rate", 0.5,
+                         2 * steps, 2 * steps, 0.01 * steps))
+    df = pd.DataFrame(rows, columns=["experiment", "target", "sampler", "seed", "chain", "step", "metric", "value",
+                                     "energy_evals", "grad_evals", "wall_time_s"])
+    validate_metrics(df)
+    return df
+
+
+def test_claims_pass_and_fail():
+    good = claims(_synthetic(gwg_best=True))
+    assert [c.passed for c in good] == [True, True]
+    assert "GWG -249.5" in good[0].measured and all(c.note == "" for c in good)
+    bad = claims(_synthetic(gwg_best=False))
+    assert [c.passed for c in bad] == [False, False]
+    assert "Block-HB" in bad[0].measured and "10000" in bad[0].note
+    assert claims(_synthetic(gwg_best=True).query("sampler != 'GWG'")) == []
+
+
+def test_figure_writes_files(tmp_path):
+    df = _synthetic(gwg_best=True)
+    metrics = write_parquet(df, tmp_path / "metrics.parquet", provenance({"name": "test"}), validate=True)
+    paths = figure(metrics, tmp_path / "fig" / "fig5", tmp_path / "tab" / "fig5", config_name="test")
+    assert sorted(p.name for p in paths) == ["fig5.csv", "fig5.md", "fig5.pdf", "fig5.png"]
+    assert all(p.stat().st_size > 0 for p in paths)
+    table = pd.read_csv(tmp_path / "tab" / "fig5.csv")
+    gwg = table[table["sampler"] == "GWG"].iloc[0]
+    assert math.isclose(gwg["final_log_joint"], -249.5) and gwg["steps"] == 100
+    assert "x_true (reference)" in set(table["sampler"])

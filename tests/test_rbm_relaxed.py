@@ -1,0 +1,129 @@
+"""GWG Fig. 2 experiment (EXPERIMENTS.md A2): shards, run(), determinism, best-setting figure, claims."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gradmc.claims.rbm_relaxed import claims
+from gradmc.experiments import rbm_relaxed as exp
+from gradmc.figures.rbm_relaxed import best_settings, figure
+from gradmc.results import provenance, validate_metrics, write_parquet
+
+SPEC = {"dims": [8, 16], "num_hidden": 6, "weight_variance": 0.05, "samplers": ["GWG", "R-MALA", "R-HMC", "D-SVGD"],
+        "step_sizes": [0.1, 0.01], "learning_rates": [0.1], "temperatures": [1.0, 0.5], "num_leapfrog_steps": 5,
+        "seeds": [0, 1], "num_chains": 20, "num_steps": 40, "record_every": 10,
+        "reference": {"num_samples": 60, "num_steps": 30}}
+CONFIG = {"device": "cpu", "rbm_relaxed": SPEC}
+
+TINY = {"R-MALA": (("step_size", 0.1), ("temperature", 1.0)), "R-HMC": (("step_size", 0.1), ("temperature", 1.0)),
+        "D-SVGD": (("learning_rate", 0.1), ("temperature", 1.0)), "GWG": ()}
+
+
+def _tiny(sampler: str, seed: int = 0) -> exp.Shard:
+    return exp.Shard(num_visible=12, sampler=sampler, hyper=TINY[sampler], seed=seed, num_hidden=6,
+                     weight_variance=0.05, num_chains=30, num_steps=60, record_every=20, reference_samples=80,
+                     reference_steps=30)
+
+
+def test_shards_expand_the_grid_uniquely():
+    out = exp.shards(CONFIG)
+    # per (D, seed): GWG 1 + R-MALA 2x2 + R-HMC 2x2 + D-SVGD 1x2 = 11 settings
+    assert len(out) == 2 * 2 * 11
+    keys = {(s.num_visible, s.sampler, s.setting, s.seed) for s in out}
+    assert len(keys) == len(out)
+    settings = {s.setting for s in out if s.sampler == "D-SVGD"}
+    assert settings == {"learning_rate=0.1,temperature=1", "learning_rate=0.1,temperature=0.5"}
+    assert {s.setting for s in out if s.sampler == "GWG"} == {"-"}
+    with pytest.raises(ValueError, match="duplicate"):
+        exp.shards({"device": "cpu", "rbm_relaxed": {**SPEC, "seeds": [0, 0]}})
+
+
+def test_random_rbm_is_deterministic_with_normal_biases():
+    a, b = exp.build_rbm(30, 100, 0.05, 3), exp.build_rbm(30, 100, 0.05, 3)
+    assert all(np.array_equal(p.numpy(), q.numpy()) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+    assert abs(float(a.W.var()) - 0.05) < 0.01
+    assert float(a.b.abs().mean()) > 0.3 and float(a.c.abs().mean()) > 0.3  # not the zero default
+    assert not np.array_equal(a.W.numpy(), exp.build_rbm(30, 100, 0.05, 4).W.numpy())
+
+
+@pytest.mark.parametrize("sampler", ["GWG", "R-MALA", "R-HMC", "D-SVGD"])
+def test_run_returns_tidy_rows_and_improves(sampler):
+    df = exp.run(_tiny(sampler))
+    validate_metrics(df)
+    mmd = df[(df["metric"] == "log_mmd") & (df["sampler"] == sampler)].sort_values("step")
+    assert list(mmd["step"]) == [0, 20, 40, 60]
+    assert np.isfinite(mmd["value"]).all()
+    assert mmd["value"].iloc[-1] < mmd["value"].iloc[0]
+    assert set(df["setting"][df["sampler"] == sampler]) == {exp.setting_label(dict(TINY[sampler]))}
+    acc = df[df["metric"] == "acceptance_rate"]["value"]
+    assert len(acc) == 1 and 0 < float(acc.iloc[0]) <= 1
+    assert ("Target" in set(df["sampler"])) == (sampler == "GWG")
+
+
+def test_run_is_deterministic():
+    a, b = exp.run(_tiny("R-MALA", seed=1)), exp.run(_tiny("R-MALA", seed=1))
+    pd.testing.assert_frame_equal(a.drop(columns="wall_time_s"), b.drop(columns="wall_time_s"))
+    c = exp.run(_tiny("R-MALA", seed=2))
+    assert not np.array_equal(a["value"].to_numpy(), c["value"].to_numpy())
+
+
+def _synthetic(values: dict[tuple[str, int, str], list[float]], steps: int = 2000) -> pd.DataFrame:
+    """Tidy frame with final log MMD ``values[(sampler, D, setting)]`` per seed, plus a step-0 row and Target."""
+    rows = []
+    for (sampler, dim, setting), per_seed in values.items():
+        for seed, v in enumerate(per_seed):
+            rows.append((sampler, dim, setting, seed, 0, "log_mmd", -1.0))
+            rows.append((sampler, dim, setting, seed, steps, "log_mmd", v))
+    for dim in {k[1] for k in values}:
+        for seed in range(2):
+            rows.append(("Target", dim, "-", seed, steps, "log_mmd_target", -2.6))
+    df = pd.DataFrame(rows, columns=["sampler", "num_visible", "setting", "seed", "step", "metric", "value"])
+    df.insert(0, "target", [f"random_rbm_D{d}" for d in df["num_visible"]])
+    df.insert(0, "experiment", "rbm_relaxed")
+    df["chain"], df["energy_evals"], df["grad_evals"], df["wall_time_s"] = -1, 0, 0, 0.0
+    return df.astype({"num_visible": "int64", "seed": "int64", "step": "int64", "chain": "int64",
+                      "energy_evals": "int64", "grad_evals": "int64"})
+
+
+GOOD = {("GWG", 25, "-"): [-2.5, -2.4], ("GWG", 1000, "-"): [-2.3, -2.2],
+        ("R-MALA", 25, "a"): [-2.0, -2.2], ("R-MALA", 25, "b"): [-2.4, -2.3],
+        ("R-MALA", 1000, "a"): [-1.0, -1.1], ("R-MALA", 1000, "b"): [-0.5, -0.6],
+        ("R-HMC", 25, "a"): [-2.2, -2.2], ("R-HMC", 1000, "a"): [-1.2, -1.0],
+        ("D-SVGD", 25, "a"): [-2.3, -2.1], ("D-SVGD", 1000, "a"): [-2.5, -2.5]}
+
+
+def test_best_setting_selection():
+    best = best_settings(_synthetic(GOOD)).set_index(["sampler", "num_visible"])
+    assert best.loc[("R-MALA", 25), "setting"] == "b"
+    assert best.loc[("R-MALA", 1000), "setting"] == "a"
+    assert math.isclose(best.loc[("R-MALA", 1000), "final_log_mmd"], -1.05)
+    assert math.isclose(best.loc[("R-MALA", 1000), "sem"], np.std([-1.0, -1.1], ddof=1) / np.sqrt(2))
+    assert best.loc[("R-MALA", 1000), "num_settings"] == 2
+    assert "Target" not in best.index.get_level_values(0)
+
+
+def test_claims_pass_and_fail():
+    out = {c.claim: c for c in claims(_synthetic(GOOD))}
+    assert out["GWG does not degrade with dimension"].passed
+    assert out["GWG beats R-MALA at the largest D (best settings)"].passed
+    assert out["GWG beats R-HMC at the largest D (best settings)"].passed
+    assert not out["GWG beats D-SVGD at the largest D (best settings)"].passed  # -2.25 vs -2.5
+    assert out["R-MALA degrades with dimension"].passed
+    assert not out["D-SVGD degrades with dimension"].passed
+    assert "reduced sizes" in out["GWG does not degrade with dimension"].note  # 2 seeds
+    bad = {**GOOD, ("GWG", 1000, "-"): [-1.0, -1.2]}
+    assert not {c.claim: c for c in claims(_synthetic(bad))}["GWG does not degrade with dimension"].passed
+
+
+def test_figure_writes_four_files(tmp_path):
+    df = _synthetic(GOOD)
+    path = write_parquet(df, tmp_path / "metrics.parquet", provenance(CONFIG), validate=True)
+    paths = figure(path, tmp_path / "fig2", tmp_path / "tab2", config_name="test")
+    assert sorted(p.name for p in paths) == ["fig2.pdf", "fig2.png", "tab2.csv", "tab2.md"]
+    assert all(p.stat().st_size > 0 for p in paths)
+    table = pd.read_csv(tmp_path / "tab2.csv")
+    assert {"setting", "final_log_mmd", "sem"} <= set(table.columns) and "Target" in set(table["sampler"])
