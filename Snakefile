@@ -17,6 +17,7 @@ include: "workflow/rules/rbm_sampling.smk"
 include: "workflow/rules/sampler_cost.smk"
 include: "workflow/rules/rbm_relaxed.smk"
 include: "workflow/rules/fhmm_sampling.smk"
+include: "workflow/rules/ising_sampling.smk"
 include: "workflow/rules/claims.smk"  # last: it reads every experiment's CLAIMS_INPUTS entry
 
 

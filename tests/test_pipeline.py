@@ -58,7 +58,9 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
     for rel in ("figures/fig3_rbm_sampling.pdf", "figures/fig3_rbm_sampling.png",
                 "tables/fig3_rbm_sampling.csv", "tables/fig3_rbm_sampling.md",
                 "rbm_sampling/rbm.pt", "rbm_sampling/reference.npz", "data/mnist.npz",
-                "tables/sampler_cost.csv", "tables/sampler_cost.md", "claims.md", "claims.csv"):
+                "tables/sampler_cost.csv", "tables/sampler_cost.md", "claims.md", "claims.csv",
+                "figures/fig2_rbm_relaxed.png", "figures/fig4_ising_sampling.png", "figures/fig5_fhmm_sampling.png",
+                "tables/fig2_rbm_relaxed.md", "tables/fig4_ising_sampling.md", "tables/fig5_fhmm_sampling.md"):
         assert (res / rel).stat().st_size > 0, rel
     df, prov = read_parquet(res / "rbm_sampling" / "metrics.parquet")
     assert set(df["sampler"]) == {"Gibbs-1", "GWG", "Target"}
@@ -75,9 +77,12 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
     # every job wrote its log
     assert {p.stem for p in (res / "logs").glob("*.log")} >= {
         "prepare_mnist", "train_rbm", "rbm_reference", "rbm_sampling", "figure_rbm_sampling", "sampler_cost",
-        "table_sampler_cost", "claims"}
+        "table_sampler_cost", "claims", "rbm_relaxed", "figure_rbm_relaxed", "fhmm_sampling", "figure_fhmm_sampling",
+        "ising_sampling", "figure_ising_sampling"}
     claims = (res / "claims.md").read_text()
     assert "GWG ESS > Gibbs-1 ESS on the MNIST RBM" in claims and ("PASS" in claims or "FAIL" in claims)
+    for figure in ("GWG Fig. 2", "GWG Fig. 4", "GWG Fig. 5"):
+        assert figure in claims
 
 
 def test_complete_run_schedules_nothing(smoke_run):
@@ -96,7 +101,10 @@ def _edited(path: Path):
     return original
 
 
-SAMPLER_JOBS = {"rbm_sampling", "figure_rbm_sampling", "sampler_cost", "table_sampler_cost", "claims"}
+RBM_JOBS = {"rbm_sampling", "figure_rbm_sampling", "sampler_cost", "table_sampler_cost", "claims"}
+# every sampling experiment runs GWG, so editing it reruns them all (and their figures), never data or training
+SAMPLER_JOBS = RBM_JOBS | {"rbm_relaxed", "figure_rbm_relaxed", "fhmm_sampling", "figure_fhmm_sampling",
+                           "ising_sampling", "figure_ising_sampling"}
 
 
 def test_editing_a_sampler_reruns_sampling_and_figure_only(smoke_run):
@@ -122,7 +130,7 @@ def test_editing_training_code_reruns_training_and_downstream(smoke_run):
     path = smoke_run / "pkg" / "gradmc" / "training" / "cd.py"
     original = _edited(path)
     try:
-        assert _scheduled(smoke_run) == {"train_rbm", "rbm_reference", *SAMPLER_JOBS}
+        assert _scheduled(smoke_run) == {"train_rbm", "rbm_reference", *RBM_JOBS}
     finally:
         path.write_text(original)
 

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 import torch
 
-from gradmc.evaluation.ess import ess, ess_per_chain
 from gradmc.evaluation.mmd import log_mmd
 from gradmc.experiments.rbm_model import data_mean_init, load_binary_data, load_rbm
 from gradmc.experiments.rbm_reference import load_reference
-from gradmc.experiments.runner import StepClock, tidy_frame
+from gradmc.experiments.runner import StepClock, ess_rows, tidy_frame
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 
@@ -91,16 +89,8 @@ def run(shard: Shard) -> pd.DataFrame:
         stat[t] = (state.x != fixed).sum(1)
         if t % shard.mmd_every == 0 or t == T:
             record_mmd()
-    burn = int(shard.burn_in_fraction * T)
-    kept = stat[burn + 1:].T.cpu().numpy().astype(np.float64)  # (C, T - burn)
-    per_chain = ess_per_chain(kept)  # (C,)
-    acceptance = (accept_sum / T).cpu().numpy()
-    for c in range(C):
-        for metric, value in (("ess", per_chain[c]), ("ess_per_second", per_chain[c] / clock.seconds),
-                              ("ess_per_energy_eval", per_chain[c] / max(clock.energy_evals, 1)),
-                              ("acceptance_rate", acceptance[c])):
-            rows.append(clock.row(shard.sampler, shard.seed, c, metric, value))
-    rows.append(clock.row(shard.sampler, shard.seed, -1, "ess_all_chains", ess(kept)))
+    rows += ess_rows(clock, stat, accept_sum, sampler=shard.sampler, seed=shard.seed,
+                     burn_in_fraction=shard.burn_in_fraction)
     return tidy_frame(rows, EXPERIMENT, TARGET)
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pandas as pd
 import torch
 
-__all__ = ["StepClock", "ROW_COLUMNS", "tidy_frame"]
+from gradmc.evaluation.ess import ess, ess_per_chain
+
+__all__ = ["StepClock", "ROW_COLUMNS", "tidy_frame", "ess_rows"]
 
 #: Columns of a row tuple passed to :func:`tidy_frame` (experiment and target are added).
 ROW_COLUMNS = ["sampler", "seed", "chain", "step", "metric", "value", "energy_evals", "grad_evals", "wall_time_s"]
@@ -54,3 +57,35 @@ def tidy_frame(rows: list[tuple], experiment: str, target: str) -> pd.DataFrame:
     df.insert(0, "experiment", experiment)
     return df.astype({"seed": "int64", "chain": "int64", "step": "int64", "energy_evals": "int64",
                       "grad_evals": "int64", "value": "float64", "wall_time_s": "float64"})
+
+
+def ess_rows(clock: StepClock, stat: torch.Tensor, accept_sum: torch.Tensor, *, sampler: str, seed: int,
+             burn_in_fraction: float, chain_offset: int = 0, pooled: str = "ess_all_chains") -> list[tuple]:
+    """ESS rows of a scalar statistic recorded every step (the GWG paper's Hamming-distance statistic).
+
+    Args:
+        clock: the run's clock (its step count is T, its time and costs go into every row).
+        stat: (T + 1, C) statistic per step (row 0 = initial state) and chain.
+        accept_sum: (C,) summed acceptance probabilities over the T steps.
+        burn_in_fraction: leading fraction of the T steps dropped before ESS.
+        chain_offset: global index of this shard's first chain (chunked shards).
+        pooled: metric name of the ESS over all C chains together (chain = -1).
+
+    Returns:
+        Row tuples (:data:`ROW_COLUMNS`): per chain ``ess``, ``ess_per_second`` (sampler time only),
+        ``ess_per_energy_eval``, ``acceptance_rate``; then the pooled ESS. ESS is ArviZ's
+        rank-normalised bulk ESS (:mod:`gradmc.evaluation.ess`).
+    """
+    T = clock.steps
+    burn = int(burn_in_fraction * T)
+    kept = stat[burn + 1:].T.cpu().numpy().astype(np.float64)  # (C, T - burn)
+    per_chain = ess_per_chain(kept)  # (C,)
+    acceptance = (accept_sum / max(T, 1)).cpu().numpy()
+    rows = []
+    for c in range(kept.shape[0]):
+        for metric, value in (("ess", per_chain[c]), ("ess_per_second", per_chain[c] / clock.seconds),
+                              ("ess_per_energy_eval", per_chain[c] / max(clock.energy_evals, 1)),
+                              ("acceptance_rate", acceptance[c])):
+            rows.append(clock.row(sampler, seed, chain_offset + c, metric, value))
+    rows.append(clock.row(sampler, seed, -1, pooled, ess(kept)))
+    return rows

@@ -14,8 +14,8 @@ from gradmc.atomic import atomic_path  # noqa: E402
 __all__ = ["plt", "sampler_color", "save_figure", "save_table"]
 
 _COLORS = {"Gibbs-1": "tab:blue", "Gibbs-2": "tab:orange", "HB-10-1": "tab:green", "GWG": "tab:red",
-           "GWG-3": "tab:purple", "GWG-5": "tab:brown", "BlockGibbs": "black", "Target": "grey", "Block-HB": "tab:olive", "R-MALA": "tab:cyan",
-           "R-HMC": "tab:pink", "D-SVGD": "tab:gray"}
+           "GWG-3": "tab:purple", "GWG-5": "tab:brown", "BlockGibbs": "black", "Target": "grey",
+           "Block-HB": "tab:olive", "R-MALA": "tab:cyan", "R-HMC": "tab:pink", "D-SVGD": "tab:gray"}
 
 
 def sampler_color(name: str) -> str:

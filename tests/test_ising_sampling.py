@@ -1,0 +1,127 @@
+"""GWG Fig. 4 experiment (EXPERIMENTS.md A3): shards, tidy rows, determinism, claims, figure."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gradmc.claims.ising_sampling import claims
+from gradmc.experiments import ising_sampling as exp
+from gradmc.figures.ising_sampling import figure
+from gradmc.results import provenance, validate_metrics, write_parquet
+
+SPEC = {"sides": [4, 6], "thetas": [-0.1, 0.3], "samplers": ["Gibbs-1", "GWG"], "seeds": [0, 1],
+        "num_chains": 5, "num_steps": 30, "burn_in_fraction": 0.1, "chains_per_shard": 2}
+
+
+def _config(**over) -> dict:
+    return {"name": "test", "device": "cpu", "ising_sampling": {**SPEC, **over}}
+
+
+def test_shards_enumerate_and_chunk():
+    shards = exp.shards(_config())
+    assert len(shards) == 2 * 2 * 2 * 2 * 3  # sides x thetas x samplers x seeds x ceil(5 / 2) chunks
+    assert len(set(shards)) == len(shards)
+    groups: dict[tuple, list[int]] = {}
+    for s in shards:
+        assert 1 <= s.num_chains <= 2 and s.total_chains == 5
+        groups.setdefault((s.side, s.theta, s.sampler, s.seed), []).extend(
+            range(s.chain_start, s.chain_start + s.num_chains))
+    assert all(sorted(chains) == list(range(5)) for chains in groups.values())
+    assert len(exp.shards(_config(chains_per_shard=8))) == 16
+
+
+@pytest.fixture(scope="module")
+def tiny_shard() -> exp.Shard:
+    return exp.Shard(side=4, theta=0.3, sampler="GWG", seed=0, chain_start=2, num_chains=3, total_chains=3,
+                     num_steps=40, burn_in_fraction=0.1)
+
+
+@pytest.fixture(scope="module")
+def tiny_rows(tiny_shard) -> pd.DataFrame:
+    return exp.run(tiny_shard)
+
+
+def test_run_returns_tidy_rows(tiny_rows):
+    validate_metrics(tiny_rows)
+    ess = tiny_rows[tiny_rows["metric"] == "ess"]
+    assert sorted(ess["chain"]) == [2, 3, 4]
+    assert np.all(np.isfinite(ess["value"])) and np.all(ess["value"] > 0)
+    pooled = tiny_rows[tiny_rows["metric"] == "ess_all_chains"]
+    assert len(pooled) == 1 and int(pooled["chain"].iloc[0]) == -1 and pooled["value"].iloc[0] > 0
+    assert set(tiny_rows["metric"]) == {"ess", "ess_per_second", "ess_per_energy_eval", "acceptance_rate",
+                                        "ess_all_chains"}
+    assert (tiny_rows["side"] == 4).all() and (tiny_rows["theta"] == 0.3).all()
+    assert (tiny_rows["energy_evals"] == 80).all() and (tiny_rows["wall_time_s"] > 0).all()
+
+
+def test_chunked_shard_writes_chunk_pooled_ess(tiny_shard):
+    rows = exp.run(dataclasses.replace(tiny_shard, total_chains=6, num_steps=20))
+    assert "ess_chunk_chains" in set(rows["metric"]) and "ess_all_chains" not in set(rows["metric"])
+
+
+def test_run_is_deterministic(tiny_shard, tiny_rows):
+    again = exp.run(tiny_shard)
+    time_cols = [c for c in tiny_rows.columns if c == "wall_time_s"]
+    timed = tiny_rows["metric"].isin(["ess_per_second"])
+    pd.testing.assert_frame_equal(tiny_rows[~timed].drop(columns=time_cols).reset_index(drop=True),
+                                  again[~timed].drop(columns=time_cols).reset_index(drop=True))
+
+
+def test_reference_configuration_is_per_lattice_and_theta():
+    a = exp.reference_configuration(4, 0.3)
+    assert a.shape == (16,) and bool(((a == 0) | (a == 1)).all())
+    assert (a == exp.reference_configuration(4, 0.3)).all()
+    assert not (a == exp.reference_configuration(4, 0.5)).all()
+
+
+def _synthetic(gwg_gain: dict[float, float], sides=(10, 40)) -> pd.DataFrame:
+    """Tidy rows with ESS = 10 for Gibbs-1 and 10 * gain[theta] for GWG, 2 seeds x 2 chains."""
+    rows = []
+    for side in sides:
+        for theta, gain in gwg_gain.items():
+            for sampler, ess in (("Gibbs-1", 10.0), ("GWG", 10.0 * gain)):
+                for seed in (0, 1):
+                    for chain in (0, 1):
+                        value = ess * (1.0 + 0.1 * seed)
+                        for metric, v in (("ess", value), ("ess_per_second", value / 2), ("ess_per_energy_eval",
+                                          value / 100), ("acceptance_rate", 0.9)):
+                            rows.append(("ising_sampling", f"lattice_ising_{side}x{side}", sampler, seed, chain,
+                                         100, metric, v, 100, 0, 2.0, side, theta, 0))
+    df = pd.DataFrame(rows, columns=["experiment", "target", "sampler", "seed", "chain", "step", "metric",
+                                     "value", "energy_evals", "grad_evals", "wall_time_s", "side", "theta",
+                                     "chunk"])
+    return df
+
+
+def test_collect_sorts_stably():
+    df = _synthetic({0.0: 1.0, 0.5: 2.0})
+    shuffled = [part for _, part in df.sample(frac=1.0, random_state=0).groupby("seed")]
+    a = exp.collect(shuffled)
+    b = exp.collect(shuffled[::-1])
+    pd.testing.assert_frame_equal(a, b)
+    assert list(a.sort_values(exp.SORT_KEYS, kind="stable").index) == list(a.index)
+
+
+def test_claims_pass_and_fail():
+    good = {c.claim: c for c in claims(_synthetic({-0.1: 1.0, 0.3: 3.0, 0.5: 5.0}))}
+    assert len(good) == 3 and all(c.passed for c in good.values())
+    assert any("40x40" in name and "theta >= 0.3" in name for name in good)
+    bad = claims(_synthetic({-0.1: 2.0, 0.3: 0.5, 0.5: 0.8}))
+    assert len(bad) == 3 and not any(c.passed for c in bad)
+    assert "theta 0.3: GWG 5.25 vs Gibbs-1 10.5" in bad[0].measured  # the numbers behind a FAIL
+    assert claims(_synthetic({0.5: 2.0})[lambda d: d["sampler"] == "GWG"]) == []
+
+
+def test_figure_writes_four_files(tmp_path):
+    df = _synthetic({-0.1: 1.0, 0.2: 2.0, 0.5: 4.0})
+    path = write_parquet(df, tmp_path / "metrics.parquet", provenance({"name": "test"}), validate=True)
+    paths = figure(path, tmp_path / "fig" / "fig4", tmp_path / "tab" / "fig4", config_name="test")
+    assert sorted(p.suffix for p in paths) == [".csv", ".md", ".pdf", ".png"]
+    assert all(p.is_file() and p.stat().st_size > 0 for p in paths)
+    table = pd.read_csv(tmp_path / "tab" / "fig4.csv")
+    assert len(table) == 2 * 3 * 2 and {"log10_ess_mean", "log10_ess_se"} <= set(table.columns)
+    assert "ArviZ" in (tmp_path / "tab" / "fig4.md").read_text()
