@@ -84,19 +84,48 @@ class LatticeIsing(nn.Module):
     log_prob = forward
 
     @torch.no_grad()
-    def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def log_prob_and_grad(self, x: torch.Tensor, return_aux: bool = False):
         """f(x) (C,) and grad_x f(x) = 4 theta A s + 2 b (C, D), analytically (no autograd), detached.
 
-        About 7 elementwise passes over (C, D); the 4 rolls of the neighbour sum dominate.
+        About 7 elementwise passes over (C, D); the 4 rolls of the neighbour sum dominate. With
+        ``return_aux`` also returns the neighbour field A s (C, D) for :meth:`log_prob_and_grad_single_flip`.
         """
         s, field = self._spins_and_field(x)
         f = torch.linalg.vecdot(s, field).mul_(self.theta)
-        grad = field.mul_(4.0 * self.theta)  # field is a fresh tensor: reuse its memory
+        grad = field.mul(4.0 * self.theta)
         if self._has_bias:
             b = self.bias.to(s.dtype)
             f += s @ b
             grad.add_(b, alpha=2.0)
-        return f, grad
+        return (f, grad, field) if return_aux else (f, grad)
+
+    @torch.no_grad()
+    def log_prob_and_grad_single_flip(self, x: torch.Tensor, index: torch.Tensor, aux: torch.Tensor):
+        """f, grad and field A s' at x with bit ``index[c]`` of chain c flipped, from the field ``aux`` = A s
+        at x: only the 4 neighbours of the flipped site change (by the spin change delta = -2 s_i), so no
+        roll over the lattice is needed. x is the state BEFORE the flip. Returns ((C,), (C, D), (C, D)).
+        """
+        if not self.periodic:  # free boundaries have ragged neighbourhoods: evaluate in full
+            x_new = x.clone()
+            rows = torch.arange(x.shape[0], device=x.device)
+            x_new[rows, index] = 1.0 - x_new[rows, index]
+            return self.log_prob_and_grad(x_new, return_aux=True)
+        rows = torch.arange(x.shape[0], device=x.device)
+        s = torch.add(self._minus_one, x, alpha=2.0)  # (C, D)
+        delta = -2.0 * s[rows, index]  # (C,)
+        s[rows, index] += delta
+        r, c = index // self.side, index % self.side
+        neighbours = torch.stack([((r + dr) % self.side) * self.side + (c + dc) % self.side
+                                  for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1))], 1)  # (C, 4)
+        field = aux.clone()
+        field.index_put_((rows[:, None].expand(-1, 4), neighbours), delta[:, None].expand(-1, 4), accumulate=True)
+        f = torch.linalg.vecdot(s, field).mul_(self.theta)
+        grad = field.mul(4.0 * self.theta)
+        if self._has_bias:
+            b = self.bias.to(s.dtype)
+            f += s @ b
+            grad.add_(b, alpha=2.0)
+        return f, grad, field
 
     def validate(self, x: torch.Tensor) -> None:
         """Full input check (shape and values in {0, 1}); raises ValueError. Not done on hot-loop calls."""

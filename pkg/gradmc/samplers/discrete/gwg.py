@@ -62,7 +62,7 @@ class GradientFlipMH:
 
     def proposal_logits(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         """Logits of q(i | x): d(x) / T = (1 - 2x) * grad f(x) / T (Eq. 3, 5), shape (C, D)."""
-        return (1.0 - 2.0 * x) * grad / self.temperature
+        return torch.addcmul(grad, x, grad, value=-2.0).div_(self.temperature)  # (1 - 2x) grad / T, exact on bits
 
     def log_proposal(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         """log q(i | x) = log_softmax(d(x) / T), shape (C, D)."""
