@@ -112,8 +112,11 @@ def test_progress_lines(ray_session):
     lines: list[str] = []
     run_shards(toy_shard, SHARDS[:4], num_workers=2, progress=lines.append, desc="toy")
     assert lines[0] == "[toy] 4 shards, 2 at a time"
+    shard_lines = [line for line in lines[1:] if " finished in " in line]
+    assert len(shard_lines) == 4, lines  # one line per finished shard, naming it
+    assert all(re.fullmatch(r"\[toy\] shard \d \(.*seed=\d+.*\) finished in \d+\.\d+s", line) for line in shard_lines)
     pattern = re.compile(r"\[toy\] (\d)/4 done \((\d+)%\), elapsed \d+\.\d+s, eta \d+\.\d+s")
-    matches = [pattern.fullmatch(line) for line in lines[1:]]
+    matches = [pattern.fullmatch(line) for line in lines[1:] if line not in shard_lines]
     assert all(matches), lines
     assert [int(m.group(1)) for m in matches] == [1, 2, 3, 4]
     assert lines[-1].startswith("[toy] 4/4 done (100%)") and lines[-1].endswith("eta 0.0s")

@@ -8,6 +8,7 @@ rule claims:
     output:
         md=f"{RESULTS}/claims.md",
         csv=f"{RESULTS}/claims.csv",
+        parquet=f"{RESULTS}/claims.parquet",
     params:
         code=digest(*(f"gradmc.claims.{name}" for name in CLAIMS_INPUTS)),
         prefix=lambda wildcards, output: output.md.removesuffix(".md"),

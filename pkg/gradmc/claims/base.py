@@ -55,8 +55,8 @@ def claims_frame(metrics: dict[str, str | Path]) -> pd.DataFrame:
 
 
 def write_claims(frame: pd.DataFrame, out_prefix: str | Path, config_name: str) -> list[Path]:
-    """Write ``out_prefix``.md (a table per paper) and ``out_prefix``.parquet-free CSV atomically."""
-    md, csv = Path(f"{out_prefix}.md"), Path(f"{out_prefix}.csv")
+    """Write ``out_prefix``.md (a table per paper), .csv and .parquet atomically; return the paths."""
+    md, csv, parquet = Path(f"{out_prefix}.md"), Path(f"{out_prefix}.csv"), Path(f"{out_prefix}.parquet")
     lines = [f"# Claims of the papers, measured ({config_name} config)", "",
              f"{int(frame['passed'].sum())} of {len(frame)} claims pass. A FAIL is reported as measured; "
              "the note says when the config's sizes are too small for the claim.", ""]
@@ -67,4 +67,6 @@ def write_claims(frame: pd.DataFrame, out_prefix: str | Path, config_name: str) 
         tmp.write_text("\n".join(lines) + "\n")
     with atomic_path(csv) as tmp:
         frame.to_csv(tmp, index=False)
-    return [md, csv]
+    with atomic_path(parquet) as tmp:
+        frame.to_parquet(tmp, index=False)
+    return [md, csv, parquet]

@@ -217,6 +217,20 @@ def _check_feasible(num_cpus: float, num_gpus: float) -> None:
     )
 
 
+PER_SHARD_LINES = 200
+"""Up to this many shards, every finished shard gets its own progress line; beyond, only percentages."""
+
+
+def _label(shard: Any) -> str:
+    """Short description of a shard for progress lines: its scalar fields (paths and tensors left out)."""
+    fields = getattr(shard, "__dataclass_fields__", None)
+    if not fields:
+        return ""
+    parts = [f"{name}={getattr(shard, name)}" for name in fields
+             if isinstance(getattr(shard, name), (int, float, str)) and not str(name).endswith("_path")]
+    return "(" + ", ".join(parts[:6]) + ")"
+
+
 def _describe_failure(index: int, shard: Any, fn: Callable, err: BaseException, max_retries: int) -> str:
     cause = getattr(err, "cause", None)
     if isinstance(err, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
@@ -256,8 +270,9 @@ def run_shards(
         threads_per_worker: CPUs reserved per shard and ``torch.set_num_threads`` inside it.
         max_retries: re-runs of a shard whose worker process or node died (exceptions raised by fn
             are not retried: shards are deterministic).
-        progress: called on the driver with lines like ``[shards] 3/12 done (25%), elapsed 4.1s,
-            eta 12.3s`` (at most about 100 lines); None for silence.
+        progress: called on the driver with a line per finished shard (``[shards] shard 3 (sampler=GWG,
+            seed=1, ...) finished in 12.3s``, up to PER_SHARD_LINES shards) and overall lines like
+            ``[shards] 3/12 done (25%), elapsed 4.1s, eta 12.3s`` (at most about 100); None for silence.
         desc: label in the progress lines and the Ray task names.
 
     Returns:
@@ -295,6 +310,7 @@ def run_shards(
     total = len(shards)
     results: list[Any] = [None] * total
     pending: dict[ray.ObjectRef, int] = {}
+    submitted: dict[int, float] = {}
     next_index = done = 0
     last_percent = -1
     start = time.monotonic()
@@ -307,6 +323,7 @@ def run_shards(
                     fn, shards[next_index], threads_per_worker
                 )
                 pending[ref] = next_index
+                submitted[next_index] = time.monotonic()
                 next_index += 1
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
@@ -316,6 +333,9 @@ def run_shards(
                 except ray.exceptions.RayError as err:
                     raise RuntimeError(_describe_failure(index, shards[index], fn, err, max_retries)) from err
                 done += 1
+                if progress is not None and total <= PER_SHARD_LINES:
+                    progress(f"[{desc}] shard {index} {_label(shards[index])} finished in "
+                             f"{time.monotonic() - submitted[index]:.1f}s")
             percent = 100 * done // total
             if progress is not None and (percent > last_percent or done == total):
                 last_percent = percent

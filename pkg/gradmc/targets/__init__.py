@@ -1,5 +1,6 @@
 """Unnormalised log-densities ``log_prob(x) -> (C,)``, differentiable in x."""
 
+from gradmc.targets.continuous import Banana, Gaussian, random_gamma_gaussian
 from gradmc.targets.fhmm import FactorialHMM, FHMMPosterior
 from gradmc.targets.ising import THETA_CRITICAL, DenseIsing, ErdosRenyiIsing, LatticeIsing
 from gradmc.targets.potts import LatticePotts, Potts
@@ -15,4 +16,7 @@ __all__ = [
     "LatticePotts",
     "FactorialHMM",
     "FHMMPosterior",
+    "Gaussian",
+    "Banana",
+    "random_gamma_gaussian",
 ]

@@ -1,0 +1,21 @@
+"""Continuous-space kernels of the Kernel HMC paper (docs/EXPERIMENTS.md Part B, B0)."""
+
+from gradmc.samplers.continuous.adaptive_metropolis import AdaptiveMetropolis, AMState
+from gradmc.samplers.continuous.common import ContinuousState
+from gradmc.samplers.continuous.hmc import HMC
+from gradmc.samplers.continuous.kmc import KMC, Surrogate
+from gradmc.samplers.continuous.pseudo_marginal import GaussianRandomWalkProposal, PseudoMarginalMH
+from gradmc.samplers.continuous.rwm import RandomWalkMetropolis, adapt_log_scale
+
+__all__ = [
+    "ContinuousState",
+    "HMC",
+    "KMC",
+    "Surrogate",
+    "RandomWalkMetropolis",
+    "adapt_log_scale",
+    "AdaptiveMetropolis",
+    "AMState",
+    "PseudoMarginalMH",
+    "GaussianRandomWalkProposal",
+]

@@ -1,0 +1,85 @@
+"""Shared pieces of the continuous kernels: the state, argument checks and a batched leapfrog.
+
+The leapfrog runs every chain with its own step size eps_c and number of steps L_c (drawn per chain
+and per transition, independently of the state, so each chain is an exact mixture of reversible
+kernels). To avoid a host synchronisation (no ``.item()`` in ``step``) the batched loop always runs
+L_max = ``num_steps_range[1]`` iterations and freezes chain c after its L_c-th step: the cost of one
+transition is L_max gradient evaluations of the chain batch whatever L_c is. With
+``num_steps_range = (L, L)`` nothing is wasted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+
+__all__ = ["ContinuousState", "check_ranges", "check_positive", "draw_step_params", "leapfrog"]
+
+
+class ContinuousState(NamedTuple):
+    """State of a continuous chain.
+
+    Attributes:
+        x: (C, d) current position.
+        log_prob: (C,) log target at x, or, for pseudo-marginal kernels, the log of the unbiased
+            estimate attached to x (recycled until the next acceptance).
+    """
+
+    x: torch.Tensor
+    log_prob: torch.Tensor
+
+
+def check_positive(name: str, value: float) -> None:
+    """Raise ValueError unless value is a finite float > 0."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be finite and > 0, got {value}")
+
+
+def check_ranges(name: str, step_size_range, num_steps_range) -> None:
+    """Raise ValueError unless 0 < eps_lo <= eps_hi (finite) and 1 <= L_lo <= L_hi (integers)."""
+    lo, hi = step_size_range
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo <= hi):
+        raise ValueError(f"{name} step_size_range must satisfy 0 < lo <= hi, got {step_size_range}")
+    lo_l, hi_l = num_steps_range
+    if int(lo_l) != lo_l or int(hi_l) != hi_l or not 1 <= lo_l <= hi_l:
+        raise ValueError(f"{name} num_steps_range must be integers with 1 <= lo <= hi, got {num_steps_range}")
+
+
+def draw_step_params(step_size_range, num_steps_range, x: torch.Tensor, generator: torch.Generator):
+    """Per-chain eps_c ~ U[eps_lo, eps_hi] and L_c ~ U{L_lo, ..., L_hi}: (C, 1) float, (C, 1) int64."""
+    c = x.shape[0]
+    u = torch.rand((c, 1), generator=generator, dtype=x.dtype, device=x.device)
+    eps = step_size_range[0] + (step_size_range[1] - step_size_range[0]) * u
+    num = torch.randint(int(num_steps_range[0]), int(num_steps_range[1]) + 1, (c, 1), generator=generator,
+                        device=x.device)
+    return eps, num
+
+
+def leapfrog(x: torch.Tensor, p: torch.Tensor, eps: torch.Tensor, num: torch.Tensor, max_steps: int,
+             grad_fn: Callable[[torch.Tensor], tuple[torch.Tensor | None, torch.Tensor]], mass: float,
+             grad_x: torch.Tensor):
+    """Masked batched leapfrog for H(x, p) = U(x) + p^T p / (2 m), driven by grad_fn.
+
+    p += eps/2 g(x); then for i < L_c: {x += eps p / m; g = grad_fn(x); p += eps g (eps/2 if i = L_c - 1)}.
+    The final momentum flip is omitted (it leaves the kinetic energy unchanged).
+
+    Args:
+        x, p: (C, d) start. eps: (C, 1). num: (C, 1) int64 with 1 <= L_c <= max_steps.
+        grad_fn: x (C, d) -> (f or None, grad log target (C, d)); called max_steps times.
+        mass: scalar m of M = m I. grad_x: (C, d) grad_fn's gradient at the start x.
+
+    Returns:
+        x', p' (new tensors) and f from the last grad_fn call (the value at x'; None if grad_fn gives none).
+    """
+    p = p + 0.5 * eps * grad_x
+    f = None
+    for i in range(max_steps):
+        move = (num > i).to(x.dtype)  # (C, 1)
+        x = x + move * eps * p / mass
+        f, g = grad_fn(x)
+        kick = torch.where(num - 1 > i, eps, torch.where(num - 1 == i, 0.5 * eps, torch.zeros_like(eps)))
+        p = p + kick * g
+    return x, p, f

@@ -1,0 +1,39 @@
+"""Gradient-free surrogates of log pi for Kernel HMC (Strathmann et al. 2015; docs/EXPERIMENTS.md B0).
+
+- ``kernels``: exact Gaussian (lite convention exp(-r^2 / sigma)) and rational-quadratic kernels.
+- ``random_features``: random Fourier features, their gradients and second derivatives.
+- ``score_matching``: the Hyvarinen objective J(f; X) on any data.
+- ``lite``: KMC lite (eq. 7). ``finite``: KMC finite (eq. 8) with online updates.
+- ``cv``: k-fold choice of (width, lambda) by the held-out score-matching objective.
+"""
+
+from __future__ import annotations
+
+from gradmc.surrogates.cv import CVResult, cross_validate, cross_validate_finite, cross_validate_lite
+from gradmc.surrogates.finite import FiniteSurrogate, fit_finite
+from gradmc.surrogates.kernels import gaussian_kernel, rational_quadratic_kernel, sigma_from_lengthscale
+from gradmc.surrogates.lite import LiteSurrogate, fit_lite
+from gradmc.surrogates.random_features import (
+    RandomFourierFeatures,
+    gaussian_random_features,
+    rational_quadratic_random_features,
+)
+from gradmc.surrogates.score_matching import score_matching_objective
+
+__all__ = [
+    "CVResult",
+    "FiniteSurrogate",
+    "LiteSurrogate",
+    "RandomFourierFeatures",
+    "cross_validate",
+    "cross_validate_finite",
+    "cross_validate_lite",
+    "fit_finite",
+    "fit_lite",
+    "gaussian_kernel",
+    "gaussian_random_features",
+    "rational_quadratic_kernel",
+    "rational_quadratic_random_features",
+    "score_matching_objective",
+    "sigma_from_lengthscale",
+]
