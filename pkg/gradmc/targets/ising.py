@@ -91,13 +91,18 @@ class LatticeIsing(nn.Module):
         ``return_aux`` also returns the neighbour field A s (C, D) for :meth:`log_prob_and_grad_single_flip`.
         """
         s, field = self._spins_and_field(x)
+        f, grad = self._value_and_grad(s, field)
+        return (f, grad, field) if return_aux else (f, grad)
+
+    def _value_and_grad(self, s: torch.Tensor, field: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """f = theta s^T (A s) + b^T s and grad = 4 theta A s + 2 b from spins s and field A s, (C, D) each."""
         f = torch.linalg.vecdot(s, field).mul_(self.theta)
         grad = field.mul(4.0 * self.theta)
         if self._has_bias:
             b = self.bias.to(s.dtype)
             f += s @ b
             grad.add_(b, alpha=2.0)
-        return (f, grad, field) if return_aux else (f, grad)
+        return f, grad
 
     @torch.no_grad()
     def log_prob_and_grad_single_flip(self, x: torch.Tensor, index: torch.Tensor, aux: torch.Tensor):
@@ -119,12 +124,7 @@ class LatticeIsing(nn.Module):
                                   for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1))], 1)  # (C, 4)
         field = aux.clone()
         field.index_put_((rows[:, None].expand(-1, 4), neighbours), delta[:, None].expand(-1, 4), accumulate=True)
-        f = torch.linalg.vecdot(s, field).mul_(self.theta)
-        grad = field.mul(4.0 * self.theta)
-        if self._has_bias:
-            b = self.bias.to(s.dtype)
-            f += s @ b
-            grad.add_(b, alpha=2.0)
+        f, grad = self._value_and_grad(s, field)
         return f, grad, field
 
     def validate(self, x: torch.Tensor) -> None:
