@@ -111,8 +111,17 @@ MNIST_IDX: dict[str, RemoteFile] = {
     ),
 }
 
+GLASS = RemoteFile(
+    name="glass",
+    relpath="glass/glass.data",
+    url="https://archive.ics.uci.edu/ml/machine-learning-databases/glass/glass.data",
+    sha256="dd67373f4baf2807345df02cbfef2093d342e61ad0d82a4fb79af43ef8ce449d",
+    size=11903,
+    source_note="UCI Glass Identification (German 1987), 214 rows x 11 columns, CC BY 4.0 (KMC paper Sec. 5.3)",
+)
+
 REGISTRY: dict[str, RemoteFile] = {
-    r.name: r for r in (*STATIC_AMAT.values(), STATIC_NPZ, *MNIST_IDX.values())
+    r.name: r for r in (*STATIC_AMAT.values(), STATIC_NPZ, *MNIST_IDX.values(), GLASS)
 }
 
 

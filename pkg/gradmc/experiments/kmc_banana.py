@@ -1,0 +1,198 @@
+"""Kernel HMC paper Fig. 3 (EXPERIMENTS.md B2): mixing on the 8-D banana as KMC sees more data.
+
+Target: :class:`gradmc.targets.Banana` (Haario et al. 1999), d = 8, V = 100, b = 0.03, E[y] = 0.
+
+Samplers (one chain per shard; a shard is one (sampler, n, run)):
+- ``HMC``: true gradient, L ~ U{L_lo..L_hi}, eps ~ U[eps_lo, eps_hi] drawn per step (the authors' code:
+  L ~ U{10..100}, eps ~ U[0.6, 1.3], which the paper calls "tuned to about 80% acceptance"; the ranges
+  are fixed, not adapted: the measured acceptance is reported).
+- ``KMC``: KMC finite (eq. 8) with m = n Gaussian random Fourier features (length scale ``lengthscale``,
+  ridge ``lam``, fixed by the config, no cross-validation), same L and eps ranges as HMC, MH with the
+  true target. The surrogate is fitted ONCE before the chain starts and then kept fixed (no vanishing
+  adaptation), on n points obtained by ``history``:
+    * ``target``: n exact i.i.d. draws from the banana (``Banana.sample``), an idealised "chain
+      history after a sufficient burn-in" (the paper: "we here only quantify mixing after a sufficient
+      burn-in"); the KMC chain itself then runs num_burn_in + num_iterations steps like the others.
+    * ``burn_in``: the chain's own burn-in, gradient-free: num_burn_in steps of adaptive random-walk
+      Metropolis (as ``RW`` below); the surrogate is fitted on n evenly spaced burn-in states (with
+      repeats if n > num_burn_in), then num_iterations KMC steps are kept.
+  The paper instead updates the surrogate from the growing history with probability a_t; we do not.
+- ``RW``: isotropic random-walk Metropolis, log scale adapted towards ``rw_target_acceptance`` (23.4%)
+  by :func:`adapt_log_scale` during burn-in, then frozen.
+- ``KAMH``: not implemented yet (EXPERIMENTS.md B0); listing it raises a clear error. Add it to
+  :data:`SAMPLERS` and :func:`_make_kernel` when ``gradmc.samplers.continuous`` offers it.
+
+Protocol: start from x0 ~ N(0, I_d) (a random start), run num_burn_in steps (discarded) and then
+num_iterations kept steps. The paper's text says "2000+200 iterations ... discarded the burn-in"; we read
+2,000 as the burn-in and 200 as the kept iterations (as "200 + 5,000" in B4) and follow the text, not the
+authors' committed script (which silently used 100 iterations).
+
+Metrics (tidy rows, chain = 0, step = total steps, extra int64 column ``n``: the KMC history size and
+number of features, 0 for the other samplers; ``seed`` = the run index):
+- ``acceptance_rate``: mean MH acceptance probability over the kept iterations.
+- ``mean_norm``: ||E_hat[x]||_2 of the kept samples (true value 0).
+- ``min_ess``: minimum over the d dimensions of ArviZ's rank-normalised bulk ESS of the kept samples of
+  that coordinate (this single chain, as the paper computes per run).
+- ``min_ess_per_second``: min_ess / sampler time of the whole run (burn-in included).
+- ``burn_in_acceptance``: mean acceptance probability during burn-in.
+``energy_evals``/``grad_evals`` are cumulative per chain; ``wall_time_s`` is sampler time only (the
+surrogate fit is not included).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from gradmc.evaluation.ess import ess
+from gradmc.experiments.runner import StepClock, tidy_frame
+from gradmc.samplers.continuous import HMC, KMC, RandomWalkMetropolis, adapt_log_scale
+from gradmc.seeding import make_generator, seed_from
+from gradmc.surrogates import fit_finite, gaussian_random_features
+from gradmc.targets import Banana
+
+__all__ = ["EXPERIMENT", "TARGET", "SAMPLERS", "HISTORIES", "Shard", "shards", "run", "collect"]
+
+EXPERIMENT = "kmc_banana"
+TARGET = "banana"
+#: Samplers this module can run. "KAMH" is planned (EXPERIMENTS.md B2) and rejected until implemented.
+SAMPLERS = ("HMC", "KMC", "RW")
+PLANNED = ("KAMH",)
+HISTORIES = ("target", "burn_in")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One run (seed) of one sampler; ``n`` is the KMC history size = number of features (0 otherwise)."""
+
+    sampler: str
+    n: int
+    run: int
+    d: int = 8
+    V: float = 100.0
+    b: float = 0.03
+    num_burn_in: int = 2000
+    num_iterations: int = 200
+    step_size_range: tuple[float, float] = (0.6, 1.3)
+    num_steps_range: tuple[int, int] = (10, 100)
+    lengthscale: float = 2.0
+    lam: float = 1e-3
+    history: str = "target"
+    rw_target_acceptance: float = 0.234
+    rw_initial_scale: float = 1.0
+    device: str = "cpu"
+
+
+def _check_sampler(name: str) -> None:
+    if name in PLANNED:
+        raise ValueError(f"kmc_banana: sampler {name!r} is planned but not implemented yet; "
+                         f"available: {', '.join(SAMPLERS)}")
+    if name not in SAMPLERS:
+        raise ValueError(f"kmc_banana: unknown sampler {name!r}; available: {', '.join(SAMPLERS)}")
+
+
+def shards(config: dict) -> list[Shard]:
+    """One shard per (sampler, n, run) of ``config['kmc_banana']``: KMC for every n, the others n = 0.
+
+    Raises:
+        ValueError: unknown (or not yet implemented) sampler, unknown history protocol.
+    """
+    spec = config["kmc_banana"]
+    for name in spec["samplers"]:
+        _check_sampler(name)
+    history = spec.get("history", "target")
+    if history not in HISTORIES:
+        raise ValueError(f"kmc_banana.history must be one of {HISTORIES}, got {history!r}")
+    common = dict(d=spec.get("d", 8), V=float(spec.get("V", 100.0)), b=float(spec.get("b", 0.03)),
+                  num_burn_in=spec["num_burn_in"], num_iterations=spec["num_iterations"],
+                  step_size_range=tuple(float(e) for e in spec["step_size_range"]),
+                  num_steps_range=tuple(int(s) for s in spec["num_steps_range"]),
+                  lengthscale=float(spec["lengthscale"]), lam=float(spec["lam"]), history=history,
+                  rw_target_acceptance=float(spec.get("rw_target_acceptance", 0.234)), device=config["device"])
+    out = []
+    for name in spec["samplers"]:
+        sizes = spec["n"] if name == "KMC" else [0]
+        out += [Shard(sampler=name, n=int(n), run=int(r), **common) for n in sizes for r in spec["runs"]]
+    return out
+
+
+def _fit_surrogate(shard: Shard, points: torch.Tensor):
+    gen = make_generator(seed_from(EXPERIMENT, "features", shard.n, shard.run))
+    features = gaussian_random_features(shard.d, shard.n, shard.lengthscale, gen, points.dtype)
+    return fit_finite(points.cpu(), features, shard.lam)
+
+
+def _min_ess(samples: torch.Tensor) -> float:
+    """Minimum over dimensions of the bulk ESS of one chain's (T, d) samples; NaN if a coordinate is constant."""
+    arr = samples.cpu().numpy().astype(np.float64)
+    values = [ess(arr[None, :, j]) for j in range(arr.shape[1])]
+    return float(np.min(values)) if not np.isnan(values).any() else float("nan")
+
+
+def run(shard: Shard) -> pd.DataFrame:
+    """Run one shard: burn-in (discarded) then kept iterations on the banana; tidy rows (see module doc)."""
+    _check_sampler(shard.sampler)
+    if shard.sampler == "KMC" and shard.n < 1:
+        raise ValueError(f"KMC needs n >= 1 history points / features, got {shard.n}")
+    device = shard.device
+    target = Banana(shard.d, shard.V, shard.b, device=device)
+    generator = make_generator(seed_from(EXPERIMENT, shard.sampler, shard.n, shard.run), device)
+    x0 = torch.randn((1, shard.d), generator=generator, dtype=torch.float64, device=device)
+    hmc_args = dict(step_size_range=shard.step_size_range, num_steps_range=shard.num_steps_range)
+    B, T = shard.num_burn_in, shard.num_iterations
+    clock = StepClock(device)
+    log_scale = torch.full((1,), float(np.log(shard.rw_initial_scale)), dtype=torch.float64, device=device)
+
+    if shard.sampler == "HMC":
+        kernel = HMC(**hmc_args)
+    elif shard.sampler == "RW":
+        kernel = RandomWalkMetropolis(log_scale.exp())
+    elif shard.history == "target":
+        hist_gen = make_generator(seed_from(EXPERIMENT, "history", shard.n, shard.run))
+        kernel = KMC(_fit_surrogate(shard, Banana(shard.d, shard.V, shard.b).sample(shard.n, hist_gen)), **hmc_args)
+    else:  # KMC, history = burn_in: adaptive RW burn-in, surrogate fitted on its states afterwards
+        kernel = RandomWalkMetropolis(log_scale.exp())
+    adaptive_rw = isinstance(kernel, RandomWalkMetropolis)
+
+    state = kernel.init(x0, target)
+    burn_acc, burn_states = 0.0, []
+    for t in range(B):
+        state, info = clock.step(kernel, state, target, generator)
+        burn_acc += float(info.acceptance_prob.mean())
+        if adaptive_rw:
+            log_scale = adapt_log_scale(log_scale, info.acceptance_prob, t, shard.rw_target_acceptance)
+            kernel = RandomWalkMetropolis(log_scale.exp())
+            burn_states.append(state.x[0])
+    if shard.sampler == "KMC" and shard.history == "burn_in":
+        if B < 1:
+            raise ValueError("history 'burn_in' needs num_burn_in >= 1")
+        idx = torch.linspace(0, B - 1, shard.n).round().long()
+        kernel = KMC(_fit_surrogate(shard, torch.stack(burn_states)[idx]), **hmc_args)
+        state = kernel.init(state.x, target)
+
+    kept, acc = [], 0.0
+    for _ in range(T):
+        state, info = clock.step(kernel, state, target, generator)
+        acc += float(info.acceptance_prob.mean())
+        kept.append(state.x[0])
+    samples = torch.stack(kept)  # (T, d)
+    min_ess = _min_ess(samples)
+    rows = []
+    for metric, value in (("acceptance_rate", acc / max(T, 1)),
+                          ("mean_norm", float(samples.mean(0).norm())),
+                          ("min_ess", min_ess),
+                          ("min_ess_per_second", min_ess / clock.seconds if clock.seconds > 0 else float("nan")),
+                          ("burn_in_acceptance", burn_acc / B if B else float("nan"))):
+        rows.append(clock.row(shard.sampler, shard.run, 0, metric, value))
+    df = tidy_frame(rows, EXPERIMENT, TARGET)
+    df.insert(df.columns.get_loc("sampler") + 1, "n", np.int64(shard.n))
+    return df.astype({"n": "int64"})
+
+
+def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate shard results, sorted for a stable file."""
+    df = pd.concat(results, ignore_index=True)
+    return df.sort_values(["sampler", "n", "seed", "metric"], kind="stable").reset_index(drop=True)

@@ -1,0 +1,118 @@
+"""KMC Fig. 2 (trajectory stability in growing dimension): shards, run, integrator, determinism, claims, figure."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from gradmc.claims.kmc_trajectories import claims
+from gradmc.experiments import kmc_trajectories as exp
+from gradmc.figures.kmc_trajectories import figure
+from gradmc.results import provenance, validate_metrics, write_parquet
+from gradmc.targets import Gaussian
+
+
+def _config(**over) -> dict:
+    spec = {"dims": [2, 4], "num_samples": [50, 100], "num_trials": 5, "trials_per_shard": 2, "eps": 0.1,
+            "L_min": 10, "L_max": 100, "lengthscale": "median", "shape": 1.0, "lam": 1e-3}
+    spec.update(over)
+    return {"name": "test", "device": "cpu", "kmc_trajectories": spec}
+
+
+def test_shards_enumerate_d_n_chunks():
+    shards = exp.shards(_config())
+    assert len(shards) == 2 * 2 * 3
+    assert [(s.d, s.n, s.chunk) for s in shards[:3]] == [(2, 50, 0), (2, 50, 1), (2, 50, 2)]
+    assert [(s.first_trial, s.num_trials) for s in shards[:3]] == [(0, 2), (2, 2), (4, 1)]
+    with pytest.raises(ValueError, match="lengthscale"):
+        exp.shards(_config(lengthscale="mean"))
+
+
+def _shard(**over) -> exp.Shard:
+    kw = {"d": 3, "n": 60, "chunk": 1, "first_trial": 2, "num_trials": 2, "L_min": 5, "L_max": 20}
+    kw.update(over)
+    return exp.Shard(**kw)
+
+
+def test_run_returns_tidy_rows():
+    df = exp.run(_shard())
+    validate_metrics(df)
+    assert list(df["metric"]) == ["acceptance_kmc", "acceptance_hmc"] and list(df["sampler"]) == ["KMC", "HMC"]
+    assert (df["chain"] == -1).all() and (df["seed"] == 1).all()
+    assert (df["d"] == 3).all() and (df["n"] == 60).all() and (df["trials"] == 2).all()
+    assert ((df["value"] >= 0) & (df["value"] <= 1)).all()
+    assert (df["grad_evals"] >= 10).all()
+
+
+def test_exact_score_as_surrogate_reproduces_hmc():
+    shard = _shard()
+    for t in range(2):
+
+        def exact(x, _t=t):
+            return exp.random_gamma_gaussian(shard.d, exp.make_generator(exp.seed_from(exp.EXPERIMENT, "target",
+                                                                                         shard.d, _t))).grad(x)
+        out = exp.trial(shard, t, surrogate_grad=exact)
+        assert out["acc_kmc"] == pytest.approx(out["acc_hmc"], abs=1e-12)
+
+
+def test_leapfrog_conserves_energy_on_standard_gaussian():
+    g = Gaussian(torch.zeros(2, dtype=torch.float64), torch.eye(2, dtype=torch.float64))
+    q, p = exp.leapfrog_trajectory(torch.tensor([1.0, 0.0], dtype=torch.float64),
+                                   torch.tensor([0.0, 1.0], dtype=torch.float64), g.grad, 0.01, 100)
+    assert q.shape == (101, 2)
+    assert exp.trajectory_acceptance(g, q, p) > 0.999
+    # exact flow for one unit of time is a rotation
+    assert torch.allclose(q[-1], torch.tensor([math.cos(1.0), math.sin(1.0)], dtype=torch.float64), atol=1e-4)
+
+
+def test_run_is_deterministic():
+    a, b = exp.run(_shard()), exp.run(_shard())
+    pd.testing.assert_frame_equal(a.drop(columns="wall_time_s"), b.drop(columns="wall_time_s"))
+
+
+def test_hmc_does_not_depend_on_n():
+    a, b = exp.run(_shard(n=40)), exp.run(_shard(n=80))
+    assert a.loc[a["metric"] == "acceptance_hmc", "value"].item() == b.loc[b["metric"] == "acceptance_hmc",
+                                                                           "value"].item()
+
+
+def _synthetic(good: bool) -> pd.DataFrame:
+    rows = []
+    for d in (2, 8, 16):
+        for n in (100, 1000):
+            for chunk in (0, 1):
+                hmc = 0.99
+                kmc = (0.99 - 0.04 * (d - 2)) if good else (0.3 + 0.01 * d)
+                for metric, sampler, value in (("acceptance_kmc", "KMC", kmc), ("acceptance_hmc", "HMC", hmc)):
+                    rows.append(("kmc_trajectories", "gamma_gaussian", sampler, chunk, -1, 0, metric,
+                                 value + 0.01 * chunk, 50, 50, 0.1, d, n, 5))
+    df = pd.DataFrame(rows, columns=["experiment", "target", "sampler", "seed", "chain", "step", "metric", "value",
+                                     "energy_evals", "grad_evals", "wall_time_s", "d", "n", "trials"])
+    validate_metrics(df)
+    return df
+
+
+def test_claims_pass_and_fail():
+    good = claims(_synthetic(True))
+    assert [c.passed for c in good] == [True, True]
+    assert "d=2, n=m=1000" in good[0].measured and all(c.note == "" for c in good)
+    bad = claims(_synthetic(False))
+    assert [c.passed for c in bad] == [False, False]
+    assert "100" in bad[0].note
+    assert claims(_synthetic(True).query("metric != 'acceptance_kmc'")) == []
+
+
+def test_figure_writes_files(tmp_path):
+    df = _synthetic(True)
+    metrics = write_parquet(df, tmp_path / "metrics.parquet", provenance({"name": "test"}), validate=True)
+    paths = figure(metrics, tmp_path / "fig" / "kmc_fig2", tmp_path / "tab" / "kmc_fig2", config_name="test")
+    assert sorted(p.name for p in paths) == ["kmc_fig2.csv", "kmc_fig2.md", "kmc_fig2.pdf", "kmc_fig2.png"]
+    assert all(p.stat().st_size > 0 for p in paths)
+    table = pd.read_csv(tmp_path / "tab" / "kmc_fig2.csv")
+    assert len(table) == 6 and (table["trials"] == 10).all()
+    row = table[(table["d"] == 2) & (table["n"] == 1000)].iloc[0]
+    assert np.isclose(row["acceptance_kmc"], 0.995) and np.isclose(row["acceptance_hmc"], 0.995)
