@@ -18,6 +18,8 @@ include: "workflow/rules/sampler_cost.smk"
 include: "workflow/rules/rbm_relaxed.smk"
 include: "workflow/rules/fhmm_sampling.smk"
 include: "workflow/rules/ising_sampling.smk"
+include: "workflow/rules/kmc_trajectories.smk"
+include: "workflow/rules/kmc_banana.smk"
 include: "workflow/rules/claims.smk"  # last: it reads every experiment's CLAIMS_INPUTS entry
 
 

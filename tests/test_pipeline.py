@@ -60,7 +60,9 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
                 "rbm_sampling/rbm.pt", "rbm_sampling/reference.npz", "data/mnist.npz",
                 "tables/sampler_cost.csv", "tables/sampler_cost.md", "claims.md", "claims.csv",
                 "figures/fig2_rbm_relaxed.png", "figures/fig4_ising_sampling.png", "figures/fig5_fhmm_sampling.png",
-                "tables/fig2_rbm_relaxed.md", "tables/fig4_ising_sampling.md", "tables/fig5_fhmm_sampling.md"):
+                "tables/fig2_rbm_relaxed.md", "tables/fig4_ising_sampling.md", "tables/fig5_fhmm_sampling.md",
+                "figures/kmc_fig2_trajectories.png", "tables/kmc_fig2_trajectories.md",
+                "figures/kmc_fig3_banana.png", "tables/kmc_fig3_banana.md"):
         assert (res / rel).stat().st_size > 0, rel
     df, prov = read_parquet(res / "rbm_sampling" / "metrics.parquet")
     assert set(df["sampler"]) == {"Gibbs-1", "GWG", "Target"}
@@ -78,10 +80,11 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
     assert {p.stem for p in (res / "logs").glob("*.log")} >= {
         "prepare_mnist", "train_rbm", "rbm_reference", "rbm_sampling", "figure_rbm_sampling", "sampler_cost",
         "table_sampler_cost", "claims", "rbm_relaxed", "figure_rbm_relaxed", "fhmm_sampling", "figure_fhmm_sampling",
-        "ising_sampling", "figure_ising_sampling"}
+        "ising_sampling", "figure_ising_sampling", "kmc_trajectories", "figure_kmc_trajectories",
+        "kmc_banana", "figure_kmc_banana"}
     claims = (res / "claims.md").read_text()
     assert "GWG ESS > Gibbs-1 ESS on the MNIST RBM" in claims and ("PASS" in claims or "FAIL" in claims)
-    for figure in ("GWG Fig. 2", "GWG Fig. 4", "GWG Fig. 5"):
+    for figure in ("GWG Fig. 2", "GWG Fig. 4", "GWG Fig. 5", "KMC Fig. 2", "KMC Fig. 3"):
         assert figure in claims
 
 
@@ -104,7 +107,7 @@ def _edited(path: Path):
 RBM_JOBS = {"rbm_sampling", "figure_rbm_sampling", "sampler_cost", "table_sampler_cost", "claims"}
 # every sampling experiment runs GWG, so editing it reruns them all (and their figures), never data or training
 SAMPLER_JOBS = RBM_JOBS | {"rbm_relaxed", "figure_rbm_relaxed", "fhmm_sampling", "figure_fhmm_sampling",
-                           "ising_sampling", "figure_ising_sampling"}
+                           "ising_sampling", "figure_ising_sampling"}  # (KMC experiments use no discrete sampler)
 
 
 def test_editing_a_sampler_reruns_sampling_and_figure_only(smoke_run):

@@ -27,6 +27,8 @@ GENERATED_EXPERIMENTS = {
     "rbm_relaxed": "GWG Fig. 2: random RBMs of growing dimension, GWG vs R-MALA, R-HMC, D-SVGD",
     "ising_sampling": "GWG Fig. 4: lattice Ising ESS over a theta grid",
     "fhmm_sampling": "GWG Fig. 5: factorial HMM posterior sampling",
+    "kmc_trajectories": "KMC Fig. 2: trajectory acceptance of KMC finite vs HMC over (d, n = m)",
+    "kmc_banana": "KMC Fig. 3: 8-D banana, KMC vs HMC and random walk over n = m",
 }
 
 

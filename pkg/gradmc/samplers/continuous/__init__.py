@@ -2,7 +2,9 @@
 
 from gradmc.samplers.continuous.adaptive_metropolis import AdaptiveMetropolis, AMState
 from gradmc.samplers.continuous.common import ContinuousState
+from gradmc.samplers.continuous.habc import HABC, synthetic_log_likelihood
 from gradmc.samplers.continuous.hmc import HMC
+from gradmc.samplers.continuous.kamh import KAMH, gaussian_log_density, kamh_covariance
 from gradmc.samplers.continuous.kmc import KMC, Surrogate
 from gradmc.samplers.continuous.pseudo_marginal import GaussianRandomWalkProposal, PseudoMarginalMH
 from gradmc.samplers.continuous.rwm import RandomWalkMetropolis, adapt_log_scale
@@ -18,4 +20,9 @@ __all__ = [
     "AMState",
     "PseudoMarginalMH",
     "GaussianRandomWalkProposal",
+    "KAMH",
+    "kamh_covariance",
+    "gaussian_log_density",
+    "HABC",
+    "synthetic_log_likelihood",
 ]

@@ -1,0 +1,96 @@
+"""KMC Fig. 3 (8-D banana): shards, run, determinism, claims, figure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gradmc.claims.kmc_banana import claims
+from gradmc.experiments import kmc_banana as exp
+from gradmc.figures.kmc_banana import figure
+from gradmc.results import provenance, validate_metrics, write_parquet
+
+
+def _config(**over) -> dict:
+    spec = {"samplers": ["HMC", "KMC", "RW"], "n": [20, 40], "runs": [0, 1], "num_burn_in": 10,
+            "num_iterations": 20, "step_size_range": [0.6, 1.3], "num_steps_range": [5, 10], "lengthscale": 5.0,
+            "lam": 1e-3, "history": "target"}
+    spec.update(over)
+    return {"name": "test", "device": "cpu", "kmc_banana": spec}
+
+
+def test_shards_enumerate_sampler_n_run():
+    shards = exp.shards(_config())
+    assert [(s.sampler, s.n, s.run) for s in shards] == (
+        [("HMC", 0, 0), ("HMC", 0, 1)] + [("KMC", n, r) for n in (20, 40) for r in (0, 1)]
+        + [("RW", 0, 0), ("RW", 0, 1)])
+    assert all(s.num_steps_range == (5, 10) and s.d == 8 and s.V == 100.0 for s in shards)
+    with pytest.raises(ValueError, match="not implemented"):
+        exp.shards(_config(samplers=["KMC", "KAMH"]))
+    with pytest.raises(ValueError, match="unknown sampler"):
+        exp.shards(_config(samplers=["NUTS"]))
+    with pytest.raises(ValueError, match="history"):
+        exp.shards(_config(history="oracle"))
+
+
+@pytest.mark.parametrize(("sampler", "n", "history"), [("HMC", 0, "target"), ("RW", 0, "target"),
+                                                        ("KMC", 30, "target"), ("KMC", 30, "burn_in")])
+def test_run_returns_tidy_rows(sampler, n, history):
+    shard = exp.Shard(sampler, n, 0, num_burn_in=20, num_iterations=40, num_steps_range=(5, 10), lengthscale=5.0,
+                      history=history)
+    df = exp.run(shard)
+    validate_metrics(df)
+    assert set(df["metric"]) == {"acceptance_rate", "mean_norm", "min_ess", "min_ess_per_second",
+                                 "burn_in_acceptance"}
+    assert (df["n"] == n).all() and (df["step"] == 60).all() and (df["chain"] == 0).all()
+    v = df.set_index("metric")["value"]
+    assert 0.0 <= v["acceptance_rate"] <= 1.0 and 0.0 <= v["burn_in_acceptance"] <= 1.0
+    assert np.isfinite(v["mean_norm"]) and v["mean_norm"] >= 0
+    if sampler == "HMC":
+        assert np.isfinite(v["min_ess"]) and v["min_ess"] > 0
+
+
+def test_run_is_deterministic():
+    shard = exp.Shard("KMC", 25, 3, num_burn_in=10, num_iterations=20, num_steps_range=(5, 8), lengthscale=5.0)
+    a, b = exp.run(shard), exp.run(shard)
+    cols = ["wall_time_s"]
+    a = a.drop(columns=cols)
+    b = b.drop(columns=cols)
+    keep = a["metric"] != "min_ess_per_second"
+    pd.testing.assert_frame_equal(a[keep], b[keep])
+
+
+def _synthetic(kmc_good: bool) -> pd.DataFrame:
+    rows = []
+    kmc = {50: 5.0, 200: 20.0, 1000: 45.0} if kmc_good else {50: 5.0, 200: 3.0, 1000: 2.0}
+    refs = {("HMC", 0): 50.0, ("RW", 0): 4.0}
+    for (name, n), ess in [*(((("KMC", k), v)) for k, v in kmc.items()), *refs.items()]:
+        for seed in range(3):
+            for metric, value in (("min_ess", ess + seed), ("acceptance_rate", 0.5), ("mean_norm", 1.0 + seed)):
+                rows.append(("kmc_banana", "banana", name, n, seed, 0, 2200, metric, value, 4400, 0, 1.0))
+    df = pd.DataFrame(rows, columns=["experiment", "target", "sampler", "n", "seed", "chain", "step", "metric",
+                                     "value", "energy_evals", "grad_evals", "wall_time_s"])
+    validate_metrics(df)
+    return df
+
+
+def test_claims_pass_and_fail():
+    good = claims(_synthetic(True))
+    assert [c.passed for c in good] == [True, True]
+    assert "KMC (n = 1000) 46.0 vs RW 5.0" in good[0].measured and all(c.note == "" for c in good)
+    bad = claims(_synthetic(False))
+    assert [c.passed for c in bad] == [False, False]
+    assert "30 runs" in bad[0].note
+    assert claims(_synthetic(True).query("sampler != 'KMC'")) == []
+
+
+def test_figure_writes_files(tmp_path):
+    metrics = write_parquet(_synthetic(True), tmp_path / "metrics.parquet", provenance({"name": "test"}),
+                            validate=True)
+    paths = figure(metrics, tmp_path / "fig" / "fig3", tmp_path / "tab" / "fig3", config_name="test")
+    assert sorted(p.name for p in paths) == ["fig3.csv", "fig3.md", "fig3.pdf", "fig3.png"]
+    assert all(p.stat().st_size > 0 for p in paths)
+    table = pd.read_csv(tmp_path / "tab" / "fig3.csv")
+    row = table[(table["sampler"] == "KMC") & (table["n"] == 1000) & (table["metric"] == "min_ess")].iloc[0]
+    assert row["median"] == 46.0 and row["runs"] == 3
