@@ -5,60 +5,21 @@ The real data lives in ``<repo>/../shared/data`` (see its README); when it is mi
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import functools
 import gzip
 import hashlib
 import json
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _localdata import serve
 
 from gradmc.data import download, mnist, prepare, registry
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 T10K_LABELS = registry.MNIST_IDX["test_labels"]
 
-
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    if not (SHARED_DATA / "MANIFEST.tsv").is_file():
-        pytest.fail(f"real test data missing: expected {SHARED_DATA}/MANIFEST.tsv (<repo>/../shared/data)")
-    return SHARED_DATA
-
-
-@pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch):
-    """No proxies (downloads go to 127.0.0.1 only) and no data-folder / mirror overrides."""
-    for var in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "*")
-    monkeypatch.delenv("GRADMC_DATA_DIR", raising=False)
-    monkeypatch.delenv(download.BASE_URL_ENV, raising=False)
-
-
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@contextlib.contextmanager
-def serve(directory: Path):
-    """Serve ``directory`` over HTTP on 127.0.0.1 (a free port); yields the base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+pytestmark = pytest.mark.usefixtures("download_env")
 
 
 @pytest.fixture(scope="module")

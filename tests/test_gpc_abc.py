@@ -6,58 +6,19 @@ local http.server on 127.0.0.1 only.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import math
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from _localdata import serve
 
-from gradmc.data import download, glass
+from gradmc.data import glass
 from gradmc.samplers.continuous.pseudo_marginal import GaussianRandomWalkProposal, PseudoMarginalMH
 from gradmc.targets.abc_skew_normal import ABCSkewNormalPosterior, SkewNormalSimulator
 from gradmc.targets.gp_classification import GPClassificationPosterior
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    if not (SHARED_DATA / "MANIFEST.tsv").is_file():
-        pytest.fail(f"real test data missing: expected {SHARED_DATA}/MANIFEST.tsv (<repo>/../shared/data)")
-    return SHARED_DATA
-
-
-@pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch):
-    for var in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "*")
-    monkeypatch.delenv("GRADMC_DATA_DIR", raising=False)
-    monkeypatch.delenv(download.BASE_URL_ENV, raising=False)
-
-
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@contextlib.contextmanager
-def serve(directory: Path):
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+pytestmark = pytest.mark.usefixtures("download_env")
 
 
 # --- Glass ------------------------------------------------------------------------------------------
