@@ -101,13 +101,18 @@ def read_provenance(path: str | os.PathLike) -> dict[str, Any]:
         ValueError: as :func:`read_parquet`.
     """
     path = Path(path)
+    schema = _read(pq.read_schema, path)
+    return _provenance_from_metadata(path, schema.metadata)
+
+
+def _read(reader, path: Path):
+    """``reader(path)`` with missing and corrupt files turned into the documented, path-naming errors."""
     try:
-        schema = pq.read_schema(path)
+        return reader(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"results file {path} not found") from None
     except (pa.ArrowException, OSError) as err:
         raise ValueError(f"{path}: not a valid Parquet file ({err})") from err
-    return _provenance_from_metadata(path, schema.metadata)
 
 
 def read_parquet(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -124,11 +129,6 @@ def read_parquet(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
             gradmc provenance, or has an unsupported ``schema_version``.
     """
     path = Path(path)
-    try:
-        table = pq.read_table(path)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"results file {path} not found") from None
-    except (pa.ArrowException, OSError) as err:
-        raise ValueError(f"{path}: not a valid Parquet file ({err})") from err
+    table = _read(pq.read_table, path)
     prov = _provenance_from_metadata(path, table.schema.metadata)
     return table.to_pandas(), prov
