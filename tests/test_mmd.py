@@ -122,3 +122,29 @@ def test_errors():
         log_mmd(x, x, base=1.0)
     with pytest.raises(TypeError):
         mmd2(x.numpy(), x)
+
+
+def test_polynomial_kernel_mmd_matches_closed_form_moments():
+    """With k = (1 + xy)^3 in 1-D, MMD^2_V = sum_j C(3,j) (m_j(x) - m_j(y))^2 over sample moments j = 1..3."""
+    import math
+
+    from gradmc.evaluation import mmd2, polynomial_kernel
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(50, 1, generator=g, dtype=torch.float64)
+    y = 0.5 + 2.0 * torch.randn(70, 1, generator=g, dtype=torch.float64)
+    expected = sum(math.comb(3, j) * float((x**j).mean() - (y**j).mean()) ** 2 for j in range(1, 4))
+    assert float(mmd2(x, y, kernel=polynomial_kernel)) == pytest.approx(expected, rel=1e-10)
+    assert float(mmd2(x, x, kernel=polynomial_kernel)) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_polynomial_kernel_rejects_bad_input():
+    from gradmc.evaluation import polynomial_kernel
+
+    x = torch.zeros(3, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="same dimension"):
+        polynomial_kernel(x, torch.zeros(3, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="NaN"):
+        polynomial_kernel(x, torch.full((2, 2), float("nan"), dtype=torch.float64))
+    with pytest.raises(ValueError, match="degree"):
+        polynomial_kernel(x, x, degree=0)

@@ -20,9 +20,11 @@ from pathlib import Path
 
 __all__ = ["main", "build_parser", "GENERATED_EXPERIMENTS"]
 
-#: Experiments on generated targets (no input files): gradmc.experiments.<name> offers shards(config),
-#: run(shard) and collect(results); gradmc.figures.<name> offers figure(metrics, out, table, config_name);
-#: gradmc.claims.<name> offers claims(df).
+#: Generic sharded experiments: gradmc.experiments.<name> offers shards(config), run(shard) and
+#: collect(results); gradmc.figures.<name> offers figure(metrics, out, table, config_name);
+#: gradmc.claims.<name> offers claims(df). A module that needs files made by an earlier stage declares
+#: ``INPUTS = ("benchmark", ...)``; it then gets ``shards(config, inputs)`` with ``inputs`` a dict
+#: name -> path, given on the command line as ``--input benchmark=PATH`` (checked to exist first).
 GENERATED_EXPERIMENTS = {
     "rbm_relaxed": "GWG Fig. 2: random RBMs of growing dimension, GWG vs R-MALA, R-HMC, D-SVGD",
     "ising_sampling": "GWG Fig. 4: lattice Ising ESS over a theta grid",
@@ -113,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_config(gen)
         gen.add_argument("--workers", type=int, default=None,
                          help="parallel Ray workers (default: the cores Ray sees; RAY_ADDRESS joins a cluster)")
+        gen.add_argument("--input", action="append", default=[], metavar="NAME=PATH",
+                         help="an input file made by an earlier stage, for experiments that declare INPUTS")
         _add_out(gen, "metrics Parquet")
 
     fig = sub.add_parser("figure", help="draw a figure from Parquet results").add_subparsers(
@@ -199,7 +203,7 @@ def _cmd_run(args) -> None:
         write_parquet(df, args.out, provenance(config), validate=True)
         _log(f"[rbm_sampling] wrote {args.out} ({len(df)} rows)")
     elif args.experiment in GENERATED_EXPERIMENTS:
-        _run_generated(args.experiment, config, args.out, args.workers)
+        _run_generated(args.experiment, config, args.out, args.workers, args.input)
     elif args.experiment == "sampler_cost":
         from gradmc.experiments.sampler_cost import run_cost
         from gradmc.results import provenance, write_parquet
@@ -209,14 +213,33 @@ def _cmd_run(args) -> None:
         _log(f"[sampler_cost] wrote {args.out} ({len(df)} rows)")
 
 
-def _run_generated(name: str, config: dict, out: str, workers: int | None) -> None:
+def _parse_inputs(name: str, declared: tuple[str, ...], items: list[str]) -> dict[str, str]:
+    """``NAME=PATH`` items -> dict, checked against the experiment's declared INPUTS and the file system."""
+    inputs = {}
+    for item in items:
+        key, sep, path = item.partition("=")
+        if not sep or not key or not path:
+            raise ValueError(f"--input takes NAME=PATH, got {item!r}")
+        if key not in declared:
+            raise ValueError(f"{name} takes no input {key!r}; it declares {list(declared) or 'none'}")
+        _require_files(**{f"input {key}": path})
+        inputs[key] = path
+    missing = [key for key in declared if key not in inputs]
+    if missing:
+        raise ValueError(f"{name} needs " + ", ".join(f"--input {key}=PATH" for key in missing))
+    return inputs
+
+
+def _run_generated(name: str, config: dict, out: str, workers: int | None, input_items: list[str]) -> None:
     import importlib
 
     from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
     from gradmc.results import provenance, write_parquet
 
     module = importlib.import_module(f"gradmc.experiments.{name}")
-    shards = module.shards(config)
+    declared = tuple(getattr(module, "INPUTS", ()))
+    inputs = _parse_inputs(name, declared, input_items)
+    shards = module.shards(config, inputs) if declared else module.shards(config)
     _log(f"[{name}] {len(shards)} shards")
     gpus = config.get("gpus_per_shard", 0.0) if config["device"] == "cuda" else 0.0
     ensure_ray(num_cpus=workers)

@@ -1,6 +1,6 @@
 """Metrics: effective sample size (via ArviZ) and kernel MMD between sample sets."""
 
 from gradmc.evaluation.ess import ESS_METHODS, ess, ess_per_chain, hamming_to_reference
-from gradmc.evaluation.mmd import hamming_kernel, log_mmd, mmd2
+from gradmc.evaluation.mmd import hamming_kernel, log_mmd, mmd2, polynomial_kernel
 
-__all__ = ["ESS_METHODS", "ess", "ess_per_chain", "hamming_to_reference", "hamming_kernel", "log_mmd", "mmd2"]
+__all__ = ["ESS_METHODS", "ess", "ess_per_chain", "hamming_to_reference", "hamming_kernel", "log_mmd", "mmd2", "polynomial_kernel"]

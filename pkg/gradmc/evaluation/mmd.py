@@ -23,15 +23,25 @@ import torch
 
 from gradmc.targets.validation import check_binary
 
-__all__ = ["hamming_kernel", "mmd2", "log_mmd"]
+__all__ = ["hamming_kernel", "polynomial_kernel", "mmd2", "log_mmd"]
 
 Kernel = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-def _check_pair(x: torch.Tensor, y: torch.Tensor) -> None:
-    """Raise TypeError/ValueError unless x (N, D) and y (M, D) are binary float tensors, N, M, D >= 1."""
-    check_binary(x, name="x", check_values=True)
-    check_binary(y, name="y", check_values=True)
+def _check_pair(x: torch.Tensor, y: torch.Tensor, binary: bool = True) -> None:
+    """Raise TypeError/ValueError unless x (N, D) and y (M, D) are (binary, if asked) float tensors, N, M, D >= 1."""
+    if binary:
+        check_binary(x, name="x", check_values=True)
+        check_binary(y, name="y", check_values=True)
+    else:
+        for name, t in (("x", x), ("y", y)):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+            if t.dim() != 2 or not t.is_floating_point():
+                raise ValueError(f"{name} must be a 2-D floating tensor (N, D), got shape {tuple(t.shape)} "
+                                 f"dtype {t.dtype}")
+            if not torch.isfinite(t).all():
+                raise ValueError(f"{name} contains NaN or infinite values")
     if x.shape[1] != y.shape[1]:
         raise ValueError(
             f"x and y must have the same dimension D, got x {tuple(x.shape)} and y {tuple(y.shape)}"
@@ -68,6 +78,32 @@ def hamming_kernel(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.exp(-mismatches / x.shape[1])
 
 
+def polynomial_kernel(x: torch.Tensor, y: torch.Tensor, degree: int = 3, offset: float = 1.0) -> torch.Tensor:
+    """Polynomial kernel k(x, y) = (offset + <x, y>)^degree for continuous samples.
+
+    KMC paper Fig. 4 left (EXPERIMENTS.md B3) measures the MMD of GP-classification samples to benchmark
+    samples with the cubic kernel (1 + <theta, theta'>)^3, which compares moments up to order 3 (it is
+    not characteristic: the MMD is 0 for any two distributions with equal first three moments).
+
+    Args:
+        x: (N, D) floating tensor; y: (M, D) floating tensor, same device.
+        degree: positive integer power (3 in the paper); offset: c >= 0.
+
+    Returns:
+        (N, M) float64 tensor.
+
+    Raises:
+        TypeError / ValueError: non-tensor, non-2-D, non-floating or non-finite input, different D,
+            empty sets, degree < 1 or offset < 0.
+    """
+    _check_pair(x, y, binary=False)
+    if int(degree) != degree or degree < 1:
+        raise ValueError(f"degree must be a positive integer, got {degree!r}")
+    if offset < 0:
+        raise ValueError(f"offset must be >= 0, got {offset!r}")
+    return (offset + x.to(torch.float64) @ y.to(torch.float64).T) ** int(degree)
+
+
 def mmd2(
     x: torch.Tensor, y: torch.Tensor, kernel: Kernel = hamming_kernel, unbiased: bool = False
 ) -> torch.Tensor:
@@ -78,8 +114,8 @@ def mmd2(
     sum_{i != j} / (N (N - 1)).
 
     Args:
-        x: (N, D) binary floats (samples of the sampler under test).
-        y: (M, D) binary floats (reference samples), same device.
+        x: (N, D) floats (samples of the sampler under test); binary for the default kernel.
+        y: (M, D) floats (reference samples), same device; binary for the default kernel.
         kernel: callable (N, D), (M, D) -> (N, M); default :func:`hamming_kernel`.
         unbiased: False for the biased V-statistic (what the papers plot), True for the U-statistic.
 
@@ -91,7 +127,7 @@ def mmd2(
         TypeError / ValueError: as :func:`hamming_kernel` (input checks); ValueError if
             ``unbiased=True`` and N < 2 or M < 2.
     """
-    _check_pair(x, y)
+    _check_pair(x, y, binary=kernel is hamming_kernel)
     n, m = x.shape[0], y.shape[0]
     k_xx, k_yy, k_xy = kernel(x, x), kernel(y, y), kernel(x, y)  # (N, N), (M, M), (N, M)
     if not unbiased:
