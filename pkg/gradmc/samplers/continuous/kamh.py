@@ -20,7 +20,11 @@ Hastings correction
 
     log alpha = log pi(x') - log pi(x) + log N(x; x', Sigma_{x'}) - log N(x'; x, Sigma_x).
 
-(The authors' experiment code omits the correction; this kernel does not.) With Z, sigma, gamma, nu
+(The authors' experiment code omits the correction; this kernel does not.)
+
+Pseudo-marginal mode (``pseudo_marginal=True``, B3): ``log_prob(x, generator) -> (C,)`` is the log of an
+unbiased estimate of pi(x); the current state's estimate is carried in ``state.log_prob`` and recycled
+(Andrieu & Roberts 2009), exactly as in :class:`gradmc.samplers.continuous.KMC`. With Z, sigma, gamma, nu
 fixed during a step, each step is an exact pi-invariant MH kernel. Adaptation (refreshing Z from the
 chain history with a vanishing probability, tuning nu to ~23% acceptance) happens OUTSIDE the kernel,
 as for KMC: build a new ``KAMH`` (``dataclasses.replace``) between steps.
@@ -66,8 +70,11 @@ class KAMH:
         sigma: kernel length scale sigma > 0 (k = exp(-||x - z||^2 / (2 sigma^2))).
         gamma: isotropic exploration scale gamma > 0 (keeps Sigma_x positive definite).
         nu: scale nu > 0 of the kernel-informed part.
+        pseudo_marginal: if True, ``log_prob(x, generator)`` is an unbiased-estimate oracle and the current
+            state's estimate is recycled (one estimate per step, at x').
 
-    Cost per step: the target at x and x' in one call on 2C rows (energy_evals = 2, grad_evals = 0),
+    Cost per step: the target at x and x' in one call on 2C rows (energy_evals = 2, grad_evals = 0;
+    pseudo-marginal: one estimate at x', energy_evals = 1),
     plus two batched (C, d, d) covariances and Cholesky factors (at x and x'). Nothing is cached.
 
     Raises:
@@ -78,6 +85,7 @@ class KAMH:
     sigma: float
     gamma: float
     nu: float
+    pseudo_marginal: bool = False
 
     def __post_init__(self):
         check_positive("KAMH sigma", self.sigma)
@@ -95,8 +103,16 @@ class KAMH:
         chol_new = torch.linalg.cholesky(self.covariance(x_new))
         return gaussian_log_density(x, x_new, chol_new) - gaussian_log_density(x_new, x, chol_x)
 
-    def init(self, x: torch.Tensor, log_prob) -> ContinuousState:
-        """Start chains at x (C, d)."""
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> ContinuousState:
+        """Start chains at x (C, d); pseudo-marginal mode draws the first estimates with generator.
+
+        Raises:
+            ValueError: in pseudo-marginal mode without a generator.
+        """
+        if self.pseudo_marginal:
+            if generator is None:
+                raise ValueError("pseudo-marginal KAMH.init needs a generator for the first estimate")
+            return ContinuousState(x=x, log_prob=log_prob(x, generator).detach())
         return ContinuousState(x=x, log_prob=log_prob(x).detach())
 
     def step(self, state: ContinuousState, log_prob, generator: torch.Generator) -> tuple[ContinuousState, Info]:
@@ -105,11 +121,14 @@ class KAMH:
         chol_x = torch.linalg.cholesky(self.covariance(x))  # (C, d, d)
         noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device)
         x_new = x + (chol_x @ noise[..., None]).squeeze(-1)
-        f_both = log_prob(torch.cat([x, x_new])).detach()  # (2C,)
-        f_x, f_new = f_both[: x.shape[0]], f_both[x.shape[0]:]
+        if self.pseudo_marginal:
+            f_x, f_new = state.log_prob, log_prob(x_new, generator).detach()
+        else:
+            f_both = log_prob(torch.cat([x, x_new])).detach()  # (2C,)
+            f_x, f_new = f_both[: x.shape[0]], f_both[x.shape[0]:]
         log_alpha = f_new - f_x + self.log_q_ratio(x, x_new, chol_x)
         accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator)
         x_out = torch.where(accepted[:, None], x_new, x)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
-                    energy_evals=2, grad_evals=0)
+                    energy_evals=1 if self.pseudo_marginal else 2, grad_evals=0)
         return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x)), info
