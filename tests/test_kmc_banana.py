@@ -26,8 +26,10 @@ def test_shards_enumerate_sampler_n_run():
         [("HMC", 0, 0), ("HMC", 0, 1)] + [("KMC", n, r) for n in (20, 40) for r in (0, 1)]
         + [("RW", 0, 0), ("RW", 0, 1)])
     assert all(s.num_steps_range == (5, 10) and s.d == 8 and s.V == 100.0 for s in shards)
-    with pytest.raises(ValueError, match="not implemented"):
-        exp.shards(_config(samplers=["KMC", "KAMH"]))
+    kamh = exp.shards(_config(samplers=["KMC", "KAMH"]))
+    assert [(s.sampler, s.n) for s in kamh if s.run == 0] == [("KMC", 20), ("KMC", 40), ("KAMH", 20), ("KAMH", 40)]
+    with pytest.raises(ValueError, match="adaptation"):
+        exp.shards(_config(adaptation="always"))
     with pytest.raises(ValueError, match="unknown sampler"):
         exp.shards(_config(samplers=["NUTS"]))
     with pytest.raises(ValueError, match="history"):
@@ -35,20 +37,48 @@ def test_shards_enumerate_sampler_n_run():
 
 
 @pytest.mark.parametrize(("sampler", "n", "history"), [("HMC", 0, "target"), ("RW", 0, "target"),
-                                                        ("KMC", 30, "target"), ("KMC", 30, "burn_in")])
+                                                        ("KMC", 30, "target"), ("KMC", 30, "burn_in"),
+                                                        ("KAMH", 30, "target"), ("KAMH", 30, "burn_in")])
 def test_run_returns_tidy_rows(sampler, n, history):
     shard = exp.Shard(sampler, n, 0, num_burn_in=20, num_iterations=40, num_steps_range=(5, 10), lengthscale=5.0,
                       history=history)
     df = exp.run(shard)
     validate_metrics(df)
     assert set(df["metric"]) == {"acceptance_rate", "mean_norm", "min_ess", "min_ess_per_second",
-                                 "burn_in_acceptance"}
+                                 "burn_in_acceptance", "adaptations"}
     assert (df["n"] == n).all() and (df["step"] == 60).all() and (df["chain"] == 0).all()
     v = df.set_index("metric")["value"]
     assert 0.0 <= v["acceptance_rate"] <= 1.0 and 0.0 <= v["burn_in_acceptance"] <= 1.0
     assert np.isfinite(v["mean_norm"]) and v["mean_norm"] >= 0
     if sampler == "HMC":
         assert np.isfinite(v["min_ess"]) and v["min_ess"] > 0
+
+
+@pytest.mark.parametrize("sampler", ["KMC", "KAMH"])
+def test_vanishing_adaptation_updates_the_history(sampler):
+    """a_t = 1/sqrt(t+1): a_0 = 1 forces an adaptation at the first kept step; over 40 steps the count is
+    random but at least 1 and far below 40 (E = sum a_t ~ 11.4); without adaptation it is exactly 0."""
+    common = dict(num_burn_in=20, num_iterations=40, num_steps_range=(5, 10), lengthscale=5.0, history="burn_in")
+    on = exp.run(exp.Shard(sampler, 30, 0, adaptation="vanishing", **common)).set_index("metric")["value"]
+    off = exp.run(exp.Shard(sampler, 30, 0, **common)).set_index("metric")["value"]
+    assert 1 <= on["adaptations"] < 30 and off["adaptations"] == 0
+    assert 0.0 <= on["acceptance_rate"] <= 1.0
+
+
+def test_adaptation_probability_schedule():
+    import torch
+
+    from gradmc.samplers.continuous import adaptation_probability, should_adapt
+
+    assert adaptation_probability(0) == 1.0 and adaptation_probability(3) == 0.5
+    assert adaptation_probability(8, decay=1.0) == pytest.approx(1 / 9)
+    with pytest.raises(ValueError, match="decay"):
+        adaptation_probability(1, decay=1.5)
+    with pytest.raises(ValueError, match="step t"):
+        adaptation_probability(-1)
+    g = torch.Generator().manual_seed(0)
+    draws = [should_adapt(99, g) for _ in range(4000)]  # a_99 = 0.1: binomial(4000, 0.1), sd 19
+    assert abs(sum(draws) - 400) < 5 * 19
 
 
 def test_run_is_deterministic():
@@ -64,7 +94,7 @@ def test_run_is_deterministic():
 def _synthetic(kmc_good: bool) -> pd.DataFrame:
     rows = []
     kmc = {50: 5.0, 200: 20.0, 1000: 45.0} if kmc_good else {50: 5.0, 200: 3.0, 1000: 2.0}
-    refs = {("HMC", 0): 50.0, ("RW", 0): 4.0}
+    refs = {("HMC", 0): 50.0, ("RW", 0): 4.0, ("KAMH", 1000): 6.0}
     for (name, n), ess in [*(((("KMC", k), v)) for k, v in kmc.items()), *refs.items()]:
         for seed in range(3):
             for metric, value in (("min_ess", ess + seed), ("acceptance_rate", 0.5), ("mean_norm", 1.0 + seed)):
@@ -77,10 +107,11 @@ def _synthetic(kmc_good: bool) -> pd.DataFrame:
 
 def test_claims_pass_and_fail():
     good = claims(_synthetic(True))
-    assert [c.passed for c in good] == [True, True]
+    assert [c.passed for c in good] == [True, True, True]
     assert "KMC (n = 1000) 46.0 vs RW 5.0" in good[0].measured and all(c.note == "" for c in good)
     bad = claims(_synthetic(False))
-    assert [c.passed for c in bad] == [False, False]
+    assert [c.passed for c in bad] == [False, False, False]
+    assert "KAMH 7.0" in good[1].measured
     assert "30 runs" in bad[0].note
     assert claims(_synthetic(True).query("sampler != 'KMC'")) == []
 

@@ -5,6 +5,7 @@ the same machine: GWG 160 steps/s on the RBM, 89 steps/s on the Ising model):
 - RBM 784 x 500, W ~ N(0, 0.1^2), zero biases, 100 chains: GWG, Gibbs-1, Gibbs-2, HB-10-1, GWG-3,
   exact block Gibbs.
 - 40 x 40 cyclic lattice Ising, theta = 0.25, 32 chains: GWG, Gibbs-1.
+- Kernel HMC: one KMC-finite iteration and one GPC estimate (see :mod:`gradmc.bench.kmc`).
 All with ``torch.set_num_threads(threads)`` (2 on the reference machine) on CPU.
 """
 
@@ -69,6 +70,21 @@ def run_benchmark(out_path: str | Path, *, threads: int = 2, steps: int = 100, r
             if progress is not None:
                 progress(f"[bench] {suite} {name}: {row['steps_per_s']:.1f} steps/s "
                          f"({row['ms_per_step']:.2f} ms/step)")
+    from gradmc.bench.kmc import gpc_estimate_suite, kmc_finite_suite
+
+    kmc = kmc_finite_suite(steps=max(steps // 5, 5), repeats=repeats)
+    results["suites"]["kmc_finite_banana8_m1000_L10-100"] = kmc
+    for key, row in kmc.items():
+        if progress is not None:
+            progress(f"[bench] KMC finite banana {key}: {row['ms_per_iteration']:.2f} ms/iteration, "
+                     f"{row['iterations_per_s']:.0f} chain-iterations/s")
+    gpc = gpc_estimate_suite(repeats=repeats)
+    results["suites"]["gpc_glass_estimate_100samples"] = gpc if gpc is not None else "skipped: glass.data missing"
+    for key, row in (gpc or {}).items():
+        if progress is not None:
+            progress(f"[bench] GPC estimate {key}: {row['ms_per_estimate']:.1f} ms")
+    if gpc is None and progress is not None:
+        progress("[bench] GPC estimate skipped: glass/glass.data not in the data folder (GRADMC_DATA_DIR)")
     with atomic_path(out_path) as tmp:
         tmp.write_text(json.dumps(results, indent=2) + "\n")
     return results

@@ -3,4 +3,5 @@
 from gradmc.evaluation.ess import ESS_METHODS, ess, ess_per_chain, hamming_to_reference
 from gradmc.evaluation.mmd import hamming_kernel, log_mmd, mmd2, polynomial_kernel
 
-__all__ = ["ESS_METHODS", "ess", "ess_per_chain", "hamming_to_reference", "hamming_kernel", "log_mmd", "mmd2", "polynomial_kernel"]
+__all__ = ["ESS_METHODS", "ess", "ess_per_chain", "hamming_to_reference", "hamming_kernel", "log_mmd", "mmd2",
+           "polynomial_kernel"]

@@ -8,19 +8,27 @@ Samplers (one chain per shard; a shard is one (sampler, n, run)):
   are fixed, not adapted: the measured acceptance is reported).
 - ``KMC``: KMC finite (eq. 8) with m = n Gaussian random Fourier features (length scale ``lengthscale``,
   ridge ``lam``, fixed by the config, no cross-validation), same L and eps ranges as HMC, MH with the
-  true target. The surrogate is fitted ONCE before the chain starts and then kept fixed (no vanishing
-  adaptation), on n points obtained by ``history``:
+  true target. The surrogate is first fitted on n points obtained by ``history``:
     * ``target``: n exact i.i.d. draws from the banana (``Banana.sample``), an idealised "chain
       history after a sufficient burn-in" (the paper: "we here only quantify mixing after a sufficient
       burn-in"); the KMC chain itself then runs num_burn_in + num_iterations steps like the others.
     * ``burn_in``: the chain's own burn-in, gradient-free: num_burn_in steps of adaptive random-walk
       Metropolis (as ``RW`` below); the surrogate is fitted on n evenly spaced burn-in states (with
-      repeats if n > num_burn_in), then num_iterations KMC steps are kept.
-  The paper instead updates the surrogate from the growing history with probability a_t; we do not.
+      repeats if n > num_burn_in), then num_iterations KMC steps are kept (the paper: "an increasing
+      number of burn-in samples and basis functions m = n").
+- ``KAMH`` (Sejdinovic et al. 2014, with its Hastings correction): proposal covariance
+  gamma^2 I + nu^2 M H M^T from n history points Z (``history`` as for KMC), Gaussian kernel width by the
+  median heuristic on Z, gamma = ``kamh_gamma``, and log nu adapted towards ``rw_target_acceptance`` (23%)
+  by :func:`adapt_log_scale` during burn-in, then frozen. With ``history: burn_in`` the first half of the
+  burn-in is adaptive RW (it provides Z) and nu is tuned over the second half.
 - ``RW``: isotropic random-walk Metropolis, log scale adapted towards ``rw_target_acceptance`` (23.4%)
   by :func:`adapt_log_scale` during burn-in, then frozen.
-- ``KAMH``: not implemented yet (EXPERIMENTS.md B0); listing it raises a clear error. Add it to
-  :data:`SAMPLERS` and :func:`_make_kernel` when ``gradmc.samplers.continuous`` offers it.
+
+Vanishing adaptation (``adaptation: vanishing``, Alg. 1 line 1): during the kept iterations, at step t
+KMC and KAMH adapt with probability a_t = 1 / sqrt(t + 1) (:func:`should_adapt`): KMC finite adds every
+state visited since its last update to its statistics (the online update over the full history, as the
+paper proposes for KMC finite); KAMH redraws Z as n evenly spaced states of the whole history. Between
+adaptations the kernel is fixed and exact. ``adaptation: none`` keeps the first fit.
 
 Protocol: start from x0 ~ N(0, I_d) (a random start), run num_burn_in steps (discarded) and then
 num_iterations kept steps. The paper's text says "2000+200 iterations ... discarded the burn-in"; we read
@@ -35,13 +43,14 @@ number of features, 0 for the other samplers; ``seed`` = the run index):
   that coordinate (this single chain, as the paper computes per run).
 - ``min_ess_per_second``: min_ess / sampler time of the whole run (burn-in included).
 - ``burn_in_acceptance``: mean acceptance probability during burn-in.
+- ``adaptations``: number of vanishing-adaptation updates during the kept iterations (0 without).
 ``energy_evals``/``grad_evals`` are cumulative per chain; ``wall_time_s`` is sampler time only (the
 surrogate fit is not included).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -49,7 +58,7 @@ import torch
 
 from gradmc.evaluation.ess import ess
 from gradmc.experiments.runner import StepClock, tidy_frame
-from gradmc.samplers.continuous import HMC, KMC, RandomWalkMetropolis, adapt_log_scale
+from gradmc.samplers.continuous import HMC, KAMH, KMC, RandomWalkMetropolis, adapt_log_scale, should_adapt
 from gradmc.seeding import make_generator, seed_from
 from gradmc.surrogates import fit_finite, gaussian_random_features
 from gradmc.targets import Banana
@@ -58,15 +67,16 @@ __all__ = ["EXPERIMENT", "TARGET", "SAMPLERS", "HISTORIES", "Shard", "shards", "
 
 EXPERIMENT = "kmc_banana"
 TARGET = "banana"
-#: Samplers this module can run. "KAMH" is planned (EXPERIMENTS.md B2) and rejected until implemented.
-SAMPLERS = ("HMC", "KMC", "RW")
-PLANNED = ("KAMH",)
+#: Samplers this module can run; KMC and KAMH get one shard per history size n.
+SAMPLERS = ("HMC", "KMC", "KAMH", "RW")
 HISTORIES = ("target", "burn_in")
+ADAPTATIONS = ("none", "vanishing")
+HISTORY_SAMPLERS = ("KMC", "KAMH")
 
 
 @dataclass(frozen=True)
 class Shard:
-    """One run (seed) of one sampler; ``n`` is the KMC history size = number of features (0 otherwise)."""
+    """One run (seed) of one sampler; ``n`` is the KMC/KAMH history size (= KMC's features; 0 otherwise)."""
 
     sampler: str
     n: int
@@ -81,24 +91,23 @@ class Shard:
     lengthscale: float = 2.0
     lam: float = 1e-3
     history: str = "target"
+    adaptation: str = "none"
+    kamh_gamma: float = 0.2
     rw_target_acceptance: float = 0.234
     rw_initial_scale: float = 1.0
     device: str = "cpu"
 
 
 def _check_sampler(name: str) -> None:
-    if name in PLANNED:
-        raise ValueError(f"kmc_banana: sampler {name!r} is planned but not implemented yet; "
-                         f"available: {', '.join(SAMPLERS)}")
     if name not in SAMPLERS:
         raise ValueError(f"kmc_banana: unknown sampler {name!r}; available: {', '.join(SAMPLERS)}")
 
 
 def shards(config: dict) -> list[Shard]:
-    """One shard per (sampler, n, run) of ``config['kmc_banana']``: KMC for every n, the others n = 0.
+    """One shard per (sampler, n, run) of ``config['kmc_banana']``: KMC and KAMH for every n, the others n = 0.
 
     Raises:
-        ValueError: unknown (or not yet implemented) sampler, unknown history protocol.
+        ValueError: unknown sampler, unknown history protocol or adaptation mode.
     """
     spec = config["kmc_banana"]
     for name in spec["samplers"]:
@@ -106,15 +115,19 @@ def shards(config: dict) -> list[Shard]:
     history = spec.get("history", "target")
     if history not in HISTORIES:
         raise ValueError(f"kmc_banana.history must be one of {HISTORIES}, got {history!r}")
+    adaptation = spec.get("adaptation", "none")
+    if adaptation not in ADAPTATIONS:
+        raise ValueError(f"kmc_banana.adaptation must be one of {ADAPTATIONS}, got {adaptation!r}")
     common = dict(d=spec.get("d", 8), V=float(spec.get("V", 100.0)), b=float(spec.get("b", 0.03)),
                   num_burn_in=spec["num_burn_in"], num_iterations=spec["num_iterations"],
                   step_size_range=tuple(float(e) for e in spec["step_size_range"]),
                   num_steps_range=tuple(int(s) for s in spec["num_steps_range"]),
                   lengthscale=float(spec["lengthscale"]), lam=float(spec["lam"]), history=history,
+                  adaptation=adaptation, kamh_gamma=float(spec.get("kamh_gamma", 0.2)),
                   rw_target_acceptance=float(spec.get("rw_target_acceptance", 0.234)), device=config["device"])
     out = []
     for name in spec["samplers"]:
-        sizes = spec["n"] if name == "KMC" else [0]
+        sizes = spec["n"] if name in HISTORY_SAMPLERS else [0]
         out += [Shard(sampler=name, n=int(n), run=int(r), **common) for n in sizes for r in spec["runs"]]
     return out
 
@@ -132,52 +145,96 @@ def _min_ess(samples: torch.Tensor) -> float:
     return float(np.min(values)) if not np.isnan(values).any() else float("nan")
 
 
+def _median_heuristic(z: torch.Tensor) -> float:
+    """Median pairwise distance of the rows of z (the usual KAMH kernel width); 1.0 if all rows coincide."""
+    dist = torch.pdist(z)
+    med = float(dist.median()) if dist.numel() else 0.0
+    return med if med > 0 else 1.0
+
+
+def _kamh(shard: Shard, z: torch.Tensor, log_nu: torch.Tensor) -> KAMH:
+    return KAMH(z=z, sigma=_median_heuristic(z), gamma=shard.kamh_gamma, nu=float(log_nu.exp()[0]))
+
+
+def _evenly_spaced(states: list[torch.Tensor], n: int) -> torch.Tensor:
+    """n evenly spaced rows of the stacked history (repeats if n > len(states))."""
+    idx = torch.linspace(0, len(states) - 1, n).round().long()
+    return torch.stack(states)[idx]
+
+
 def run(shard: Shard) -> pd.DataFrame:
     """Run one shard: burn-in (discarded) then kept iterations on the banana; tidy rows (see module doc)."""
     _check_sampler(shard.sampler)
-    if shard.sampler == "KMC" and shard.n < 1:
-        raise ValueError(f"KMC needs n >= 1 history points / features, got {shard.n}")
+    if shard.sampler in HISTORY_SAMPLERS and shard.n < 1:
+        raise ValueError(f"{shard.sampler} needs n >= 1 history points, got {shard.n}")
+    if shard.sampler in HISTORY_SAMPLERS and shard.history == "burn_in" and shard.num_burn_in < 2:
+        raise ValueError("history 'burn_in' needs num_burn_in >= 2")
     device = shard.device
     target = Banana(shard.d, shard.V, shard.b, device=device)
     generator = make_generator(seed_from(EXPERIMENT, shard.sampler, shard.n, shard.run), device)
+    adapt_gen = make_generator(seed_from(EXPERIMENT, "adapt", shard.sampler, shard.n, shard.run))
     x0 = torch.randn((1, shard.d), generator=generator, dtype=torch.float64, device=device)
     hmc_args = dict(step_size_range=shard.step_size_range, num_steps_range=shard.num_steps_range)
     B, T = shard.num_burn_in, shard.num_iterations
     clock = StepClock(device)
     log_scale = torch.full((1,), float(np.log(shard.rw_initial_scale)), dtype=torch.float64, device=device)
 
+    def target_history() -> torch.Tensor:
+        gen = make_generator(seed_from(EXPERIMENT, "history", shard.n, shard.run))
+        return Banana(shard.d, shard.V, shard.b).sample(shard.n, gen).to(device)
+
+    # Burn-in plan: (kernel kind, number of steps) phases; "rw" and "kamh" adapt their log scale.
+    surrogate = None
     if shard.sampler == "HMC":
-        kernel = HMC(**hmc_args)
+        kernel, phases = HMC(**hmc_args), [("fixed", B)]
     elif shard.sampler == "RW":
+        kernel, phases = RandomWalkMetropolis(log_scale.exp()), [("rw", B)]
+    elif shard.history == "burn_in":
         kernel = RandomWalkMetropolis(log_scale.exp())
-    elif shard.history == "target":
-        hist_gen = make_generator(seed_from(EXPERIMENT, "history", shard.n, shard.run))
-        kernel = KMC(_fit_surrogate(shard, Banana(shard.d, shard.V, shard.b).sample(shard.n, hist_gen)), **hmc_args)
-    else:  # KMC, history = burn_in: adaptive RW burn-in, surrogate fitted on its states afterwards
-        kernel = RandomWalkMetropolis(log_scale.exp())
-    adaptive_rw = isinstance(kernel, RandomWalkMetropolis)
+        phases = [("rw", B)] if shard.sampler == "KMC" else [("rw", B - B // 2), ("kamh", B // 2)]
+    elif shard.sampler == "KMC":
+        surrogate = _fit_surrogate(shard, target_history())
+        kernel, phases = KMC(surrogate, **hmc_args), [("fixed", B)]
+    else:  # KAMH on target draws: tune nu over the whole burn-in
+        kernel, phases = _kamh(shard, target_history(), log_scale), [("kamh", B)]
 
     state = kernel.init(x0, target)
-    burn_acc, burn_states = 0.0, []
-    for t in range(B):
-        state, info = clock.step(kernel, state, target, generator)
-        burn_acc += float(info.acceptance_prob.mean())
-        if adaptive_rw:
-            log_scale = adapt_log_scale(log_scale, info.acceptance_prob, t, shard.rw_target_acceptance)
-            kernel = RandomWalkMetropolis(log_scale.exp())
-            burn_states.append(state.x[0])
+    burn_acc, history = 0.0, []
+    for kind, steps in phases:
+        if kind == "kamh" and not isinstance(kernel, KAMH):  # second half of a KAMH burn-in: Z from the RW half
+            log_scale = torch.zeros_like(log_scale)
+            kernel = _kamh(shard, _evenly_spaced(history, shard.n), log_scale)
+        for t in range(steps):
+            state, info = clock.step(kernel, state, target, generator)
+            burn_acc += float(info.acceptance_prob.mean())
+            history.append(state.x[0])
+            if kind == "rw":
+                log_scale = adapt_log_scale(log_scale, info.acceptance_prob, t, shard.rw_target_acceptance)
+                kernel = RandomWalkMetropolis(log_scale.exp())
+            elif kind == "kamh":
+                log_scale = adapt_log_scale(log_scale, info.acceptance_prob, t, shard.rw_target_acceptance)
+                kernel = replace(kernel, nu=float(log_scale.exp()[0]))
     if shard.sampler == "KMC" and shard.history == "burn_in":
-        if B < 1:
-            raise ValueError("history 'burn_in' needs num_burn_in >= 1")
-        idx = torch.linspace(0, B - 1, shard.n).round().long()
-        kernel = KMC(_fit_surrogate(shard, torch.stack(burn_states)[idx]), **hmc_args)
+        surrogate = _fit_surrogate(shard, _evenly_spaced(history, shard.n))
+        kernel = KMC(surrogate, **hmc_args)
         state = kernel.init(state.x, target)
 
-    kept, acc = [], 0.0
-    for _ in range(T):
+    kept, acc, adaptations, fresh = [], 0.0, 0, []
+    vanishing = shard.adaptation == "vanishing" and shard.sampler in HISTORY_SAMPLERS
+    for t in range(T):
+        if vanishing and should_adapt(t, adapt_gen) and (fresh or shard.sampler == "KAMH"):
+            adaptations += 1
+            if shard.sampler == "KMC":  # online update with every state since the last one (same object)
+                surrogate.update(torch.stack(fresh).cpu())
+                fresh = []
+            else:
+                z = _evenly_spaced(history, shard.n)
+                kernel = replace(kernel, z=z, sigma=_median_heuristic(z))
         state, info = clock.step(kernel, state, target, generator)
         acc += float(info.acceptance_prob.mean())
         kept.append(state.x[0])
+        history.append(state.x[0])
+        fresh.append(state.x[0])
     samples = torch.stack(kept)  # (T, d)
     min_ess = _min_ess(samples)
     rows = []
@@ -185,7 +242,8 @@ def run(shard: Shard) -> pd.DataFrame:
                           ("mean_norm", float(samples.mean(0).norm())),
                           ("min_ess", min_ess),
                           ("min_ess_per_second", min_ess / clock.seconds if clock.seconds > 0 else float("nan")),
-                          ("burn_in_acceptance", burn_acc / B if B else float("nan"))):
+                          ("burn_in_acceptance", burn_acc / B if B else float("nan")),
+                          ("adaptations", float(adaptations))):
         rows.append(clock.row(shard.sampler, shard.run, 0, metric, value))
     df = tidy_frame(rows, EXPERIMENT, TARGET)
     df.insert(df.columns.get_loc("sampler") + 1, "n", np.int64(shard.n))

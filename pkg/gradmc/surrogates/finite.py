@@ -50,6 +50,7 @@ class FiniteSurrogate:
         self._gram = features.omega @ features.omega.t()  # (m, m) = W W^T
         self._sq_norms = (features.omega**2).sum(-1)  # (m,) = ||omega_j||^2
         self._theta: torch.Tensor | None = None
+        self._grad_cache: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
     @property
     def dim(self) -> int:
@@ -69,6 +70,7 @@ class FiniteSurrogate:
         self.c_sum += (s.t() @ s) * self._gram
         self.num_points += x.shape[0]
         self._theta = None
+        self._grad_cache = None
         return self
 
     @property
@@ -101,8 +103,24 @@ class FiniteSurrogate:
         return self.features.features(x) @ self.theta
 
     def grad(self, x: torch.Tensor) -> torch.Tensor:
-        """grad f(x), component l = theta^T phi'_l(x): (N, d) -> (N, d)."""
-        return self.features.gradient(x) @ self.theta
+        """grad f(x) = sum_j theta_j phi_j'(x) = W^T (theta o s(x)), s = -sqrt(2/m) sin(W x + u): (N, d) -> (N, d).
+
+        The hot call of every KMC leapfrog step: two matrix products and one sin over (N, m), without
+        forming the (N, d, m) derivative tensor and with a shape check only (no finiteness scan, which
+        would synchronise an accelerator); :meth:`update` checks the data it is fitted on.
+
+        Raises:
+            ValueError: x is not (N, d).
+        """
+        if x.dim() != 2 or x.shape[1] != self.features.omega.shape[1]:
+            raise ValueError(f"x must have shape (num_points, {self.dim}), got {tuple(x.shape)}")
+        if self._grad_cache is None or self._theta is None:
+            omega = self.features.omega
+            scaled = -math.sqrt(2.0 / self.features.num_features) * self.theta
+            self._grad_cache = (omega.t().contiguous(), scaled, omega)
+        omega_t, scaled, omega = self._grad_cache
+        phase = torch.addmm(self.features.u, x if x.dtype == omega.dtype else x.to(omega.dtype), omega_t)  # (N, m)
+        return (torch.sin(phase) * scaled) @ omega
 
     def laplacian(self, x: torch.Tensor) -> torch.Tensor:
         """sum_l d^2 f / dx_l^2 = theta^T sum_l phi''_l(x): (N, d) -> (N,)."""

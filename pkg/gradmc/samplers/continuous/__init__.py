@@ -1,5 +1,6 @@
 """Continuous-space kernels of the Kernel HMC paper (docs/EXPERIMENTS.md Part B, B0)."""
 
+from gradmc.samplers.continuous.adaptation import adaptation_probability, should_adapt
 from gradmc.samplers.continuous.adaptive_metropolis import AdaptiveMetropolis, AMState
 from gradmc.samplers.continuous.common import ContinuousState
 from gradmc.samplers.continuous.habc import HABC, synthetic_log_likelihood
@@ -16,6 +17,8 @@ __all__ = [
     "Surrogate",
     "RandomWalkMetropolis",
     "adapt_log_scale",
+    "adaptation_probability",
+    "should_adapt",
     "AdaptiveMetropolis",
     "AMState",
     "PseudoMarginalMH",

@@ -66,20 +66,28 @@ def leapfrog(x: torch.Tensor, p: torch.Tensor, eps: torch.Tensor, num: torch.Ten
     p += eps/2 g(x); then for i < L_c: {x += eps p / m; g = grad_fn(x); p += eps g (eps/2 if i = L_c - 1)}.
     The final momentum flip is omitted (it leaves the kinetic energy unchanged).
 
+    Number of iterations: on CPU the loop stops after max_c L_c (reading it costs nothing there); on an
+    accelerator it always runs ``max_steps`` (no host synchronisation). Chains past their own L_c are
+    frozen either way, so the result is the same.
+
     Args:
         x, p: (C, d) start. eps: (C, 1). num: (C, 1) int64 with 1 <= L_c <= max_steps.
-        grad_fn: x (C, d) -> (f or None, grad log target (C, d)); called max_steps times.
+        grad_fn: x (C, d) -> (f or None, grad log target (C, d)).
         mass: scalar m of M = m I. grad_x: (C, d) grad_fn's gradient at the start x.
 
     Returns:
-        x', p' (new tensors) and f from the last grad_fn call (the value at x'; None if grad_fn gives none).
+        x', p' (new tensors), f from the last grad_fn call (the value at x'; None if grad_fn gives none),
+        and the number of grad_fn calls made (int).
     """
+    steps = max_steps if x.is_cuda else int(num.max())
+    index = torch.arange(steps, device=x.device)[:, None, None]  # (S, 1, 1)
+    drift = (num[None] > index).to(x.dtype) * (eps / mass)[None]  # (S, C, 1): eps/m while moving, else 0
+    kick = torch.where(num[None] - 1 > index, eps[None], torch.where(num[None] - 1 == index, 0.5 * eps[None],
+                                                                     torch.zeros_like(eps[None])))  # (S, C, 1)
     p = p + 0.5 * eps * grad_x
     f = None
-    for i in range(max_steps):
-        move = (num > i).to(x.dtype)  # (C, 1)
-        x = x + move * eps * p / mass
+    for i in range(steps):
+        x = torch.addcmul(x, drift[i], p)
         f, g = grad_fn(x)
-        kick = torch.where(num - 1 > i, eps, torch.where(num - 1 == i, 0.5 * eps, torch.zeros_like(eps)))
-        p = p + kick * g
-    return x, p, f
+        p = torch.addcmul(p, kick[i], g)
+    return x, p, f, steps

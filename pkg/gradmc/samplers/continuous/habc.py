@@ -81,8 +81,9 @@ class HABC:
     enters only through the simulator. ``state.log_prob`` holds the log prior at x (no likelihood value
     is ever computed for acceptance). Always accepts.
 
-    Cost per step: (L_hi + 1) gradient estimates, each 2 R simulator calls on C rows (S simulations per
-    row): energy_evals = 2 R (L_hi + 1) (simulator calls), grad_evals = L_hi + 1 (prior gradients).
+    Cost per step: (L + 1) gradient estimates, L = max_c L_c on CPU or L_hi on an accelerator (see
+    ``common.leapfrog``), each 2 R simulator calls on C rows (S simulations per row):
+    energy_evals = 2 R (L + 1) (simulator calls), grad_evals = L + 1 (prior gradients).
 
     Raises:
         ValueError: at construction, on invalid ranges, mass, perturbation or num_perturbations.
@@ -141,10 +142,10 @@ class HABC:
         p = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * self.mass**0.5
         eps, num = draw_step_params(self.step_size_range, self.num_steps_range, x, generator)
         max_steps = int(self.num_steps_range[1])
-        x_new, _, f_new = leapfrog(x, p, eps, num, max_steps, grad_fn, self.mass, g_x)
+        x_new, _, f_new, steps = leapfrog(x, p, eps, num, max_steps, grad_fn, self.mass, g_x)
         ones = torch.ones(x.shape[0], dtype=x.dtype, device=x.device)
         accepted = torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
-        evals = max_steps + 1
+        evals = steps + 1
         info = Info(acceptance_prob=ones, accepted=accepted, sites_changed=(x_new != x).sum(-1),
                     energy_evals=2 * int(self.num_perturbations) * evals, grad_evals=evals)
         return ContinuousState(x=x_new, log_prob=f_new), info

@@ -35,7 +35,8 @@ class HMC:
 
     Cost per step: one value+gradient at x (nothing is cached between steps, so the kernel is exact
     when the target changes between calls) and L_hi along the batched trajectory (see
-    ``common.leapfrog``): energy_evals = grad_evals = L_hi + 1.
+    ``common.leapfrog``): energy_evals = grad_evals = 1 + the leapfrog iterations run (max_c L_c on
+    CPU, L_hi on an accelerator).
 
     Raises:
         ValueError: at construction, on invalid ranges or mass.
@@ -60,12 +61,12 @@ class HMC:
         p = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * self.mass**0.5
         eps, num = draw_step_params(self.step_size_range, self.num_steps_range, x, generator)
         max_steps = int(self.num_steps_range[1])
-        x_new, p_new, f_new = leapfrog(x, p, eps, num, max_steps, lambda z: log_prob_and_grad(log_prob, z),
+        x_new, p_new, f_new, steps = leapfrog(x, p, eps, num, max_steps, lambda z: log_prob_and_grad(log_prob, z),
                                        self.mass, g_x)
         h_old = -f_x + 0.5 * (p * p).sum(-1) / self.mass
         h_new = -f_new + 0.5 * (p_new * p_new).sum(-1) / self.mass
         accepted, acceptance_prob = metropolis_hastings_accept(h_old - h_new, generator)
         x_out = torch.where(accepted[:, None], x_new, x)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
-                    energy_evals=max_steps + 1, grad_evals=max_steps + 1)
+                    energy_evals=steps + 1, grad_evals=steps + 1)
         return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x)), info

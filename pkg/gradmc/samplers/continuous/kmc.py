@@ -59,7 +59,7 @@ class KMC:
         pseudo_marginal: if True, ``log_prob(x, generator)`` is an unbiased-estimate oracle and the
             current state's estimate is recycled.
 
-    Cost per step: L_hi + 1 surrogate gradient calls (not target evaluations; grad_evals = 0), and the
+    Cost per step: 1 + max_c L_c (CPU) or L_hi + 1 (accelerator) surrogate gradient calls (not target evaluations; grad_evals = 0), and the
     true target at x and x' in one call on 2C rows (energy_evals = 2; nothing cached, exact when the
     target changes between steps); pseudo-marginal: one estimate at x' (energy_evals = 1).
 
@@ -97,7 +97,7 @@ class KMC:
         p = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * self.mass**0.5
         eps, num = draw_step_params(self.step_size_range, self.num_steps_range, x, generator)
         max_steps = int(self.num_steps_range[1])
-        x_new, p_new, _ = leapfrog(x, p, eps, num, max_steps, lambda z: (None, self.surrogate.grad(z)),
+        x_new, p_new, _, _ = leapfrog(x, p, eps, num, max_steps, lambda z: (None, self.surrogate.grad(z)),
                                    self.mass, self.surrogate.grad(x))
         if self.pseudo_marginal:
             f_x, f_new = state.log_prob, log_prob(x_new, generator).detach()
