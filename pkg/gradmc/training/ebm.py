@@ -1,0 +1,185 @@
+"""PCD training of deep EBMs with a replay buffer (GWG paper Sec. 5.5, Appendix I; EXPERIMENTS.md A7).
+
+Each iteration:
+  1. draw ``batch_size`` buffer rows uniformly (with the trainer's generator) and run ``num_steps``
+     sampler steps (GWG: 40 in the paper) on the current model from them; write the results back
+     (the buffer is initialised once from the data-fitted base distribution and never re-initialised);
+  2. loss = mean f(model samples) - mean f(data batch), whose gradient is minus the log-likelihood
+     gradient (GWG paper eq. 12); one Adam step, learning rate warmed up linearly over ``warmup``
+     iterations (paper: 1e-4, 10,000);
+  3. update the exponential moving average of the weights (decay 0.999, ``torch.optim.swa_utils``), the
+     model that is evaluated.
+Every ``eval_every`` iterations an optional validation callback (AIS on the EMA model) scores the EMA
+weights and the best ones are kept. Checkpoints hold everything needed to resume to the identical
+result (model, EMA, optimiser, scheduler, buffer, generator state, history, best weights) and are
+written atomically.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+from gradmc.atomic import atomic_path
+
+__all__ = ["EBMTrainer", "CHECKPOINT_FORMAT"]
+
+CHECKPOINT_FORMAT = "gradmc.ebm_pcd.v1"
+
+
+class EBMTrainer:
+    """Replay-buffer PCD for an energy network f (module docstring).
+
+    Args:
+        model: nn.Module, x -> f(x) (C,), differentiable in x.
+        sampler: discrete kernel (``init``/``step``), binary or categorical to match the data.
+        data: (N, D) binary or (N, D, K) one-hot training data on the model's device.
+        base: the data-fitted base (``sample(n, generator)``) that initialises the buffer.
+        num_steps, batch_size, buffer_size, lr, warmup, ema_decay: as in the module docstring.
+        generator: torch.Generator on the data's device (buffer draws, batches, sampler).
+
+    Raises:
+        ValueError: non-positive sizes, buffer_size < batch_size, or data that is not 2-D/3-D.
+    """
+
+    def __init__(self, model: torch.nn.Module, sampler, data: torch.Tensor, base, *, num_steps: int,
+                 batch_size: int, buffer_size: int, lr: float, warmup: int, ema_decay: float,
+                 generator: torch.Generator):
+        if min(num_steps, batch_size, buffer_size) < 1 or lr <= 0 or warmup < 0 or not 0 <= ema_decay < 1:
+            raise ValueError(f"bad PCD settings: num_steps {num_steps}, batch_size {batch_size}, buffer_size "
+                             f"{buffer_size}, lr {lr}, warmup {warmup}, ema_decay {ema_decay}")
+        if buffer_size < batch_size:
+            raise ValueError(f"buffer_size ({buffer_size}) must be >= batch_size ({batch_size})")
+        if data.dim() not in (2, 3) or data.shape[0] < 1:
+            raise ValueError(f"data must be (N, D) binary or (N, D, K) one-hot, got shape {tuple(data.shape)}")
+        self.model, self.sampler, self.data, self.generator = model, sampler, data, generator
+        self.num_steps, self.batch_size, self.buffer_size = int(num_steps), int(batch_size), int(buffer_size)
+        self.lr, self.warmup, self.ema_decay = float(lr), int(warmup), float(ema_decay)
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda it: min(1.0, (it + 1) / self.warmup) if self.warmup else 1.0)
+        self.ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(ema_decay), use_buffers=True)
+        self.buffer = base.sample(buffer_size, generator).to(data)
+        self.iteration, self.history, self.seconds = 0, [], 0.0
+        self.best: dict | None = None  # {"iteration", "score", "state"} of the best EMA weights so far
+
+    def _settings(self) -> dict:
+        return {"num_steps": self.num_steps, "batch_size": self.batch_size, "buffer_size": self.buffer_size,
+                "lr": self.lr, "warmup": self.warmup, "ema_decay": self.ema_decay, "sampler": repr(self.sampler),
+                "data_shape": list(self.data.shape)}
+
+    def step(self) -> dict:
+        """One PCD iteration; returns {"iteration", "loss", "f_data", "f_model", "acceptance_rate"}."""
+        start = time.perf_counter()
+        idx = torch.randint(0, self.buffer_size, (self.batch_size,), generator=self.generator,
+                            device=self.buffer.device)
+        rows = torch.randint(0, self.data.shape[0], (self.batch_size,), generator=self.generator,
+                             device=self.data.device)
+        self.model.eval()
+        state = self.sampler.init(self.buffer[idx], self.model)
+        acc = 0.0
+        for _ in range(self.num_steps):
+            state, info = self.sampler.step(state, self.model, self.generator)
+            acc += float(info.acceptance_prob.mean()) / self.num_steps
+        samples = state.x.detach()
+        self.buffer[idx] = samples
+        self.model.train()
+        f_data, f_model = self.model(self.data[rows]).mean(), self.model(samples).mean()
+        loss = f_model - f_data
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        self.scheduler.step()
+        self.ema.update_parameters(self.model)
+        self.iteration += 1
+        self.seconds += time.perf_counter() - start
+        row = {"iteration": self.iteration, "loss": float(loss.detach()), "f_data": float(f_data.detach()),
+               "f_model": float(f_model.detach()), "acceptance_rate": acc, "seconds": self.seconds}
+        self.history.append(row)
+        return row
+
+    def ema_model(self) -> torch.nn.Module:
+        """The EMA-averaged network (the model that is evaluated)."""
+        return self.ema.module
+
+    def train(self, num_iterations: int, *, evaluate: Callable[[torch.nn.Module], float] | None = None,
+              eval_every: int = 0, checkpoint_path: str | Path | None = None, checkpoint_every: int = 0,
+              progress: Callable[[str], None] | None = None, log_every: int = 50) -> list[dict]:
+        """Run until ``num_iterations`` in total (a resumed trainer continues where it stopped).
+
+        ``evaluate(ema_model) -> score`` (higher is better, e.g. validation log-likelihood by AIS) runs every
+        ``eval_every`` iterations and at the end; the best EMA weights are kept in ``self.best``.
+        """
+        while self.iteration < num_iterations:
+            row = self.step()
+            it = self.iteration
+            if progress is not None and (it % max(log_every, 1) == 0 or it == num_iterations):
+                progress(f"[ebm] iteration {it}/{num_iterations}: loss {row['loss']:.3f}, "
+                         f"acceptance {row['acceptance_rate']:.2f}, {row['seconds']:.0f}s")
+            if evaluate is not None and ((eval_every and it % eval_every == 0) or it == num_iterations):
+                score = float(evaluate(self.ema_model()))
+                row["validation"] = score
+                if self.best is None or score > self.best["score"]:
+                    self.best = {"iteration": it, "score": score,
+                                 "state": copy.deepcopy(self.ema_model().state_dict())}
+                if progress is not None:
+                    progress(f"[ebm] iteration {it}: validation {score:.3f} (best {self.best['score']:.3f} at "
+                             f"{self.best['iteration']})")
+            if checkpoint_path is not None and checkpoint_every and it % checkpoint_every == 0:
+                self.save(checkpoint_path)
+        return self.history
+
+    def state_dict(self) -> dict:
+        """Everything a resumed run needs."""
+        return {"format": CHECKPOINT_FORMAT, "settings": self._settings(), "iteration": self.iteration,
+                "model": self.model.state_dict(), "ema": self.ema.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                "buffer": self.buffer.cpu(), "generator": self.generator.get_state(), "history": self.history,
+                "seconds": self.seconds, "best": self.best}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict` output.
+
+        Raises:
+            ValueError: not an EBM checkpoint, or made with other settings (the message lists them).
+        """
+        if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+            got = state.get("format") if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"not an EBM PCD checkpoint of format {CHECKPOINT_FORMAT!r}: got {got!r}")
+        mine = self._settings()
+        diff = {k: (v, mine.get(k)) for k, v in state["settings"].items() if mine.get(k) != v}
+        if diff:
+            raise ValueError("checkpoint was made with other settings (checkpoint vs this trainer): "
+                             + ", ".join(f"{k}={a!r} vs {b!r}" for k, (a, b) in diff.items()))
+        self.model.load_state_dict(state["model"])
+        self.ema.load_state_dict(state["ema"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.buffer = state["buffer"].to(self.data)
+        self.generator.set_state(state["generator"])
+        self.iteration, self.history = int(state["iteration"]), list(state["history"])
+        self.seconds, self.best = float(state["seconds"]), state["best"]
+
+    def save(self, path: str | Path) -> Path:
+        """Write :meth:`state_dict` atomically (a crash never leaves a half-written checkpoint)."""
+        path = Path(path)
+        with atomic_path(path) as tmp:
+            torch.save(self.state_dict(), tmp)
+        return path
+
+    def load(self, path: str | Path) -> None:
+        """Resume from :meth:`save` output.
+
+        Raises:
+            ValueError: unreadable/corrupt file (names the path) or a mismatching checkpoint.
+        """
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as err:  # noqa: BLE001 - torch raises many types for corrupt files
+            raise ValueError(f"cannot read EBM checkpoint {path}: {err} (delete it to restart training)") from err
+        self.load_state_dict(state)
