@@ -103,3 +103,13 @@ def test_ais_rejects_bad_input():
         linear_schedule(0)
     with pytest.raises(ValueError, match="alpha"):
         BernoulliBase.fit(torch.zeros(2, 3), alpha=0.0)
+
+
+def test_categorical_base_from_indices_equals_one_hot_fit():
+    g = torch.Generator().manual_seed(4)
+    idx = torch.randint(0, 5, (300, 7), generator=g)
+    a = CategoricalBase.fit(torch.nn.functional.one_hot(idx, 5).double(), alpha=0.5)
+    b = CategoricalBase.fit_indices(idx, 5, alpha=0.5)
+    assert torch.allclose(a.log_probs, b.log_probs)
+    with pytest.raises(ValueError, match="levels must lie"):
+        CategoricalBase.fit_indices(idx, 4)

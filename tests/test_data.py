@@ -47,7 +47,7 @@ def test_registry_digests_match_manifest(shared):
         if remote.relpath in manifest:
             assert (remote.size, remote.sha256) == manifest[remote.relpath], remote.name
             checked += 1
-    assert checked == 5  # static .npz, 3 IDX files, glass.data
+    assert checked == 10  # static .npz, 3 IDX files, glass.data, Frey npz, 2 Omniglot npz, 2 small zips
     assert registry.get_remote("mnist_test_labels") is T10K_LABELS
     with pytest.raises(KeyError, match="known"):
         registry.get_remote("nope")

@@ -7,6 +7,7 @@ touching this checkout. Jobs execute the installed gradmc; digests are read from
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _localdata import SHARED_DATA
 
 from gradmc.results import read_parquet
 
@@ -24,7 +26,8 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 def _snakemake(workdir: Path, *args: str, timeout: int = 400) -> subprocess.CompletedProcess:
     cmd = [*SNAKEMAKE, "-s", str(workdir / "Snakefile"), "--directory", str(workdir),
            "--configfile", str(workdir / "config" / "smoke.yaml"), "--cores", "2", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir)
+    env = dict(os.environ, GRADMC_DATA_DIR=str(SHARED_DATA))  # the smoke EBM reads MNIST t10k from the data folder
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, env=env)
 
 
 def _scheduled(workdir: Path) -> set[str]:
@@ -39,7 +42,7 @@ def _scheduled(workdir: Path) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory) -> Path:
+def smoke_run(tmp_path_factory, shared) -> Path:
     work = tmp_path_factory.mktemp("pipeline")
     for name in ("Snakefile", "environment.yml"):
         shutil.copy(REPO / name, work / name)
@@ -62,7 +65,9 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
                 "figures/fig2_rbm_relaxed.png", "figures/fig4_ising_sampling.png", "figures/fig5_fhmm_sampling.png",
                 "tables/fig2_rbm_relaxed.md", "tables/fig4_ising_sampling.md", "tables/fig5_fhmm_sampling.md",
                 "figures/kmc_fig2_trajectories.png", "tables/kmc_fig2_trajectories.md",
-                "figures/kmc_fig3_banana.png", "tables/kmc_fig3_banana.md"):
+                "figures/kmc_fig3_banana.png", "tables/kmc_fig3_banana.md",
+                "tables/gwg_table2_ebm.md", "figures/gwg_fig14_ais.png", "figures/gwg_fig8_samples.png",
+                "ebm/metrics.parquet", "data/images/dynamic_mnist.npz.json"):
         assert (res / rel).stat().st_size > 0, rel
     df, prov = read_parquet(res / "rbm_sampling" / "metrics.parquet")
     assert set(df["sampler"]) == {"Gibbs-1", "GWG", "Target"}

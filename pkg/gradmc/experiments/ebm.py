@@ -1,0 +1,210 @@
+"""GWG paper Table 2 / Fig. 8 / Fig. 14 (EXPERIMENTS.md A7): ResNet EBMs trained by PCD, scored by AIS.
+
+Stages (each a pipeline job):
+1. ``train_stage``: one (data set, sampler) training run -> checkpoint ``.pt``. The sampler is GWG
+   (binary or categorical) or Gibbs-1 (binary only: categorical Gibbs needs 256 evaluations per pixel
+   and is reported as infeasible, as in the paper). With ``equal_time`` the Gibbs run gets the training
+   time of the GWG run of the same data set (read from its checkpoint): the paper's equal wall-clock
+   comparison. Training resumes from ``<out>.partial`` if a previous run was interrupted.
+2. ``ais_stage``: AIS (GWG transitions, linear schedule, data-fitted base) on the best EMA weights ->
+   test log-likelihood rows (nats; and bits per dimension for 256-level data) plus the AIS convergence
+   rows of Fig. 14 (log Z_hat vs number of intermediate distributions).
+
+Data: prepared ``.npz`` files of :func:`gradmc.data.prepare_images.prepare_image_dataset`. Binary data
+are {0,1}; grey training images of dynamic MNIST / Omniglot are re-binarised each batch with the run's
+generator; 256-level data are kept as level indices and one-hot encoded per batch.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from gradmc.data.prepare_images import load_prepared_images
+from gradmc.evaluation.ais import BernoulliBase, CategoricalBase, ais_log_partition, linear_schedule
+from gradmc.experiments.runner import tidy_frame
+from gradmc.models import ResNetEBM
+from gradmc.samplers.discrete.registry import make_sampler
+from gradmc.seeding import make_generator, seed_from
+from gradmc.training.ebm import EBMTrainer
+
+__all__ = ["EXPERIMENT", "SAMPLERS", "Data", "load_data", "build_model", "train_stage", "ais_stage"]
+
+EXPERIMENT = "ebm"
+SAMPLERS = ("GWG", "Gibbs-1")
+_LOG2 = math.log(2.0)
+
+
+class Data:
+    """Tensors of one prepared data set: ``train`` / ``valid`` / ``test`` (N, D) float {0,1} or int64 levels."""
+
+    def __init__(self, path: str | Path, device: str = "cpu"):
+        splits, manifest = load_prepared_images(path)
+        self.name, self.levels = manifest["dataset"], int(manifest["levels"])
+        self.image_shape = tuple(int(s) for s in manifest["image_shape"])
+        self.dynamic = manifest.get("binarization") == "dynamic"
+        flat = {s: torch.from_numpy(x.reshape(x.shape[0], -1).astype(np.int64)).to(device) for s, x in splits.items()}
+        if self.levels == 2:
+            self.splits = {s: (x.float() if not (self.dynamic and s == "train") else x) for s, x in flat.items()}
+        else:
+            self.splits = flat
+
+    @property
+    def dim(self) -> int:
+        return self.image_shape[0] * self.image_shape[1]
+
+    def model_input(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Stored rows -> what the model reads: one-hot (N, D, K) floats for 256 levels; for grey dynamic
+        training images, a fresh Bernoulli(grey / 255) binarisation with ``generator``."""
+        if self.levels > 2:
+            return torch.nn.functional.one_hot(x.long(), self.levels).float()
+        if x.dtype == torch.int64:  # grey dynamic training rows
+            return torch.bernoulli(x.float() / 255.0, generator=generator)
+        return x
+
+    def base(self):
+        """Data-fitted AIS / buffer base: Bernoulli for binary data, per-pixel categorical otherwise."""
+        train = self.splits["train"]
+        if self.levels > 2:
+            return CategoricalBase.fit_indices(train, self.levels)
+        probs = train.float() / 255.0 if train.dtype == torch.int64 else train
+        return BernoulliBase.fit((probs > 0.5).float() if train.dtype == torch.int64 else probs)
+
+
+def load_data(path: str | Path, device: str = "cpu") -> Data:
+    """Read a prepared image data set (see :class:`Data`)."""
+    return Data(path, device)
+
+
+def build_model(spec: dict, data: Data) -> ResNetEBM:
+    """ResNet EBM of ``spec`` (channels, num_blocks, num_strided, embed_dim) for the data's shape/levels."""
+    return ResNetEBM(data.image_shape, None if data.levels == 2 else data.levels, channels=spec["channels"],
+                     num_blocks=spec["num_blocks"], num_strided=spec.get("num_strided", 2),
+                     embed_dim=spec.get("embed_dim", 4))
+
+
+def _sampler(name: str, levels: int):
+    if name not in SAMPLERS:
+        raise ValueError(f"ebm: unknown sampler {name!r}; available: {', '.join(SAMPLERS)}")
+    if levels > 2 and name != "GWG":
+        raise ValueError(f"ebm: {name} on {levels}-level data is infeasible ({levels} evaluations per pixel); "
+                         "only GWG trains categorical models (the paper reports the same)")
+    return make_sampler(name, state="categorical") if levels > 2 else make_sampler(name)
+
+
+def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: str, *,
+                budget_from: str | None = None, progress: Callable[[str], None] | None = print) -> dict:
+    """Train one (data set, sampler) model; write the final checkpoint atomically to ``out``.
+
+    Returns a summary dict (iterations, seconds, best validation score). Raises ValueError on an
+    infeasible sampler / data combination or a data file of another data set.
+    """
+    spec, device = config["ebm"], config["device"]
+    data = load_data(data_path, device)
+    if data.name != dataset:
+        raise ValueError(f"{data_path} holds {data.name!r}, not {dataset!r}")
+    sampler_obj = _sampler(sampler, data.levels)
+    torch.manual_seed(seed_from(EXPERIMENT, "init", dataset) % 2**31)  # same initial weights for every sampler
+    model = build_model(spec["model"], data).to(device)
+    t = spec["train"]
+    gen = make_generator(seed_from(EXPERIMENT, "train", dataset, sampler), device)
+    train = data.splits["train"]
+    buffer_size = int(t.get("buffer_sizes", {}).get(dataset, t["buffer_size"]))
+    trainer = EBMTrainer(model, sampler_obj, train, data.base(), num_steps=t["num_steps"],
+                         batch_size=t["batch_size"], buffer_size=buffer_size, lr=float(t["lr"]),
+                         warmup=t["warmup"], ema_decay=float(t["ema_decay"]), generator=gen,
+                         data_transform=data.model_input)
+    max_seconds = None
+    if budget_from is not None:
+        max_seconds = float(torch.load(budget_from, map_location="cpu", weights_only=True)["seconds"])
+        if progress:
+            progress(f"[ebm] equal wall-clock budget from {budget_from}: {max_seconds:.1f}s of training")
+    partial = Path(str(out) + ".partial")
+    if partial.exists():
+        trainer.load(partial)
+        if progress:
+            progress(f"[ebm] resuming {partial} at iteration {trainer.iteration}")
+    ais = spec["ais"]
+    valid = data.splits["valid"][: ais["validation_examples"]]
+
+    def evaluate(model_eval: torch.nn.Module) -> float:
+        return validation_log_likelihood(model_eval, data, valid, ais, seed_from(EXPERIMENT, "valid", dataset))
+
+    # equal wall-clock: the time budget decides how many iterations the Gibbs run makes (cap: 100x)
+    num_iterations = t["iterations"] if max_seconds is None else 100 * t["iterations"]
+    trainer.train(num_iterations, evaluate=evaluate, eval_every=t["eval_every"], checkpoint_path=partial,
+                  checkpoint_every=t["checkpoint_every"], progress=progress, log_every=t.get("log_every", 50),
+                  max_seconds=max_seconds)
+    trainer.save(out)
+    partial.unlink(missing_ok=True)
+    return {"iterations": trainer.iteration, "seconds": trainer.seconds,
+            "best_validation": trainer.best["score"] if trainer.best else float("nan")}
+
+
+def _mean_f(model: torch.nn.Module, data: Data, x: torch.Tensor, batch: int = 256) -> float:
+    with torch.no_grad():
+        return float(torch.cat([model(data.model_input(x[i:i + batch])) for i in range(0, x.shape[0], batch)])
+                     .double().mean())
+
+
+def _ais(model, data: Data, num_intermediate: int, chains: int, seed: int, checkpoints=()) -> object:
+    model.requires_grad_(False)
+    sampler = make_sampler("GWG", state="categorical") if data.levels > 2 else make_sampler("GWG")
+    gen = make_generator(seed, str(data.splits["test"].device))
+    return ais_log_partition(model, data.base(), sampler, num_chains=chains, betas=linear_schedule(num_intermediate),
+                             generator=gen, checkpoints=tuple(checkpoints))
+
+
+def validation_log_likelihood(model, data: Data, valid: torch.Tensor, ais: dict, seed: int) -> float:
+    """Mean validation log-likelihood (nats) with a short AIS run (``ais.validation_intermediate`` levels)."""
+    result = _ais(model, data, ais["validation_intermediate"], ais["num_chains"], seed)
+    model.requires_grad_(True)
+    return _mean_f(model, data, valid) - result.log_z
+
+
+def load_trained(path: str, spec: dict, data: Data) -> tuple[ResNetEBM, dict]:
+    """The best EMA weights of a checkpoint (or the final EMA weights if no validation ran)."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    model = build_model(spec["model"], data)
+    weights = state["best"]["state"] if state.get("best") else {
+        k.removeprefix("module."): v for k, v in state["ema"].items() if k.startswith("module.")}
+    model.load_state_dict(weights)
+    return model.to(data.splits["test"].device), state
+
+
+def ais_stage(config: dict, dataset: str, sampler: str, model_path: str, data_path: str,
+              progress: Callable[[str], None] | None = print) -> pd.DataFrame:
+    """Test log-likelihood by AIS and the Fig. 14 convergence rows for one trained model (tidy rows)."""
+    spec = config["ebm"]
+    data = load_data(data_path, config["device"])
+    model, state = load_trained(model_path, spec, data)
+    ais = spec["ais"]
+    test = data.splits["test"][: ais["test_examples"]]
+    seed = seed_from(EXPERIMENT, "test", dataset, sampler)
+    start = time.perf_counter()
+    result = _ais(model, data, ais["num_intermediate"], ais["num_chains"], seed)
+    mean_f = _mean_f(model, data, test)
+    ll = mean_f - result.log_z
+    rows = [("test_log_likelihood", ais["num_intermediate"], ll), ("log_z", ais["num_intermediate"], result.log_z),
+            ("log_z_se", ais["num_intermediate"], result.log_z_se),
+            ("ais_weights_ess", ais["num_intermediate"], result.weights_ess),
+            ("train_iterations", ais["num_intermediate"], float(state["iteration"])),
+            ("train_seconds", ais["num_intermediate"], float(state["seconds"]))]
+    if data.levels > 2:
+        rows.append(("test_bits_per_dim", ais["num_intermediate"], -ll / (data.dim * _LOG2)))
+    for k in ais["convergence"]:
+        r = _ais(model, data, int(k), ais["num_chains"], seed_from(EXPERIMENT, "convergence", dataset, sampler, k))
+        rows += [("convergence_log_likelihood", int(k), mean_f - r.log_z), ("convergence_log_z_se", int(k), r.log_z_se)]
+        if progress:
+            progress(f"[ebm] {dataset} {sampler}: AIS with {k} levels -> log-likelihood {mean_f - r.log_z:.2f}")
+    seconds = time.perf_counter() - start
+    if progress:
+        progress(f"[ebm] {dataset} {sampler}: test log-likelihood {ll:.2f} nats (AIS se {result.log_z_se:.2f})")
+    return tidy_frame([(sampler, 0, 0, int(step), metric, float(value), 0, 0, seconds) for metric, step, value in rows],
+                      EXPERIMENT, dataset)

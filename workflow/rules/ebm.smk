@@ -1,0 +1,105 @@
+# GWG paper Table 2, Fig. 8, Fig. 14 (EXPERIMENTS.md A7): data -> train ResNet EBMs by PCD -> AIS -> table/figures.
+# One training job and one AIS job per (data set, sampler); Gibbs-1 only on binary data (categorical Gibbs is
+# infeasible and reported as such); with equal_time the Gibbs run gets the GWG run's training time.
+EBM_DIR = f"{RESULTS}/ebm"
+EBM_CATEGORICAL = ("frey", "histopathology")
+EBM_RUNS = [(d, s) for d in config["ebm"]["datasets"] for s in config["ebm"]["samplers"]
+            if d not in EBM_CATEGORICAL or s == "GWG"]
+ALL_TARGETS += [
+    f"{RESULTS}/tables/gwg_table2_ebm.md",
+    f"{RESULTS}/figures/gwg_fig14_ais.pdf",
+    f"{RESULTS}/figures/gwg_fig8_samples.pdf",
+    f"{EBM_DIR}/metrics.parquet",
+]
+CLAIMS_INPUTS["ebm"] = f"{EBM_DIR}/metrics.parquet"
+
+
+def _ebm_budget(wildcards):
+    if wildcards.sampler == "GWG" or not config["ebm"].get("equal_time", True):
+        return []
+    return [f"{EBM_DIR}/{wildcards.dataset}/GWG/model.pt"]
+
+
+rule train_ebm:
+    input:
+        data=f"{RESULTS}/data/images/{{dataset}}.npz",
+        budget=_ebm_budget,
+    output:
+        f"{EBM_DIR}/{{dataset}}/{{sampler}}/model.pt",
+    wildcard_constraints:
+        sampler="GWG|Gibbs-1",
+    params:
+        config=CONFIG_FILE,
+        code=digest("gradmc.experiments.ebm"),
+        spec={k: config["ebm"][k] for k in ("model", "train")},
+        validation={k: config["ebm"]["ais"][k] for k in ("num_chains", "validation_intermediate",
+                                                          "validation_examples")},
+        budget=lambda wildcards, input: f"--budget-from {input.budget[0]}" if input.budget else "",
+    log:
+        f"{LOGS}/train_ebm_{{dataset}}_{{sampler}}.log",
+    message:
+        "Training the ResNet EBM on {wildcards.dataset} with PCD-{wildcards.sampler} "
+        "({params.spec[train][iterations]} iterations, {params.spec[train][num_steps]} steps each)"
+    conda:
+        ENV_FILE
+    threads: 2
+    shell:
+        "OMP_NUM_THREADS={threads} gradmc run train_ebm --config {params.config} --dataset {wildcards.dataset} "
+        "--sampler {wildcards.sampler} --data {input.data} {params.budget} --out {output} > {log} 2>&1"
+
+
+rule ais_ebm:
+    input:
+        model=rules.train_ebm.output[0],
+        data=f"{RESULTS}/data/images/{{dataset}}.npz",
+    output:
+        f"{EBM_DIR}/{{dataset}}/{{sampler}}/metrics.parquet",
+    wildcard_constraints:
+        sampler="GWG|Gibbs-1",
+    params:
+        config=CONFIG_FILE,
+        code=digest("gradmc.experiments.ebm"),
+        spec=config["ebm"]["ais"],
+    log:
+        f"{LOGS}/ais_ebm_{{dataset}}_{{sampler}}.log",
+    message:
+        "AIS for the {wildcards.dataset} {wildcards.sampler} EBM ({params.spec[num_intermediate]} levels, "
+        "{params.spec[num_chains]} chains; convergence at {params.spec[convergence]})"
+    conda:
+        ENV_FILE
+    threads: 2
+    shell:
+        "OMP_NUM_THREADS={threads} gradmc run ais_ebm --config {params.config} --dataset {wildcards.dataset} "
+        "--sampler {wildcards.sampler} --data {input.data} --model {input.model} --out {output} > {log} 2>&1"
+
+
+def _ebm_sample_args(wildcards, input):
+    shapes = {"frey": "28x20"}
+    return " ".join(f"{d}/{s}={EBM_DIR}/{d}/{s}/model.pt:{shapes.get(d, '28x28')}" for d, s in EBM_RUNS)
+
+
+rule figure_ebm:
+    input:
+        metrics=[f"{EBM_DIR}/{d}/{s}/metrics.parquet" for d, s in EBM_RUNS],
+        models=[f"{EBM_DIR}/{d}/{s}/model.pt" for d, s in EBM_RUNS],
+    output:
+        table=f"{RESULTS}/tables/gwg_table2_ebm.md",
+        table_csv=f"{RESULTS}/tables/gwg_table2_ebm.csv",
+        fig14=f"{RESULTS}/figures/gwg_fig14_ais.pdf",
+        fig8=f"{RESULTS}/figures/gwg_fig8_samples.pdf",
+        combined=f"{EBM_DIR}/metrics.parquet",
+    params:
+        code=digest("gradmc.figures.ebm"),
+        name=config["name"],
+        samples=_ebm_sample_args,
+        table=lambda wildcards, output: output.table.removesuffix(".md"),
+        prefix=f"{RESULTS}/figures/gwg",
+    log:
+        f"{LOGS}/figure_ebm.log",
+    message:
+        "Assembling GWG Table 2, Fig. 8 and Fig. 14"
+    conda:
+        ENV_FILE
+    shell:
+        "gradmc figure ebm --metrics {input.metrics} --samples {params.samples} --combined-out {output.combined} "
+        "--config-name {params.name} --out {params.prefix} --table-out {params.table} > {log} 2>&1"
