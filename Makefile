@@ -4,9 +4,11 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.gradmc-installed
 CORES   ?= 2
-SMK     := $(BIN)/snakemake --cores $(CORES) --rerun-incomplete --printshellcmds --show-failed-logs
+PROFILE ?= workflow/profiles/local
+CONFIG  ?= quick
+SMK     := $(BIN)/snakemake --profile $(PROFILE) --cores $(CORES)
 
-.PHONY: help venv test test-full lint reproduce reproduce-paper reproduce-smoke bench unlock clean-results
+.PHONY: help venv test test-full lint reproduce reproduce-paper reproduce-smoke bench report unlock clean-results
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -41,6 +43,9 @@ reproduce-smoke: $(STAMP)  ## tiny end-to-end run (seconds, into results/smoke/)
 
 bench: $(STAMP)  ## benchmarks, written to results/bench/
 	$(BIN)/python -m gradmc.cli bench --out results/bench
+
+report: $(STAMP)  ## HTML report of the quick results (figures, tables, claims) -> results/report.html
+	$(SMK) --configfile config/$(CONFIG).yaml --report results/report.html
 
 unlock: $(STAMP)  ## remove a stale Snakemake lock left by a killed run
 	$(BIN)/snakemake --unlock --cores $(CORES)

@@ -56,6 +56,15 @@ def smoke_run(tmp_path_factory, shared) -> Path:
     return work
 
 
+def test_report_collects_figures_tables_and_claims(smoke_run):
+    out = _snakemake(smoke_run, "--report", str(smoke_run / "results" / "report.html"))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    html = (smoke_run / "results" / "report.html").read_text(errors="replace")
+    for name in ("fig3_rbm_sampling.png", "kmc_fig3_banana.png", "claims.md", "gwg_table2_ebm.md"):
+        assert name in html, name
+    assert "Config: " in html and "smoke" in html and "ESS" in html and "MMD" in html
+
+
 def test_smoke_dag_produces_figure_and_metrics(smoke_run):
     res = smoke_run / "results" / "smoke"  # each config writes under results/<config name>/
     for rel in ("figures/fig3_rbm_sampling.pdf", "figures/fig3_rbm_sampling.png",

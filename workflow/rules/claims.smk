@@ -6,7 +6,7 @@ rule claims:
     input:
         **CLAIMS_INPUTS,
     output:
-        md=f"{RESULTS}/claims.md",
+        md=report(f"{RESULTS}/claims.md", caption="../report/claims.rst", category="Claims"),
         csv=f"{RESULTS}/claims.csv",
         parquet=f"{RESULTS}/claims.parquet",
     params:

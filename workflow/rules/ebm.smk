@@ -7,23 +7,22 @@ EBM_RUNS = [(d, s) for d in config["ebm"]["datasets"] for s in config["ebm"]["sa
             if d not in EBM_CATEGORICAL or s == "GWG"]
 ALL_TARGETS += [
     f"{RESULTS}/tables/gwg_table2_ebm.md",
-    f"{RESULTS}/figures/gwg_fig14_ais.pdf",
-    f"{RESULTS}/figures/gwg_fig8_samples.pdf",
+    f"{RESULTS}/figures/gwg_fig14_ais.png",
+    f"{RESULTS}/figures/gwg_fig8_samples.png",
     f"{EBM_DIR}/metrics.parquet",
 ]
 CLAIMS_INPUTS["ebm"] = f"{EBM_DIR}/metrics.parquet"
-
-
-def _ebm_budget(wildcards):
-    if wildcards.sampler == "GWG" or not config["ebm"].get("equal_time", True):
-        return []
-    return [f"{EBM_DIR}/{wildcards.dataset}/GWG/model.pt"]
+EBM_EQUAL_TIME = config["ebm"].get("equal_time", True)
+EBM_SHAPES = {"frey": "28x20"}
+EBM_SAMPLES = " ".join(f"{d}/{s}={EBM_DIR}/{d}/{s}/model.pt:{EBM_SHAPES.get(d, '28x28')}" for d, s in EBM_RUNS)
 
 
 rule train_ebm:
     input:
         data=f"{RESULTS}/data/images/{{dataset}}.npz",
-        budget=_ebm_budget,
+        budget=lambda wildcards: (
+            [f"{EBM_DIR}/{wildcards.dataset}/GWG/model.pt"] if wildcards.sampler != "GWG" and EBM_EQUAL_TIME else []
+        ),
     output:
         f"{EBM_DIR}/{{dataset}}/{{sampler}}/model.pt",
     wildcard_constraints:
@@ -73,27 +72,24 @@ rule ais_ebm:
         "--sampler {wildcards.sampler} --data {input.data} --model {input.model} --out {output} > {log} 2>&1"
 
 
-def _ebm_sample_args(wildcards, input):
-    shapes = {"frey": "28x20"}
-    return " ".join(f"{d}/{s}={EBM_DIR}/{d}/{s}/model.pt:{shapes.get(d, '28x28')}" for d, s in EBM_RUNS)
-
-
 rule figure_ebm:
     input:
         metrics=[f"{EBM_DIR}/{d}/{s}/metrics.parquet" for d, s in EBM_RUNS],
         models=[f"{EBM_DIR}/{d}/{s}/model.pt" for d, s in EBM_RUNS],
     output:
-        table=f"{RESULTS}/tables/gwg_table2_ebm.md",
+        table=report(f"{RESULTS}/tables/gwg_table2_ebm.md", caption="../report/gwg_table2_ebm.rst", category="Tables"),
         table_csv=f"{RESULTS}/tables/gwg_table2_ebm.csv",
-        fig14=f"{RESULTS}/figures/gwg_fig14_ais.pdf",
-        fig8=f"{RESULTS}/figures/gwg_fig8_samples.pdf",
+        fig14=report(f"{RESULTS}/figures/gwg_fig14_ais.png", caption="../report/gwg_fig14_ais.rst", category="GWG paper"),
+        fig8=report(f"{RESULTS}/figures/gwg_fig8_samples.png", caption="../report/gwg_fig8_samples.rst", category="GWG paper"),
+        fig14_pdf=f"{RESULTS}/figures/gwg_fig14_ais.pdf",
+        fig8_pdf=f"{RESULTS}/figures/gwg_fig8_samples.pdf",
         combined=f"{EBM_DIR}/metrics.parquet",
     params:
         code=digest("gradmc.figures.ebm"),
         name=config["name"],
-        samples=_ebm_sample_args,
+        samples=EBM_SAMPLES,
         table=lambda wildcards, output: output.table.removesuffix(".md"),
-        prefix=f"{RESULTS}/figures/gwg",
+        prefix=lambda wildcards, output: output.fig14_pdf.removesuffix("_fig14_ais.pdf"),
     log:
         f"{LOGS}/figure_ebm.log",
     message:

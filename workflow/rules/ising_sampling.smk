@@ -25,6 +25,8 @@ rule ising_sampling:
     conda:
         ENV_FILE
     threads: workflow.cores
+    resources:
+        ray_drivers=1,  # capped by the ray-cluster profile
     shell:
         "gradmc run ising_sampling --config {params.config} --workers {threads} --out {output} > {log} 2>&1"
 
@@ -34,9 +36,9 @@ rule figure_ising_sampling:
         rules.ising_sampling.output[0],
     output:
         pdf=f"{RESULTS}/figures/fig4_ising_sampling.pdf",
-        png=f"{RESULTS}/figures/fig4_ising_sampling.png",
+        png=report(f"{RESULTS}/figures/fig4_ising_sampling.png", caption="../report/fig4_ising_sampling.rst", category="GWG paper"),
         csv=f"{RESULTS}/tables/fig4_ising_sampling.csv",
-        md=f"{RESULTS}/tables/fig4_ising_sampling.md",
+        md=report(f"{RESULTS}/tables/fig4_ising_sampling.md", caption="../report/fig4_ising_sampling.rst", category="Tables"),
     params:
         code=digest("gradmc.figures.ising_sampling"),
         prefix=lambda wildcards, output: output.pdf.removesuffix(".pdf"),

@@ -25,6 +25,8 @@ rule kmc_banana:
     conda:
         ENV_FILE
     threads: workflow.cores
+    resources:
+        ray_drivers=1,  # capped by the ray-cluster profile
     shell:
         "gradmc run kmc_banana --config {params.config} --workers {threads} --out {output} > {log} 2>&1"
 
@@ -34,9 +36,9 @@ rule figure_kmc_banana:
         rules.kmc_banana.output[0],
     output:
         pdf=f"{RESULTS}/figures/kmc_fig3_banana.pdf",
-        png=f"{RESULTS}/figures/kmc_fig3_banana.png",
+        png=report(f"{RESULTS}/figures/kmc_fig3_banana.png", caption="../report/kmc_fig3_banana.rst", category="Kernel HMC paper"),
         csv=f"{RESULTS}/tables/kmc_fig3_banana.csv",
-        md=f"{RESULTS}/tables/kmc_fig3_banana.md",
+        md=report(f"{RESULTS}/tables/kmc_fig3_banana.md", caption="../report/kmc_fig3_banana.rst", category="Tables"),
     params:
         code=digest("gradmc.figures.kmc_banana"),
         prefix=lambda wildcards, output: output.pdf.removesuffix(".pdf"),

@@ -26,6 +26,8 @@ rule kmc_trajectories:
     conda:
         ENV_FILE
     threads: workflow.cores
+    resources:
+        ray_drivers=1,  # capped by the ray-cluster profile
     shell:
         "gradmc run kmc_trajectories --config {params.config} --workers {threads} --out {output} > {log} 2>&1"
 
@@ -35,9 +37,9 @@ rule figure_kmc_trajectories:
         rules.kmc_trajectories.output[0],
     output:
         pdf=f"{RESULTS}/figures/kmc_fig2_trajectories.pdf",
-        png=f"{RESULTS}/figures/kmc_fig2_trajectories.png",
+        png=report(f"{RESULTS}/figures/kmc_fig2_trajectories.png", caption="../report/kmc_fig2_trajectories.rst", category="Kernel HMC paper"),
         csv=f"{RESULTS}/tables/kmc_fig2_trajectories.csv",
-        md=f"{RESULTS}/tables/kmc_fig2_trajectories.md",
+        md=report(f"{RESULTS}/tables/kmc_fig2_trajectories.md", caption="../report/kmc_fig2_trajectories.rst", category="Tables"),
     params:
         code=digest("gradmc.figures.kmc_trajectories", "gradmc.claims.kmc_trajectories"),
         prefix=lambda wildcards, output: output.pdf.removesuffix(".pdf"),

@@ -24,6 +24,8 @@ rule rbm_relaxed:
     conda:
         ENV_FILE
     threads: workflow.cores
+    resources:
+        ray_drivers=1,  # capped by the ray-cluster profile
     shell:
         "gradmc run rbm_relaxed --config {params.config} --workers {threads} --out {output} > {log} 2>&1"
 
@@ -33,9 +35,9 @@ rule figure_rbm_relaxed:
         rules.rbm_relaxed.output[0],
     output:
         pdf=f"{RESULTS}/figures/fig2_rbm_relaxed.pdf",
-        png=f"{RESULTS}/figures/fig2_rbm_relaxed.png",
+        png=report(f"{RESULTS}/figures/fig2_rbm_relaxed.png", caption="../report/fig2_rbm_relaxed.rst", category="GWG paper"),
         csv=f"{RESULTS}/tables/fig2_rbm_relaxed.csv",
-        md=f"{RESULTS}/tables/fig2_rbm_relaxed.md",
+        md=report(f"{RESULTS}/tables/fig2_rbm_relaxed.md", caption="../report/fig2_rbm_relaxed.rst", category="Tables"),
     params:
         code=digest("gradmc.figures.rbm_relaxed"),
         prefix=lambda wildcards, output: output.pdf.removesuffix(".pdf"),

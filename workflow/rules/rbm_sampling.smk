@@ -72,6 +72,8 @@ rule rbm_sampling:
     conda:
         ENV_FILE
     threads: workflow.cores
+    resources:
+        ray_drivers=1,  # capped by the ray-cluster profile
     shell:
         "gradmc run rbm_sampling --config {params.config} --model {input.model} --reference {input.reference} "
         "--data {input.data} --workers {threads} --out {output} > {log} 2>&1"
@@ -82,9 +84,9 @@ rule figure_rbm_sampling:
         rules.rbm_sampling.output[0],
     output:
         pdf=f"{RESULTS}/figures/fig3_rbm_sampling.pdf",
-        png=f"{RESULTS}/figures/fig3_rbm_sampling.png",
+        png=report(f"{RESULTS}/figures/fig3_rbm_sampling.png", caption="../report/fig3_rbm_sampling.rst", category="GWG paper"),
         csv=f"{RESULTS}/tables/fig3_rbm_sampling.csv",
-        md=f"{RESULTS}/tables/fig3_rbm_sampling.md",
+        md=report(f"{RESULTS}/tables/fig3_rbm_sampling.md", caption="../report/fig3_rbm_sampling.rst", category="Tables"),
     params:
         code=digest("gradmc.figures.rbm_sampling"),
         prefix=lambda wildcards, output: output.pdf.removesuffix(".pdf"),

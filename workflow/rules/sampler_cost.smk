@@ -30,7 +30,7 @@ rule table_sampler_cost:
         rules.sampler_cost.output[0],
     output:
         csv=f"{RESULTS}/tables/sampler_cost.csv",
-        md=f"{RESULTS}/tables/sampler_cost.md",
+        md=report(f"{RESULTS}/tables/sampler_cost.md", caption="../report/sampler_cost.rst", category="Tables"),
     params:
         code=digest("gradmc.figures.sampler_cost"),
         prefix=lambda wildcards, output: output.md.removesuffix(".md"),
