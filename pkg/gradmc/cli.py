@@ -34,6 +34,7 @@ GENERATED_EXPERIMENTS = {
     "fhmm_sampling": "GWG Fig. 5: factorial HMM posterior sampling",
     "kmc_trajectories": "KMC Fig. 2: trajectory acceptance of KMC finite vs HMC over (d, n = m)",
     "kmc_banana": "KMC Fig. 3: 8-D banana, KMC vs HMC and random walk over n = m",
+    "ising_pcd": "GWG Fig. 6 / Fig. 11: Ising models learned by PCD, Gibbs-1 vs GWG over K",
 }
 
 
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_out(prep, "prepared .npz")
 
     stages = ",".join(["train_rbm", "rbm_reference", "rbm_sampling", "sampler_cost", "train_ebm", "ais_ebm",
+                       "ising_pcd_data",
                        *GENERATED_EXPERIMENTS])
     run = sub.add_parser("run", help="run one experiment stage").add_subparsers(dest="experiment",
                                                                                  metavar=f"{{{stages}}}")
@@ -121,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--data", required=True, help="prepared MNIST .npz (initial distribution)")
     _add_out(cost, "metrics Parquet")
 
+    ipd = run.add_parser("ising_pcd_data", help="GWG Fig. 6 data: samples of the true Ising models (.npz)")
+    _add_config(ipd)
+    _add_out(ipd, "data .npz")
     tebm = run.add_parser("train_ebm", help="GWG Table 2: train one ResNet EBM by replay-buffer PCD (resumable)")
     _add_config(tebm)
     tebm.add_argument("--dataset", required=True, choices=IMAGE_DATASETS, help="data set name")
@@ -267,6 +272,11 @@ def _cmd_run(args) -> None:
         df = exp.collect(results, args.reference)
         write_parquet(df, args.out, provenance(config), validate=True)
         _log(f"[rbm_sampling] wrote {args.out} ({len(df)} rows)")
+    elif args.experiment == "ising_pcd_data":
+        from gradmc.experiments.ising_pcd_data import write_data
+
+        manifest = write_data(config, args.out, progress=_log)
+        _log(f"[ising_pcd_data] wrote {args.out}: {len(manifest['models'])} models")
     elif args.experiment == "train_ebm":
         from gradmc.experiments.ebm import train_stage
 

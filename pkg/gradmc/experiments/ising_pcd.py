@@ -1,0 +1,175 @@
+"""GWG paper Fig. 6 / Fig. 11 (EXPERIMENTS.md A5, Sec. 5.3, Appendix F.2-F.3): learning Ising models with PCD.
+
+Input: the .npz of :mod:`gradmc.experiments.ising_pcd_data` (``INPUTS = ("data",)``): per true model
+``num_samples`` examples and the true couplings J (D, D).
+
+Shards: one per (model, sampler in ``samplers`` (Gibbs-1, GWG), K in ``steps``, seed), ordered by
+estimated cost (largest first, to balance the Ray workers). Each trains an
+:class:`gradmc.training.ising_models.IsingModel` (dense symmetric J, zero diagonal, learned bias; J = 0
+and b = 0 at the start) with :class:`gradmc.training.pcd.PCD`: ``buffer_size`` persistent chains
+(uniform random start), ``batch_size`` data and buffer rows per iteration, K sampler steps per
+iteration (one step of Gibbs-1 = one site update; one step of GWG = one proposed flip), Adam with
+learning rate ``lr``, and the penalty ``l1`` * sum_ij |J_ij| (Appendix F.2: 256, 256, 1e-3, 0.01).
+
+Metrics (tidy rows, chain = -1, step = PCD iteration; extra columns ``model`` (kind: lattice / er),
+``dim``, ``side`` (0 for ER), ``theta`` (NaN for ER) and ``K``; target = the model key):
+- ``log_rmse`` and ``rmse`` every ``log_every`` iterations (and at 0 and the end): RMSE over all D^2
+  entries of learned J minus true J, natural log;
+- ``final_log_rmse`` at the last iteration; ``train_time_s`` (total PCD time of the shard).
+``energy_evals`` / ``grad_evals``: cumulative sampler evaluations (per chain-batch call, as in
+:class:`gradmc.samplers.base.Info`); ``wall_time_s``: cumulative sampler time only.
+
+Checkpoints: with ``checkpoint_dir`` set, each shard saves its resumable PCD state every
+``checkpoint_every`` iterations under a name hashed from the shard (data digest included), resumes from it
+when rerun (e.g. a Ray retry after a worker died), and deletes it once its rows are built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gradmc.experiments.ising_pcd_data import model_specs, read_model
+from gradmc.experiments.runner import tidy_frame
+from gradmc.samplers.discrete.registry import make_sampler
+from gradmc.seeding import make_generator, seed_from
+from gradmc.training.ising_models import IsingModel
+from gradmc.training.pcd import PCD, Penalty
+
+__all__ = ["EXPERIMENT", "INPUTS", "SAMPLERS", "Shard", "shards", "run", "collect"]
+
+EXPERIMENT = "ising_pcd"
+INPUTS = ("data",)
+SAMPLERS = ("Gibbs-1", "GWG")
+SORT_KEYS = ["model", "dim", "theta", "target", "sampler", "K", "seed", "metric", "step"]
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One PCD run: true model ``target`` (a key of the data file), sampler, K steps per iteration, seed."""
+
+    target: str
+    kind: str
+    dim: int
+    side: int
+    theta: float
+    sampler: str
+    K: int
+    seed: int
+    num_iterations: int
+    data_path: str
+    data_digest: str
+    batch_size: int = 256
+    buffer_size: int = 256
+    lr: float = 1e-3
+    l1: float = 0.01
+    log_every: int = 100
+    learn_bias: bool = True
+    device: str = "cpu"
+    checkpoint_dir: str | None = None
+    checkpoint_every: int = 1000
+
+    @property
+    def cost(self) -> float:
+        """Relative cost estimate: iterations x (K + 2) dense evaluations of O(D^2)."""
+        return self.num_iterations * (self.K + 2) * float(self.dim) ** 2
+
+
+def _file_digest(path: str | Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()[:16]
+
+
+def _data_keys(path: str | Path) -> list[str]:
+    with np.load(path) as npz:
+        return [m["key"] for m in json.loads(str(npz["manifest"]))["models"]]
+
+
+def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
+    """Every (model, sampler, K, seed) of ``config['ising_pcd']``, largest estimated cost first.
+
+    Raises:
+        ValueError: an unknown sampler, K < 1, or a model of the config missing from the data file
+            (rerun the data stage).
+    """
+    spec = config["ising_pcd"]
+    bad = [s for s in spec["samplers"] if s not in SAMPLERS]
+    if bad:
+        raise ValueError(f"ising_pcd.samplers: unknown {bad}; expected a subset of {list(SAMPLERS)}")
+    if any(int(k) < 1 for k in spec["steps"]):
+        raise ValueError(f"ising_pcd.steps must be positive integers (K), got {spec['steps']}")
+    path = str(Path(inputs["data"]).resolve())  # Ray workers need not share the driver's working directory
+    present = _data_keys(path)
+    models = model_specs(spec["data"])
+    missing = [m.key for m in models if m.key not in present]
+    if missing:
+        raise ValueError(f"{path} lacks the models {missing} of ising_pcd.data (it holds {present}); "
+                         "rerun the ising_pcd_data stage")
+    ckpt = spec.get("checkpoint_dir")
+    common = dict(num_iterations=int(spec["num_iterations"]), data_path=path, data_digest=_file_digest(path),
+                  batch_size=int(spec["batch_size"]), buffer_size=int(spec["buffer_size"]), lr=float(spec["lr"]),
+                  l1=float(spec["l1"]), log_every=int(spec["log_every"]), learn_bias=bool(spec.get("learn_bias", True)),
+                  device=config["device"], checkpoint_dir=str(Path(ckpt).resolve()) if ckpt else None,
+                  checkpoint_every=int(spec.get("checkpoint_every", 1000)))
+    out = [Shard(target=m.key, kind=m.kind, dim=m.dim, side=m.side, theta=m.theta, sampler=name, K=int(k),
+                 seed=int(seed), **common)
+           for m in models for name in spec["samplers"] for k in spec["steps"] for seed in spec["seeds"]]
+    return sorted(out, key=lambda s: -s.cost)  # stable: config order among equal costs
+
+
+def _checkpoint_path(shard: Shard) -> Path | None:
+    if not shard.checkpoint_dir:
+        return None
+    digest = hashlib.sha256(repr(shard).encode()).hexdigest()[:16]
+    return Path(shard.checkpoint_dir) / f"{shard.target}_{shard.sampler}_K{shard.K}_seed{shard.seed}_{digest}.pt"
+
+
+def run(shard: Shard) -> pd.DataFrame:
+    """Train one model with PCD; tidy rows of the J error over iterations (see the module docstring)."""
+    if shard.sampler not in SAMPLERS:
+        raise ValueError(f"unknown sampler {shard.sampler!r}; expected one of {list(SAMPLERS)}")
+    device = shard.device
+    data = read_model(shard.data_path, shard.target)
+    x, J_true = data["x"].to(device), data["J"].to(device)
+    model = IsingModel(shard.dim, learn_bias=shard.learn_bias).to(device)
+    generator = make_generator(seed_from(EXPERIMENT, shard.target, shard.sampler, shard.K, shard.seed), device)
+    trainer = PCD(model, make_sampler(shard.sampler), x, num_steps=shard.K, batch_size=shard.batch_size,
+                  buffer_size=shard.buffer_size, lr=shard.lr, generator=generator,
+                  penalties=[Penalty("l1", "J", shard.l1)] if shard.l1 > 0 else [])
+
+    def j_error(tr: PCD) -> dict:
+        rmse = float((tr.model.couplings_dense() - J_true).pow(2).mean().sqrt())
+        return {"rmse": rmse, "log_rmse": math.log(rmse) if rmse > 0 else -math.inf}
+
+    checkpoint = _checkpoint_path(shard)
+    history = trainer.train(shard.num_iterations, callback=j_error, callback_every=shard.log_every,
+                            checkpoint_path=checkpoint, checkpoint_every=shard.checkpoint_every)
+    rows = []
+    for h in history:
+        for metric in ("log_rmse", "rmse"):
+            rows.append((shard.sampler, shard.seed, -1, h["iteration"], metric, h[metric], h["energy_evals"],
+                         h["grad_evals"], h["sampler_time_s"]))
+    last = history[-1]
+    for metric, value in (("final_log_rmse", last["log_rmse"]), ("train_time_s", last["train_time_s"])):
+        rows.append((shard.sampler, shard.seed, -1, last["iteration"], metric, value, last["energy_evals"],
+                     last["grad_evals"], last["sampler_time_s"]))
+    df = tidy_frame(rows, EXPERIMENT, shard.target)
+    extra = {"model": shard.kind, "dim": np.int64(shard.dim), "side": np.int64(shard.side),
+             "theta": float(shard.theta), "K": np.int64(shard.K)}
+    for i, (name, value) in enumerate(extra.items()):
+        df.insert(df.columns.get_loc("sampler") + 1 + i, name, value)
+    if checkpoint is not None:
+        checkpoint.unlink(missing_ok=True)
+    return df.astype({"dim": "int64", "side": "int64", "theta": "float64", "K": "int64"})
+
+
+def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate shard results, sorted (stable) by model, dim, theta, target, sampler, K, seed, metric, step."""
+    df = pd.concat(results, ignore_index=True)
+    return df.sort_values(SORT_KEYS, kind="stable").reset_index(drop=True)

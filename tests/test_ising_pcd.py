@@ -1,0 +1,211 @@
+"""GWG Fig. 6 / Fig. 11 (EXPERIMENTS.md A5): data stage (exactness of the chromatic Gibbs sampler), PCD
+experiment shards/run/collect at smoke size, figure and claims."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from gradmc.claims.ising_pcd import claims
+from gradmc.experiments import ising_pcd as exp
+from gradmc.experiments import ising_pcd_data as data_stage
+from gradmc.figures.ising_pcd import figure
+from gradmc.results import provenance, validate_metrics, write_parquet
+from gradmc.targets import DenseIsing, LatticeIsing
+from gradmc.targets.exact import enumerate_binary, exact_distribution
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny tensors: one intra-op thread (two are several times slower on a loaded 2-core machine)."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def _config(**over) -> dict:
+    spec = {"data": {"lattice_sides": [4], "thetas": [0.25], "num_samples": 64, "site_updates": 320,
+                     "erdos_renyi": {"num_nodes": 10, "avg_degree": 2.0, "weight_std": 0.5}},
+            "samplers": ["Gibbs-1", "GWG"], "steps": [2, 4], "seeds": [0], "num_iterations": 20, "batch_size": 16,
+            "buffer_size": 16, "lr": 0.01, "l1": 0.01, "log_every": 5}
+    spec.update(over)
+    return {"name": "test", "device": "cpu", "ising_pcd": spec}
+
+
+@pytest.fixture(scope="module")
+def data_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ising_pcd") / "data.npz"
+    data_stage.write_data(_config(), path, progress=None)
+    return path
+
+
+def test_model_specs_and_true_couplings():
+    specs = data_stage.model_specs({"lattice_sides": [10, 25], "thetas": [-0.1, 0.25],
+                                    "erdos_renyi": {"num_nodes": 200, "avg_degree": 4, "weight_std": 0.5}})
+    assert [s.key for s in specs] == ["lattice10_theta-0.1", "lattice10_theta0.25", "lattice25_theta-0.1",
+                                      "lattice25_theta0.25", "er200_deg4_std0.5"]
+    assert [s.dim for s in specs] == [100, 100, 625, 625, 200]
+    with pytest.raises(ValueError, match="twice"):
+        data_stage.model_specs({"lattice_sides": [4, 4], "thetas": [0.1]})
+    small = LatticeIsing(5, 0.3)
+    assert torch.equal(data_stage.dense_couplings(small), small.couplings_dense())
+    big = data_stage.dense_couplings(LatticeIsing(25, 0.25))
+    assert torch.equal(big, big.T) and torch.allclose(big.sum(1), torch.full((625,), 1.0))  # 4 neighbours x 0.25
+    er = data_stage.true_target(specs[-1])
+    assert not er.bias.any() and er.weight_std == 0.5  # b = 0: not the authors' scale-as-bias bug
+
+
+@pytest.mark.parametrize("side", [3, 4, 25])
+def test_greedy_colouring_is_proper(side):
+    J = data_stage.dense_couplings(LatticeIsing(side, 0.2))
+    classes = data_stage.greedy_colouring(J)
+    assert sorted(torch.cat(classes).tolist()) == list(range(side * side))
+    for c in classes:
+        assert not J[c][:, c].any()  # no coupling inside a class
+    if side % 2 == 0:
+        assert len(classes) == 2
+
+
+def _class_kernel(target, classes, states):
+    """Exact transition matrix (S, S) of one chromatic sweep over all enumerated states."""
+    total = torch.eye(len(states), dtype=torch.float64)
+    index = {tuple(s.tolist()): i for i, s in enumerate(states.long())}
+    for sites in classes:
+        T = torch.zeros(len(states), len(states), dtype=torch.float64)
+        p1 = torch.sigmoid(data_stage.colour_logits(target, states, sites))  # (S, |c|)
+        for pattern in enumerate_binary(len(sites), torch.float64):
+            new = states.clone()
+            new[:, sites] = pattern
+            prob = torch.where(pattern.bool(), p1, 1 - p1).prod(1)
+            cols = torch.tensor([index[tuple(s.tolist())] for s in new.long()])
+            T[torch.arange(len(states)), cols] += prob
+        total = total @ T
+    return total
+
+
+@pytest.mark.parametrize("kind", ["lattice", "dense"])
+def test_chromatic_gibbs_leaves_the_exact_distribution_invariant(kind):
+    if kind == "lattice":
+        target = LatticeIsing(3, 0.15, bias=torch.linspace(-0.5, 0.5, 9)).double()
+        J = data_stage.dense_couplings(LatticeIsing(3, 0.15))
+    else:
+        g = torch.Generator().manual_seed(0)
+        W = torch.triu(torch.randn(7, 7, generator=g, dtype=torch.float64) * 0.5, 1)
+        W[torch.rand(7, 7, generator=g) < 0.5] = 0.0
+        target = DenseIsing(W + W.T, torch.randn(7, generator=g, dtype=torch.float64))
+        J = target.J
+    classes = data_stage.greedy_colouring(J)
+    states, probs = exact_distribution(target, target.num_dims)
+    T = _class_kernel(target, classes, states)
+    assert torch.allclose(T.sum(1), torch.ones(len(states), dtype=torch.float64))
+    assert torch.allclose(probs @ T, probs, atol=1e-12)
+    # and the sampler itself: 10,000 chains from random bits (150 sweeps: the dense model is bimodal and mixes
+    # slowly); E[x] per site within 5 standard errors
+    gen = torch.Generator().manual_seed(1)
+    x0 = torch.bernoulli(torch.full((10000, target.num_dims), 0.5, dtype=torch.float64), generator=gen)
+    x = data_stage.chromatic_gibbs(target, x0, classes, 30 if kind == "lattice" else 150, gen)
+    exact_mean = probs @ states
+    se = (exact_mean * (1 - exact_mean) / 10000).sqrt()
+    assert ((x.mean(0) - exact_mean).abs() < 5 * se).all()
+
+
+def test_write_and_read_data(data_file):
+    with np.load(data_file) as npz:
+        manifest = json.loads(str(npz["manifest"]))
+    assert [m["key"] for m in manifest["models"]] == ["lattice4_theta0.25", "er10_deg2_std0.5"]
+    assert manifest["models"][0]["sweeps"] == 20 and manifest["models"][1]["sweeps"] == 32
+    lat = data_stage.read_model(data_file, "lattice4_theta0.25")
+    assert lat["x"].shape == (64, 16) and lat["x"].dtype == torch.float32
+    assert set(lat["x"].unique().tolist()) <= {0.0, 1.0}
+    assert torch.equal(lat["J"], data_stage.dense_couplings(LatticeIsing(4, 0.25)))
+    er = data_stage.read_model(data_file, "er10_deg2_std0.5")
+    assert torch.equal(er["J"], data_stage.true_target(data_stage.model_specs(_config()["ising_pcd"]["data"])[1]).J)
+    with pytest.raises(KeyError, match="lattice9_theta0.25"):
+        data_stage.read_model(data_file, "lattice9_theta0.25")
+
+
+def test_shards_enumerate_and_check(data_file):
+    shards = exp.shards(_config(seeds=[0, 1]), {"data": str(data_file)})
+    assert len(shards) == 2 * 2 * 2 * 2
+    assert [s.cost for s in shards] == sorted((s.cost for s in shards), reverse=True)
+    assert {(s.target, s.sampler, s.K, s.seed) for s in shards} == {
+        (t, n, k, r) for t in ("lattice4_theta0.25", "er10_deg2_std0.5") for n in ("Gibbs-1", "GWG")
+        for k in (2, 4) for r in (0, 1)}
+    with pytest.raises(ValueError, match="unknown"):
+        exp.shards(_config(samplers=["HB-10-1"]), {"data": str(data_file)})
+    bigger = _config()
+    bigger["ising_pcd"]["data"]["thetas"] = [0.25, 0.5]
+    with pytest.raises(ValueError, match="lattice4_theta0.5"):
+        exp.shards(bigger, {"data": str(data_file)})
+
+
+@pytest.fixture(scope="module")
+def results(data_file):
+    return exp.collect([exp.run(s) for s in exp.shards(_config(), {"data": str(data_file)})])
+
+
+def test_run_rows_follow_the_schema(results, data_file):
+    validate_metrics(results)
+    assert set(results["metric"]) == {"log_rmse", "rmse", "final_log_rmse", "train_time_s"}
+    curve = results[(results["metric"] == "log_rmse") & (results["sampler"] == "GWG") & (results["K"] == 4)
+                    & (results["target"] == "lattice4_theta0.25")]
+    assert curve["step"].tolist() == [0, 5, 10, 15, 20]
+    J = data_stage.read_model(data_file, "lattice4_theta0.25")["J"]
+    assert curve["value"].iloc[0] == pytest.approx(math.log(float(J.pow(2).mean().sqrt())))  # J = 0 at the start
+    rmse = results[results["metric"] == "rmse"]["value"].to_numpy()
+    assert np.allclose(np.log(rmse), results[results["metric"] == "log_rmse"]["value"].to_numpy())
+    last = results[(results["metric"] == "log_rmse") & (results["step"] == 20)]["value"].to_numpy()
+    assert np.array_equal(last, results[results["metric"] == "final_log_rmse"]["value"].to_numpy())
+    assert (results["energy_evals"] == results["step"] * results["K"] * 2).all()  # 2 evaluations per step, both
+
+
+def test_run_is_deterministic_with_or_without_checkpoints(data_file, tmp_path):
+    shard = exp.shards(_config(), {"data": str(data_file)})[-1]
+    with_ckpt = exp.shards(_config(checkpoint_dir=str(tmp_path), checkpoint_every=10), {"data": str(data_file)})[-1]
+    a, b = exp.run(shard), exp.run(with_ckpt)
+    assert not list(tmp_path.iterdir())  # a finished shard removes its checkpoint
+    keep = a["metric"] != "train_time_s"
+    pd.testing.assert_frame_equal(a[keep].drop(columns="wall_time_s"), b[keep].drop(columns="wall_time_s"))
+
+
+def test_figure_and_claims_on_results(results, tmp_path):
+    metrics = write_parquet(results, tmp_path / "metrics.parquet", provenance({"name": "test"}), validate=True)
+    paths = figure(metrics, tmp_path / "fig" / "fig6", tmp_path / "tab" / "fig6", config_name="test")
+    assert sorted(p.name for p in paths) == ["fig6.csv", "fig6.md", "fig6.pdf", "fig6.png", "fig6_curves.csv",
+                                             "fig6_curves.md", "fig6_vs_steps.pdf", "fig6_vs_steps.png"]
+    table = pd.read_csv(tmp_path / "tab" / "fig6.csv")
+    assert len(table) == 2 * 2 * 2 and (table["iterations"] == 20).all()
+    out = claims(results)
+    assert len(out) == 3 and all("K = 2: GWG" in c.measured for c in out[:2])
+
+
+def _synthetic(gwg_better: bool, ks=(5, 25), iterations: int = 10000) -> pd.DataFrame:
+    rows = []
+    for target, model, side, theta in (("lattice25_theta0.25", "lattice", 25, 0.25), ("er200", "er", 0, math.nan)):
+        for name in ("Gibbs-1", "GWG"):
+            for k in ks:
+                value = -3.0 - 0.1 * k / 5 - (0.5 if (name == "GWG") == gwg_better else 0.0)
+                rows.append(("ising_pcd", target, name, model, 625, side, theta, k, 0, -1, iterations,
+                             "final_log_rmse", value, iterations * k * 2, 0, 1.0))
+    return pd.DataFrame(rows, columns=["experiment", "target", "sampler", "model", "dim", "side", "theta", "K", "seed",
+                                       "chain", "step", "metric", "value", "energy_evals", "grad_evals",
+                                       "wall_time_s"])
+
+
+def test_claims_pass_and_fail():
+    good = claims(_synthetic(True))
+    assert [c.passed for c in good] == [True, True, True]
+    lattice = [c for c in good if "25x25 lattice, theta = 0.25" in c.claim]
+    assert len(lattice) == 1 and "K = 5: GWG -3.600 vs Gibbs-1 -3.100" in lattice[0].measured
+    assert "on 2 of 2 models" in good[2].measured
+    bad = claims(_synthetic(False, iterations=500))
+    assert [c.passed for c in bad] == [False, False, False] and "only 500 PCD iterations" in bad[0].note
+    paper = claims(_synthetic(False, ks=(5, 10, 25, 50, 100)))
+    assert not any(c.passed for c in paper) and all(c.note == "" for c in paper)  # paper sizes: no excuse
+    assert claims(_synthetic(True).query("sampler == 'GWG'")) == []
