@@ -61,7 +61,8 @@ class KMC:
 
     Cost per step: 1 + max_c L_c (CPU) or L_hi + 1 (accelerator) surrogate gradient calls (not target
     evaluations; grad_evals = 0), and the true target at x and x' in one call on 2C rows (energy_evals
-    = 2; nothing cached, exact when the target changes between steps); pseudo-marginal: one estimate at x' (energy_evals = 1).
+    = 2; nothing cached, exact when the target changes between steps); pseudo-marginal: one estimate at
+    x' (energy_evals = 1).
 
     Raises:
         ValueError: at construction, on invalid ranges or mass; TypeError if surrogate has no ``grad``.
