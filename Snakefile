@@ -23,6 +23,7 @@ include: "workflow/rules/kmc_banana.smk"
 include: "workflow/rules/ebm.smk"
 include: "workflow/rules/ising_pcd.smk"
 include: "workflow/rules/kmc_abc.smk"
+include: "workflow/rules/kmc_gpc.smk"
 include: "workflow/rules/claims.smk"  # last: it reads every experiment's CLAIMS_INPUTS entry
 
 

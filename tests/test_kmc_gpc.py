@@ -1,0 +1,217 @@
+"""KMC Fig. 4 left (GP classification on Glass): benchmark stage, sampling stage, MMD, figure, claims.
+
+A benchmark chain has no closed-form answer to compare with, so these tests check what is exact: the
+prefix MMD against the library's mmd2, the benchmark file round trip, the KAMH Hastings term against
+torch.distributions, cost accounting, the shard grid, and the errors. Real data: ../shared/data/glass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from gradmc.claims.kmc_gpc import claims
+from gradmc.evaluation.ess import ess
+from gradmc.evaluation.mmd import mmd2, polynomial_kernel
+from gradmc.experiments import kmc_gpc as exp
+from gradmc.experiments import kmc_gpc_benchmark as bench
+from gradmc.figures.kmc_gpc import figure
+from gradmc.results import provenance, read_parquet, validate_metrics, write_parquet
+from gradmc.samplers.continuous import KAMH
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """One intra-op thread, as in the Ray workers: the GPC target's many small (214, 214) linear-algebra calls
+    get about 30x slower with 2 threads on a busy 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+BENCH = {"num_chains": 2, "num_iterations": 70, "num_burn_in": 20, "thin": 5, "num_importance_samples": 20,
+         "prior_var": 5.0}
+
+
+def _config(**over) -> dict:
+    spec = {"samplers": ["KMC", "KAMH", "RW"], "runs": [0, 1], "num_iterations": 25, "mmd_every": 10,
+            "num_history": 15, "step_size_range": [0.01, 0.1], "num_steps_range": [1, 10], "kmc_sigmas": [10.0, 100.0],
+            "kmc_lambdas": [0.1, 1.0], "cv_folds": 3, "kamh_gamma": 0.3, "benchmark": dict(BENCH)}
+    spec.update(over)
+    return {"name": "test", "device": "cpu", "kmc_gpc": spec}
+
+
+@pytest.fixture(scope="module")
+def benchmark_file(shared, tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRADMC_DATA_DIR", str(shared))
+        shards = bench.shards(_config())
+        df = bench.collect([bench.run(s) for s in shards])
+    return write_parquet(df, tmp_path_factory.mktemp("bench") / "benchmark.parquet", provenance({"name": "test"}),
+                         validate=True)
+
+
+@pytest.fixture
+def data_env(shared, monkeypatch):
+    monkeypatch.setenv("GRADMC_DATA_DIR", str(shared))
+
+
+def test_benchmark_file_round_trip(benchmark_file):
+    df, _ = read_parquet(benchmark_file)
+    validate_metrics(df)
+    K = (BENCH["num_iterations"] - BENCH["num_burn_in"]) // BENCH["thin"]  # 10 kept states per chain
+    theta = df[df["metric"].str.startswith("theta_")]
+    assert len(theta) == 2 * K * 9 and sorted(theta["step"].unique()) == list(range(K))
+    samples = bench.load_benchmark(benchmark_file)
+    assert samples.shape == (2 * K, 9) and samples.dtype == torch.float64
+    first = theta[(theta["chain"] == 1) & (theta["step"] == 3)].set_index("metric")["value"]
+    assert samples[K + 3].tolist() == [first[f"theta_{d}"] for d in range(9)]
+    # costs: the kept state k is taken after burn-in + (k + 1) * thin steps (+1 initial estimate)
+    ev = theta[(theta["chain"] == 0) & (theta["metric"] == "theta_0")].sort_values("step")["energy_evals"]
+    assert ev.tolist() == [BENCH["num_burn_in"] + (k + 1) * BENCH["thin"] + 1 for k in range(K)]
+    pooled = df[df["chain"] == -1].set_index("metric")["value"]
+    chains = samples.reshape(2, K, 9).numpy()
+    assert pooled["num_samples"] == 2 * K
+    assert pooled["min_ess"] == pytest.approx(min(ess(chains[:, :, d]) for d in range(9)))
+    per_chain = df[df["metric"] == "acceptance_rate"]["value"]
+    assert len(per_chain) == 2 and per_chain.between(0, 1).all()
+
+
+def test_benchmark_shards_and_errors(data_env):
+    shards = bench.shards(_config())
+    assert [s.chain for s in shards] == [0, 1] and all(s.thin == 5 and s.num_importance_samples == 20 for s in shards)
+    with pytest.raises(ValueError, match="at least 4 kept samples"):
+        bench.shards(_config(benchmark={**BENCH, "thin": 20}))
+    with pytest.raises(ValueError, match="start"):
+        bench.shards(_config(benchmark={**BENCH, "start": "somewhere"}))
+
+
+def test_load_benchmark_rejects_missing_and_ill_shaped_files(benchmark_file, tmp_path):
+    missing = tmp_path / "nope.parquet"
+    with pytest.raises(FileNotFoundError, match=str(missing)):
+        bench.load_benchmark(missing)
+    df, prov = read_parquet(benchmark_file)
+    cases = {"no_theta3": df[df["metric"] != "theta_3"],
+             "uneven": df[~((df["chain"] == 1) & (df["step"] == 0) & df["metric"].str.startswith("theta_"))],
+             "other": df.assign(experiment="kmc_gpc")}
+    for name, bad in cases.items():
+        path = write_parquet(bad.reset_index(drop=True), tmp_path / f"{name}.parquet", prov)
+        with pytest.raises(ValueError, match=str(path)):
+            bench.load_benchmark(path)
+
+
+def test_mmd2_prefixes_equals_library_mmd2():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1100, 3, generator=g, dtype=torch.float64)  # > 2 blocks of 512 rows
+    y = 0.5 + torch.randn(300, 3, generator=g, dtype=torch.float64)
+    steps = [1, 7, 600, 1100]
+    got = exp.mmd2_prefixes(x, y, steps)
+    want = [float(mmd2(x[:t], y, polynomial_kernel)) for t in steps]
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+    scale = float(polynomial_kernel(y, y).mean())
+    assert abs(exp.mmd2_prefixes(y, y, [300])[0]) < 1e-12 * scale  # the benchmark against itself: 0
+    for bad in ([0, 5], [5, 5], [10, 1101]):
+        with pytest.raises(ValueError, match="steps"):
+            exp.mmd2_prefixes(x, y, bad)
+
+
+def test_kamh_proposal_hastings_term_matches_torch_distributions():
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(20, 3, generator=g, dtype=torch.float64)
+    kamh = KAMH(z, sigma=1.5, gamma=0.3, nu=0.8)
+    x = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    x_new, log_ratio = exp._KAMHProposal(kamh)(x, g)
+    mvn = torch.distributions.MultivariateNormal
+    want = mvn(x_new, kamh.covariance(x_new)).log_prob(x) - mvn(x, kamh.covariance(x)).log_prob(x_new)
+    torch.testing.assert_close(log_ratio, want)
+
+
+def test_sampling_shards_grid_and_errors(benchmark_file, data_env, tmp_path):
+    inputs = {"benchmark": str(benchmark_file)}
+    shards = exp.shards(_config(), inputs)
+    assert [(s.sampler, s.run) for s in shards] == [(n, r) for n in ("KMC", "KAMH", "RW") for r in (0, 1)]
+    assert all(s.kmc_sigmas == (10.0, 100.0) and s.num_importance_samples == 20 and s.mmd_every == 10 for s in shards)
+    with pytest.raises(ValueError, match="unknown sampler 'HMC'"):
+        exp.shards(_config(samplers=["KMC", "HMC"]), inputs)
+    with pytest.raises(ValueError, match="history"):
+        exp.shards(_config(history="oracle"), inputs)
+    with pytest.raises(ValueError, match="pilot_iterations"):
+        exp.shards(_config(history="pilot"), inputs)
+    with pytest.raises(ValueError, match="only 20 samples"):
+        exp.shards(_config(num_history=21), inputs)
+    with pytest.raises(FileNotFoundError, match="missing.parquet"):
+        exp.shards(_config(), {"benchmark": str(tmp_path / "missing.parquet")})
+    with pytest.raises(KeyError, match="benchmark"):
+        exp.shards(_config(), {})
+
+
+@pytest.fixture(scope="module")
+def sampling_metrics(benchmark_file, shared):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRADMC_DATA_DIR", str(shared))
+        shards = exp.shards(_config(runs=[0]), {"benchmark": str(benchmark_file)})
+    return exp.collect([exp.run(s) for s in shards])
+
+
+def test_sampling_run_rows_and_costs(sampling_metrics):
+    df = sampling_metrics
+    validate_metrics(df)
+    assert set(df["sampler"]) == {"KMC", "KAMH", "RW"}
+    mmd = df[df["metric"] == "mmd2"]
+    for _, s in mmd.groupby("sampler"):
+        assert s["step"].tolist() == [10, 20, 25] and (s["energy_evals"] == s["step"] + 1).all()
+        assert (s["value"] >= 0).all() and s["wall_time_s"].is_monotonic_increasing
+    end = df[df["metric"] != "mmd2"]
+    assert (end["step"] == 25).all()
+    v = end.set_index(["sampler", "metric"])["value"]
+    for name in ("KMC", "KAMH", "RW"):
+        assert v[(name, "likelihood_estimates")] == 26 and v[(name, "benchmark_size")] == 20
+        assert 0 <= v[(name, "acceptance_rate")] <= 1
+    assert v[("KMC", "kmc_sigma")] in (10.0, 100.0) and v[("KMC", "kmc_lambda")] in (0.1, 1.0)
+
+
+def test_sampling_run_is_deterministic_and_pilot_history(sampling_metrics, benchmark_file, data_env):
+    shard = next(s for s in exp.shards(_config(runs=[0]), {"benchmark": str(benchmark_file)}) if s.sampler == "KAMH")
+    again = exp.run(shard).drop(columns="wall_time_s").reset_index(drop=True)
+    first = sampling_metrics[sampling_metrics["sampler"] == "KAMH"].drop(columns="wall_time_s")
+    pd.testing.assert_frame_equal(first.sort_values(["metric", "step"]).reset_index(drop=True),
+                                  again.sort_values(["metric", "step"]).reset_index(drop=True))
+    pilot = exp.shards(_config(runs=[0], samplers=["KMC"], history="pilot", pilot_iterations=12, num_history=8),
+                       {"benchmark": str(benchmark_file)})[0]
+    v = exp.run(pilot).set_index("metric")["value"]
+    assert v["likelihood_estimates"] == 26 + 13  # the pilot chain's 12 steps + its initial estimate count
+
+
+def test_figure_and_claims_on_the_smoke_run(sampling_metrics, tmp_path):
+    metrics = write_parquet(sampling_metrics, tmp_path / "metrics.parquet", provenance({"name": "test"}))
+    paths = figure(metrics, tmp_path / "fig" / "fig4", tmp_path / "tab" / "fig4", config_name="test")
+    assert sorted(p.name for p in paths) == ["fig4.csv", "fig4.md", "fig4.pdf", "fig4.png"]
+    table = pd.read_csv(tmp_path / "tab" / "fig4.csv")
+    kmc = table[(table["sampler"] == "KMC") & (table["metric"] == "mmd2")]
+    assert kmc["step"].tolist() == [10, 20, 25] and (kmc["runs"] == 1).all()
+    assert table[(table["sampler"] == "RW") & (table["metric"] == "min_ess")]["paper"].item() == 25.0
+    assert len(claims(sampling_metrics)) == 2
+
+
+def _synthetic(kmc_ess: float, kmc_mmd: float) -> pd.DataFrame:
+    rows = []
+    for name, e, m in (("KMC", kmc_ess, kmc_mmd), ("KAMH", 30.0, 50.0), ("RW", 20.0, 80.0)):
+        for seed in range(3):
+            rows += [("kmc_gpc", "gpc_glass", name, seed, 0, 100, "mmd2", 10 * m, 101, 0, 1.0),
+                     ("kmc_gpc", "gpc_glass", name, seed, 0, 200, "mmd2", m + seed, 201, 0, 2.0),
+                     ("kmc_gpc", "gpc_glass", name, seed, 0, 200, "min_ess", e + seed, 201, 0, 2.0)]
+    return pd.DataFrame(rows, columns=["experiment", "target", "sampler", "seed", "chain", "step", "metric", "value",
+                                       "energy_evals", "grad_evals", "wall_time_s"])
+
+
+def test_claims_pass_and_fail_on_synthetic_metrics():
+    good = claims(_synthetic(400.0, 10.0))
+    assert [c.passed for c in good] == [True, True] and all(c.note == "" for c in good)
+    assert "KMC 401.0, RW 21.0, KAMH 31.0" in good[0].measured and "KMC ~415" in good[0].measured
+    assert "KMC 11 vs RW 81" in good[1].measured
+    bad = claims(_synthetic(25.0, 90.0))
+    assert [c.passed for c in bad] == [False, False] and "6000" in bad[0].note
+    assert claims(_synthetic(400.0, 10.0).query("sampler != 'KMC'")) == []
