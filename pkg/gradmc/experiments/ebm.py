@@ -119,7 +119,7 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
     trainer = EBMTrainer(model, sampler_obj, train, data.base(), num_steps=t["num_steps"],
                          batch_size=t["batch_size"], buffer_size=buffer_size, lr=float(t["lr"]),
                          warmup=t["warmup"], ema_decay=float(t["ema_decay"]), generator=gen,
-                         data_transform=data.model_input)
+                         data_transform=data.model_input, energy_l2=float(t.get("energy_l2", 0.0)))
     max_seconds = None
     if budget_from is not None:
         max_seconds = float(torch.load(budget_from, map_location="cpu", weights_only=True)["seconds"])

@@ -41,6 +41,9 @@ class EBMTrainer:
         data: (N, D) binary or (N, D, K) one-hot training data on the model's device.
         base: the data-fitted base (``sample(n, generator)``) that initialises the buffer.
         num_steps, batch_size, buffer_size, lr, warmup, ema_decay: as in the module docstring.
+        energy_l2: alpha >= 0 of an optional regulariser alpha * mean(f(data)^2 + f(samples)^2) added to the
+            loss (Du & Mordatch 2019); 0 = none (the paper's setting). Small models trained for few
+            iterations with a large learning rate (our quick config) otherwise let f drift without bound.
         generator: torch.Generator on the data's device (buffer draws, batches, sampler).
         data_transform: optional ``(batch, generator) -> model input`` applied to each data batch, e.g.
             dynamic binarisation of grey MNIST, or one-hot encoding of stored level indices (so 256-level
@@ -52,13 +55,16 @@ class EBMTrainer:
 
     def __init__(self, model: torch.nn.Module, sampler, data: torch.Tensor, base, *, num_steps: int,
                  batch_size: int, buffer_size: int, lr: float, warmup: int, ema_decay: float,
-                 generator: torch.Generator, data_transform: Callable | None = None):
+                 generator: torch.Generator, data_transform: Callable | None = None, energy_l2: float = 0.0):
         if min(num_steps, batch_size, buffer_size) < 1 or lr <= 0 or warmup < 0 or not 0 <= ema_decay < 1:
             raise ValueError(f"bad PCD settings: num_steps {num_steps}, batch_size {batch_size}, buffer_size "
                              f"{buffer_size}, lr {lr}, warmup {warmup}, ema_decay {ema_decay}")
         if buffer_size < batch_size:
             raise ValueError(f"buffer_size ({buffer_size}) must be >= batch_size ({batch_size})")
         self.data_transform = data_transform
+        if energy_l2 < 0:
+            raise ValueError(f"energy_l2 must be >= 0, got {energy_l2}")
+        self.energy_l2 = float(energy_l2)
         if data.dim() not in (2, 3) or data.shape[0] < 1:
             raise ValueError(f"data must be (N, D) binary or (N, D, K) one-hot, got shape {tuple(data.shape)}")
         self.model, self.sampler, self.data, self.generator = model, sampler, data, generator
@@ -76,7 +82,8 @@ class EBMTrainer:
 
     def _settings(self) -> dict:
         return {"num_steps": self.num_steps, "batch_size": self.batch_size, "buffer_size": self.buffer_size,
-                "lr": self.lr, "warmup": self.warmup, "ema_decay": self.ema_decay, "sampler": repr(self.sampler),
+                "lr": self.lr, "warmup": self.warmup, "ema_decay": self.ema_decay, "energy_l2": self.energy_l2,
+                "sampler": repr(self.sampler),
                 "data_shape": list(self.data.shape)}
 
     def step(self) -> dict:
@@ -102,8 +109,11 @@ class EBMTrainer:
         batch = self.data[rows]
         if self.data_transform is not None:
             batch = self.data_transform(batch, self.generator)
-        f_data, f_model = self.model(batch).mean(), self.model(samples).mean()
+        f_data_all, f_model_all = self.model(batch), self.model(samples)
+        f_data, f_model = f_data_all.mean(), f_model_all.mean()
         loss = f_model - f_data
+        if self.energy_l2:
+            loss = loss + self.energy_l2 * (f_data_all.pow(2).mean() + f_model_all.pow(2).mean())
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
