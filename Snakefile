@@ -24,6 +24,7 @@ include: "workflow/rules/ebm.smk"
 include: "workflow/rules/ising_pcd.smk"
 include: "workflow/rules/kmc_abc.smk"
 include: "workflow/rules/kmc_gpc.smk"
+include: "workflow/rules/potts_proteins.smk"
 include: "workflow/rules/claims.smk"  # last: it reads every experiment's CLAIMS_INPUTS entry
 
 

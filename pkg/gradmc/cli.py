@@ -34,6 +34,7 @@ GENERATED_EXPERIMENTS = {
     "fhmm_sampling": "GWG Fig. 5: factorial HMM posterior sampling",
     "kmc_trajectories": "KMC Fig. 2: trajectory acceptance of KMC finite vs HMC over (d, n = m)",
     "kmc_banana": "KMC Fig. 3: 8-D banana, KMC vs HMC and random walk over n = m",
+    "potts_proteins": "GWG Fig. 7/12/13: Potts models of proteins, PLM vs PCD-Gibbs vs PCD-GWG contacts",
     "kmc_gpc_benchmark": "KMC Fig. 4 left, stage 1: benchmark chains for GP classification on Glass",
     "kmc_gpc": "KMC Fig. 4 left: GP classification on Glass, KMC vs KAMH and RW (MMD, min ESS)",
     "kmc_abc": "KMC Fig. 4 right: ABC skew normal, KMC lite vs pseudo-marginal RW and HABC",

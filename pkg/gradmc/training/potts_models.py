@@ -31,7 +31,7 @@ from torch import nn
 from gradmc.targets.potts import Potts
 from gradmc.targets.validation import validate_onehot
 
-__all__ = ["PottsModel", "systematic_resample"]
+__all__ = ["PottsModel", "profile_fields", "systematic_resample"]
 
 #: Largest number of entries of the (chains, Lq) row sums per chunk in :meth:`PottsModel.forward` (memory cap).
 ROW_SUM_CHUNK = 2**24
@@ -166,3 +166,30 @@ def systematic_resample(weights, num: int | None = None, *, generator: torch.Gen
     cdf[-1] = 1.0
     points = (u + np.arange(num)) / num
     return torch.from_numpy(np.searchsorted(cdf, points, side="right").astype(np.int64))
+
+
+def profile_fields(states, weights, num_states: int, pseudocount: float = 1.0) -> torch.Tensor:
+    """Fields (L, q) of the independent-site model of a weighted alignment: log((c_i(a) + pseudocount) /
+    (sum(w) + q pseudocount)) centred over a, with c_i(a) the weighted count of state a at site i. A PCD
+    starting point (J = 0 with these fields is the maximum-likelihood independent-site model, smoothed).
+
+    Args:
+        states: (N, L) integer states in 0..num_states-1; weights: (N,) non-negative; num_states: q.
+
+    Returns:
+        (L, q) float32.
+
+    Raises:
+        ValueError: shapes disagree, states out of range, or negative weights / pseudocount.
+    """
+    s = torch.as_tensor(np.asarray(states), dtype=torch.long)
+    w = torch.as_tensor(np.asarray(weights, dtype=np.float64))
+    if s.dim() != 2 or w.shape != (s.shape[0],) or (w < 0).any() or pseudocount < 0:
+        raise ValueError(f"need states (N, L), weights (N,) >= 0 and pseudocount >= 0; got {tuple(s.shape)}, "
+                         f"{tuple(w.shape)}, {pseudocount}")
+    if s.numel() and (int(s.min()) < 0 or int(s.max()) >= num_states):
+        raise ValueError(f"states must lie in 0..{num_states - 1}")
+    L = s.shape[1]
+    counts = torch.zeros(L, num_states, dtype=torch.float64).scatter_add_(1, s.T, w.expand(L, -1).contiguous())
+    h = torch.log((counts + pseudocount) / (float(w.sum()) + num_states * pseudocount))
+    return (h - h.mean(1, keepdim=True)).float()

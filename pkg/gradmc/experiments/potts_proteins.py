@@ -1,0 +1,306 @@
+"""GWG paper Sec. 5.4, Fig. 7, 12, 13, Appendix H (EXPERIMENTS.md A6): Potts models for protein contacts.
+
+Shards: one per (protein, method), method in PLM, PCD-Gibbs, PCD-GWG; proteins from ``$GRADMC_DATA_DIR``
+through :mod:`gradmc.proteins` loaders: ``PF00018`` (Pfam SH3 alignment, contacts = distance < 5 A),
+``synthetic`` (Ingraham & Marks' benchmark with known h, J, contact map C) and, for users who have the
+EVcouplings files, ``OPSD_BOVIN`` and ``CADH1_HUMAN``. :func:`shards` checks every file first and stops
+before any work, naming each missing file and where to get it.
+
+Data: ``num_sequences`` > 0 keeps a random subset of that many rows (the same for every method: seeded by
+protein). Real alignments are reweighted (w_n = 1 / #neighbours at identity >= theta, theta = 0.8); the
+synthetic rows are i.i.d. draws of the true model and keep weight 1 (as in the GWG release).
+- PLM: :func:`gradmc.training.plm.fit_plm` (weighted pseudo-likelihood, L-BFGS; l2 strengths by default the
+  plmc / EVcouplings ones, optional group-l1), ``plm.max_iterations`` iterations in ``plm.dtype``.
+- PCD-Gibbs / PCD-GWG: :class:`gradmc.training.pcd.PCD` on :class:`gradmc.training.potts_models.PottsModel`
+  (J = 0, fields at the weighted profile log((counts + 1) / (Neff + q)) centred, or 0), negatives from
+  ``Gibbs-1`` or ``GWG`` (categorical; one step = one site update / one proposed change), Adam,
+  block-l1 ``block_l1`` * sum_{i<j} ||J_ij||_F (Eq. 34 on the paper's Eq. 13 J; see potts_models). Paper:
+  buffer 2,560, batch 256 + 256, 50 steps, 10,000 iterations, strength 0.01. Sequence weights enter the
+  data batches by systematic resampling of the rows (``systematic_resample``: PCD draws rows uniformly).
+
+Metrics (tidy rows, target = protein, sampler = method, chain = -1; extra int64 column ``length`` = L):
+- ``precision``, ``recall`` (raw ||J_ij||_F over all q states: the paper's score) and ``precision_apc``,
+  ``recall_apc`` (APC-corrected) of the top-k pairs with j - i >= ``min_separation``, step = k, for k on a
+  grid up to ``max_k_factor`` * L that always holds L/5, L/2 and L;
+- ``coupling_norm`` (raw ||J_ij||_F) and ``contact`` (1/0, NaN where the structure has no residue) as
+  L x L matrices, step = i * L + j; synthetic also ``true_coupling_norm`` (of the true J);
+- synthetic only: ``coupling_rmse`` = RMSE over all entries of the blocks i < j of learned minus true J,
+  both moved to the zero-sum gauge (``plm.zero_sum_gauge``: the gauge in which equal distributions have
+  equal J), and ``coupling_norm_rmse`` (the same over the block norms);
+- ``train_time_s`` (fit wall time), ``sampler_time_s`` (PCD), ``num_iterations``, ``neff``, ``num_sequences``;
+- PCD curves every ``log_every`` iterations (step = iteration): ``train_precision_at_L_apc`` and, on the
+  synthetic benchmark, ``train_coupling_rmse``.
+``energy_evals``/``grad_evals``: PCD sampler evaluations (per chain batch) or PLM objective+gradient
+evaluations; ``wall_time_s``: the fit time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from gradmc.data.registry import data_dir as default_data_dir
+from gradmc.experiments.runner import tidy_frame
+from gradmc.proteins import (
+    EVCOUPLINGS_FILES,
+    PROTEIN_FILES,
+    PROTEIN_NAMES,
+    ProteinData,
+    apc,
+    contact_curve,
+    coupling_norms,
+    load_protein,
+    load_synthetic_potts,
+    one_hot,
+    sequence_weights,
+)
+from gradmc.samplers.discrete import make_sampler
+from gradmc.seeding import make_generator, seed_from
+from gradmc.training.pcd import PCD, Penalty
+from gradmc.training.plm import fit_plm, zero_sum_gauge
+from gradmc.training.potts_models import PottsModel, profile_fields, systematic_resample
+
+__all__ = ["EXPERIMENT", "METHODS", "PCD_SAMPLERS", "Shard", "shards", "run", "collect", "missing_files", "k_grid"]
+
+EXPERIMENT = "potts_proteins"
+METHODS = ("PLM", "PCD-Gibbs", "PCD-GWG")
+PCD_SAMPLERS = {"PCD-Gibbs": "Gibbs-1", "PCD-GWG": "GWG"}
+_COST_RANK = {"PCD-Gibbs": 2, "PCD-GWG": 1, "PLM": 0}
+SORT_KEYS = ["target", "sampler", "metric", "step"]
+#: Keys of the config's plm section (passed to fit_plm; dtype as a name) and of its pcd section.
+PLM_KEYS = {"max_iterations", "dtype", "lambda_h", "lambda_J", "scale_lambda_J", "lambda_group", "tolerance",
+            "history_size", "batch_size"}
+PCD_REQUIRED = {"num_iterations", "num_steps", "batch_size", "buffer_size", "lr", "block_l1", "log_every"}
+PCD_KEYS = PCD_REQUIRED | {"init_fields", "checkpoint_every"}
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One fit: ``method`` on ``protein`` (files under ``data_dir``, the driver's resolved data folder)."""
+
+    protein: str
+    method: str
+    data_dir: str
+    seed: int = 0
+    num_sequences: int = 0
+    sample_key: str = "sample"
+    theta: float = 0.8
+    min_separation: int = 6
+    max_k_factor: float = 2.0
+    num_k: int = 40
+    plm: tuple = ()  # (key, value) pairs of the config's plm section
+    pcd: tuple = ()  # (key, value) pairs of the config's pcd section
+    device: str = "cpu"
+    checkpoint_dir: str | None = None
+
+
+def missing_files(proteins, folder: str | Path) -> list[str]:
+    """One line per missing input file of ``proteins`` under ``folder``: the path and where to get it."""
+    folder, out = Path(folder), []
+    for name in proteins:
+        if name in EVCOUPLINGS_FILES:
+            a2m, prefix = EVCOUPLINGS_FILES[name]
+            how = ("not public: EVcouplings (github.com/debbiemarkslab/EVcouplings) makes it, the alignment with its "
+                   "align stage (focus-mode A2M), the distance map with its compare stage (DistanceMap.to_file)")
+            base = folder / "protein"
+            paths = [base / a2m, base / f"{prefix}.csv", base / f"{prefix}.npy"]
+            out += [f"{name}: {p} ({how})" for p in paths if not p.is_file()]
+            continue
+        keys = ("potts_synthetic",) if name == "synthetic" else ("pf00018_a2m", "pf00018_summary")
+        for key in keys:
+            path = folder / PROTEIN_FILES[key].relpath
+            if not path.is_file():
+                out.append(f"{name}: {path} (download {PROTEIN_FILES[key].url})")
+    return out
+
+
+def shards(config: dict) -> list[Shard]:
+    """Every (protein, method) of ``config['potts_proteins']``, costliest method first; data files checked first.
+
+    Raises:
+        ValueError: an unknown protein or method, unknown / missing plm or pcd keys, a bad plm.dtype or
+            pcd.init_fields, or a PCD batch larger than its buffer.
+        FileNotFoundError: data files missing from the data folder (``$GRADMC_DATA_DIR`` or ``data``); the
+            message lists each with where to get it, and nothing has run.
+    """
+    spec = config[EXPERIMENT]
+    for key, known in (("proteins", PROTEIN_NAMES), ("methods", METHODS)):
+        bad = [v for v in spec[key] if v not in known]
+        if bad:
+            raise ValueError(f"{EXPERIMENT}.{key}: unknown {bad}; expected a subset of {list(known)}")
+    plm, pcd = dict(spec["plm"]), dict(spec["pcd"])
+    problems = [f"plm.{k}" for k in sorted(set(plm) - PLM_KEYS)] + [f"pcd.{k}" for k in sorted(set(pcd) - PCD_KEYS)]
+    problems += [f"pcd.{k} (missing)" for k in sorted(PCD_REQUIRED - set(pcd))]
+    if plm.get("dtype", "float32") not in ("float32", "float64"):
+        problems.append(f"plm.dtype {plm['dtype']!r} (float32 or float64)")
+    if pcd.get("init_fields", "profile") not in ("profile", "zero"):
+        problems.append(f"pcd.init_fields {pcd['init_fields']!r} (profile or zero)")
+    if problems:
+        raise ValueError(f"{EXPERIMENT}: bad keys {problems}; plm takes {sorted(PLM_KEYS)}, pcd takes "
+                         f"{sorted(PCD_KEYS)}")
+    if pcd["batch_size"] > pcd["buffer_size"]:
+        raise ValueError(f"{EXPERIMENT}.pcd.batch_size ({pcd['batch_size']}) must be <= buffer_size "
+                         f"({pcd['buffer_size']}): each iteration updates batch_size buffer rows")
+    folder = default_data_dir().resolve()
+    missing = missing_files(spec["proteins"], folder)
+    if missing:
+        raise FileNotFoundError(f"{EXPERIMENT}: {len(missing)} data file(s) missing from the data folder {folder} "
+                                "(set GRADMC_DATA_DIR to use another); nothing was run:\n  - " + "\n  - ".join(missing))
+    common = dict(data_dir=str(folder), seed=int(spec.get("seed", 0)), num_sequences=int(spec.get("num_sequences", 0)),
+                  sample_key=spec.get("synthetic_sample_key", "sample"), theta=float(spec.get("theta", 0.8)),
+                  min_separation=int(spec.get("min_separation", 6)), max_k_factor=float(spec.get("max_k_factor", 2.0)),
+                  num_k=int(spec.get("num_k", 40)), plm=tuple(sorted(plm.items())),
+                  pcd=tuple(sorted(pcd.items())), device=config["device"], checkpoint_dir=spec.get("checkpoint_dir"))
+    # Costliest first to balance the Ray workers: PCD-Gibbs (q energy evaluations per step), PCD-GWG, PLM.
+    methods = sorted(spec["methods"], key=lambda m: -_COST_RANK[m])
+    return [Shard(protein=p, method=m, **common) for m in methods for p in spec["proteins"]]
+
+
+def k_grid(L: int, num_candidates: int, max_k_factor: float, num_k: int) -> np.ndarray:
+    """Sorted distinct k in 1..min(ceil(max_k_factor L), num_candidates): num_k evenly spaced, plus L/5, L/2, L."""
+    kmax = max(1, min(math.ceil(max_k_factor * L), num_candidates))
+    ks = np.rint(np.linspace(1, kmax, max(num_k, 2))).astype(np.int64)
+    ks = np.concatenate([ks, [max(1, L // 5), max(1, L // 2), L]])
+    return np.unique(ks[(ks >= 1) & (ks <= kmax)])
+
+
+def _load(shard: Shard) -> tuple[ProteinData, np.ndarray]:
+    """The (subsampled) alignment and its sequence weights (N,) (ones for the synthetic benchmark)."""
+    if shard.protein == "synthetic":
+        data = load_synthetic_potts(shard.data_dir, sample_key=shard.sample_key)
+    else:
+        data = load_protein(shard.protein, shard.data_dir)
+    n = data.num_sequences
+    if 0 < shard.num_sequences < n:
+        gen = make_generator(seed_from(EXPERIMENT, shard.protein, "subsample", shard.num_sequences, shard.seed))
+        keep = torch.randperm(n, generator=gen)[:shard.num_sequences].sort().values.numpy()
+        data = replace(data, states=data.states[keep], headers=tuple(data.headers[i] for i in keep))
+    if data.gap_state is None:
+        return data, np.ones(data.num_sequences)
+    return data, sequence_weights(data.states, shard.theta, num_states=data.num_states, device=shard.device)
+
+
+def _coupling_rmse(J: torch.Tensor, h: torch.Tensor, data: ProteinData) -> tuple[float, float]:
+    """RMSE of the blocks i < j of J vs the true J, and of their norms, both in the zero-sum gauge."""
+    _, Jz = zero_sum_gauge(h.double(), J.double())
+    _, Jt = zero_sum_gauge(data.true_h.double(), data.true_J.double())
+    i, j = np.triu_indices(data.length, 1)
+    diff = (Jz[i, j] - Jt[i, j]).flatten(1)
+    norms = Jz[i, j].flatten(1).norm(dim=1) - Jt[i, j].flatten(1).norm(dim=1)
+    return float(diff.pow(2).mean().sqrt()), float(norms.pow(2).mean().sqrt())
+
+
+def _top_l_apc(J: torch.Tensor, data: ProteinData, min_separation: int) -> float:
+    """Top-L precision of the APC scores; NaN while J = 0 (APC undefined, e.g. at iteration 0)."""
+    F = coupling_norms(J)
+    if not F.any():
+        return float("nan")
+    curve = contact_curve(apc(F), data.contacts, min_separation=min_separation, mask=data.observed)
+    return float(curve["precision"].iloc[min(data.length, len(curve)) - 1])
+
+
+def _fit_plm(shard: Shard, data: ProteinData, weights: np.ndarray):
+    opts = dict(shard.plm)
+    dtype = getattr(torch, opts.pop("dtype", "float32"))
+    res = fit_plm(data.states, data.num_states, weights=None if data.gap_state is None else weights, dtype=dtype,
+                  device=shard.device, **opts)
+    info = {"train_time_s": res.wall_time_s, "energy_evals": res.num_evaluations, "grad_evals": res.num_evaluations,
+            "num_iterations": res.num_iterations}
+    return res.h, res.J, info, []
+
+
+def _fit_pcd(shard: Shard, data: ProteinData, weights: np.ndarray):
+    opts, dev = dict(shard.pcd), shard.device
+    L, q = data.length, data.num_states
+    rows = systematic_resample(weights, generator=make_generator(seed_from(EXPERIMENT, shard.protein, "resample",
+                                                                           shard.seed)))
+    x = one_hot(data.states, q)[rows].to(dev)  # (N, L, q), rows repeated by weight
+    h0 = profile_fields(data.states, weights, q) if opts.get("init_fields", "profile") == "profile" else None
+    model = PottsModel(L, q, h=h0).to(dev)
+    gen = make_generator(seed_from(EXPERIMENT, shard.protein, shard.method, shard.seed), dev)
+    strength = float(opts["block_l1"])
+    trainer = PCD(model, make_sampler(PCD_SAMPLERS[shard.method], state="categorical"), x,
+                  num_steps=int(opts["num_steps"]), batch_size=int(opts["batch_size"]),
+                  buffer_size=int(opts["buffer_size"]), lr=float(opts["lr"]), generator=gen,
+                  penalties=[Penalty("block_l1", "J_eq13", strength)] if strength > 0 else [])
+
+    def progress(tr: PCD) -> dict:
+        J = tr.model.J.detach().cpu()
+        out = {"train_precision_at_L_apc": _top_l_apc(J, data, shard.min_separation)}
+        if data.true_J is not None:
+            out["train_coupling_rmse"] = _coupling_rmse(J, tr.model.h.detach().cpu(), data)[0]
+        return out
+
+    checkpoint = None
+    if shard.checkpoint_dir:
+        digest = hashlib.sha256(repr(shard).encode()).hexdigest()[:16]
+        checkpoint = Path(shard.checkpoint_dir) / f"{EXPERIMENT}_{shard.protein}_{shard.method}_{digest}.pt"
+    history = trainer.train(int(opts["num_iterations"]), callback=progress, callback_every=int(opts["log_every"]),
+                            checkpoint_path=checkpoint, checkpoint_every=int(opts.get("checkpoint_every", 1000)))
+    if checkpoint is not None:
+        checkpoint.unlink(missing_ok=True)
+    last = history[-1]
+    info = {k: last[k] for k in ("train_time_s", "sampler_time_s", "energy_evals", "grad_evals")}
+    info["num_iterations"] = last["iteration"]
+    return model.h.detach().cpu(), model.J.detach().cpu(), info, history
+
+
+def run(shard: Shard) -> pd.DataFrame:
+    """Fit one model and score its couplings; tidy rows (see the module docstring).
+
+    Raises:
+        ValueError: unknown method; FileNotFoundError / ValueError: from the loaders, PLM or PCD.
+    """
+    if shard.method not in METHODS:
+        raise ValueError(f"unknown method {shard.method!r}; expected one of {list(METHODS)}")
+    data, weights = _load(shard)
+    fit = _fit_plm if shard.method == "PLM" else _fit_pcd
+    h, J, info, history = fit(shard, data, weights)
+    L = data.length
+    cost = (int(info["energy_evals"]), int(info["grad_evals"]), float(info["train_time_s"]))
+    rows = []
+
+    def add(metric: str, step: int, value: float, costs=cost) -> None:
+        rows.append((shard.method, shard.seed, -1, int(step), metric, float(value), *costs))
+
+    F = coupling_norms(J)
+    for suffix, scores in (("", F), ("_apc", apc(F))):
+        curve = contact_curve(scores, data.contacts, min_separation=shard.min_separation, mask=data.observed)
+        for k in k_grid(L, len(curve), shard.max_k_factor, shard.num_k):
+            add(f"precision{suffix}", k, curve["precision"].iloc[k - 1])
+            add(f"recall{suffix}", k, curve["recall"].iloc[k - 1])
+    contact = np.where(data.observed | np.eye(L, dtype=bool), data.contacts.astype(float), np.nan)
+    matrices = [("coupling_norm", F), ("contact", contact)]
+    if data.true_J is not None:
+        matrices.append(("true_coupling_norm", coupling_norms(data.true_J)))
+        rmse, norm_rmse = _coupling_rmse(J, h, data)
+        add("coupling_rmse", 0, rmse)
+        add("coupling_norm_rmse", 0, norm_rmse)
+    for metric, mat in matrices:
+        for s, v in enumerate(np.asarray(mat, dtype=np.float64).ravel()):
+            add(metric, s, v)
+    for metric in ("train_time_s", "sampler_time_s", "num_iterations"):
+        if metric in info:
+            add(metric, 0, info[metric])
+    add("neff", 0, weights.sum())
+    add("num_sequences", 0, data.num_sequences)
+    for h_row in history:
+        costs = (int(h_row["energy_evals"]), int(h_row["grad_evals"]), float(h_row["train_time_s"]))
+        for metric in ("train_precision_at_L_apc", "train_coupling_rmse"):
+            if metric in h_row:
+                add(metric, h_row["iteration"], h_row[metric], costs)
+    df = tidy_frame(rows, EXPERIMENT, shard.protein)
+    df.insert(df.columns.get_loc("sampler") + 1, "length", np.int64(L))
+    return df.astype({"length": "int64"})
+
+
+def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate shard results, sorted (stable) by protein, method, metric, step."""
+    df = pd.concat(results, ignore_index=True)
+    return df.sort_values(SORT_KEYS, kind="stable").reset_index(drop=True)
