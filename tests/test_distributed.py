@@ -7,12 +7,17 @@ the tests folder.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -20,8 +25,16 @@ import pandas as pd
 import pytest
 import ray
 
-from gradmc.distributed import ensure_ray, parse_address, run_shards, shutdown_ray, wait_for_address
+from gradmc.distributed import (
+    CONNECT_TIMEOUT_ENV_VAR,
+    ensure_ray,
+    parse_address,
+    run_shards,
+    shutdown_ray,
+    wait_for_address,
+)
 from gradmc.distributed.address import ray_address_file
+from gradmc.distributed.localcluster import processes_using
 from gradmc.distributed.selftest import ToyShard, toy_shard, worker_info
 from gradmc.results import validate_metrics
 
@@ -54,6 +67,41 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+HTTP2_SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # empty SETTINGS frame, what a gRPC server sends first
+
+
+@contextlib.contextmanager
+def fake_server(reply: bytes | None):
+    """A 127.0.0.1 server that sends ``reply`` to every connection (None: accepts and stays silent)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    stop = threading.Event()
+    conns = []
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            conns.append(conn)
+            if reply is not None:
+                conn.sendall(reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for conn in conns:
+            conn.close()
+        server.close()
 
 
 # --- running shards ------------------------------------------------------------------------------
@@ -153,6 +201,26 @@ def test_ensure_ray_reuses_a_running_instance(ray_session, monkeypatch):
     assert ray.is_initialized()
 
 
+def test_run_scaling_writes_consistent_timings(ray_session, tmp_path):
+    """Tiny scaling benchmark on the module's 2-CPU instance: the JSON's timings obey the scheduling
+    limits (one worker: shards run one after another; two: at most two at a time)."""
+    from gradmc.bench.scaling import BusyShard, busy_shard, run_scaling
+
+    out = tmp_path / "bench" / "scaling.json"
+    result = run_scaling(out, num_shards=4, work_s=0.05, noop_shards=8, workers=(1, 2), progress=None)
+    assert json.loads(out.read_text()) == result
+    assert result["ray_instance"] == "already running" and result["iterations_per_shard"] > 0
+    one, two = result["sweeps"]["1"], result["sweeps"]["2"]
+    assert one["wall_s"] >= 0.99 * sum(one["shard_s"])  # never two shards at once
+    assert two["wall_s"] >= 0.99 * sum(two["shard_s"]) / 2
+    assert one["speedup"] == 1.0 and two["speedup"] == pytest.approx(one["wall_s"] / two["wall_s"])
+    assert two["efficiency"] == pytest.approx(two["speedup"] / 2)
+    assert 0 < result["noop"]["1"]["per_shard_s"] == result["noop"]["1"]["wall_s"] / 8
+    assert busy_shard(BusyShard(0, 1000))["checksum"] == busy_shard(BusyShard(1, 1000))["checksum"]
+    with pytest.raises(ValueError, match="work_s > 0"):
+        run_scaling(out, work_s=0)
+
+
 # --- cluster addresses ---------------------------------------------------------------------------
 
 
@@ -170,13 +238,45 @@ def test_unreachable_ray_address_raises_connection_error_quickly(monkeypatch):
     assert "ray start --head" in message and "unset RAY_ADDRESS" in message
 
 
-def test_wait_for_address_returns_when_something_listens():
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
+def test_wait_for_address_returns_when_an_http2_server_answers():
+    with fake_server(HTTP2_SETTINGS) as port:
         start = time.monotonic()
-        wait_for_address(f"127.0.0.1:{server.getsockname()[1]}", timeout_s=5)
+        wait_for_address(f"127.0.0.1:{port}", timeout_s=5)
         assert time.monotonic() - start < 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [(None, "it sent nothing within"), (b"HTTP/1.0 400 Bad Request\r\n\r\n", "not with an HTTP/2 SETTINGS frame")],
+)
+def test_something_else_listening_is_not_a_ray_head(reply, problem, monkeypatch):
+    """Before the HTTP/2 check, ray.init waited forever on such a port."""
+    monkeypatch.delenv("RAY_USE_TLS", raising=False)
+    with fake_server(reply) as port:
+        start = time.monotonic()
+        with pytest.raises(ConnectionError) as info:
+            wait_for_address(f"127.0.0.1:{port}", timeout_s=1.5)
+        assert 1.0 <= time.monotonic() - start < 6
+        message = str(info.value)
+        assert f"127.0.0.1:{port}" in message and "is not a Ray head" in message and problem in message
+        assert "Check the port" in message and "unset RAY_ADDRESS" in message
+        monkeypatch.setenv("RAY_USE_TLS", "1")  # TLS handshakes are not HTTP/2 prefaces: TCP only
+        wait_for_address(f"127.0.0.1:{port}", timeout_s=1.5)
+
+
+def test_connect_timeout_from_the_environment(monkeypatch):
+    port = free_port()
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh driver process
+    monkeypatch.setenv(CONNECT_TIMEOUT_ENV_VAR, "1")
+    start = time.monotonic()
+    with pytest.raises(ConnectionError, match="after 1 s"):
+        ensure_ray()
+    assert time.monotonic() - start < 5
+    for bad in ("soon", "0", "-3"):
+        monkeypatch.setenv(CONNECT_TIMEOUT_ENV_VAR, bad)
+        with pytest.raises(ValueError, match=f"{CONNECT_TIMEOUT_ENV_VAR}='{bad}': expected a positive number"):
+            ensure_ray()
 
 
 # RAY_ADDRESS=auto: Ray reads <ray temp dir>/ray_current_cluster; RAY_TMPDIR moves that dir to tmp_path
@@ -195,10 +295,8 @@ def test_ray_address_file_is_where_ray_looks(tmp_path, monkeypatch):
 def test_auto_address_with_a_live_recorded_cluster_returns(tmp_path, monkeypatch):
     monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
     (tmp_path / "ray").mkdir()
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{server.getsockname()[1]}\n")
+    with fake_server(HTTP2_SETTINGS) as port:
+        (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{port}\n")
         start = time.monotonic()
         wait_for_address("auto", timeout_s=5)
         assert time.monotonic() - start < 2
@@ -274,19 +372,23 @@ print("CLUSTER OK")
 
 
 @pytest.mark.slow
-def test_ray_address_of_a_running_cluster_is_used(tmp_path):
-    """``ray start --head`` in its own process group, then a driver with RAY_ADDRESS=127.0.0.1:port."""
+def test_ray_address_of_a_running_cluster_is_used():
+    """``ray start --head`` on 127.0.0.1 in its own process group and its own temp folder (the shared
+    /tmp/ray and its ray_current_cluster stay untouched), then a driver with RAY_ADDRESS=127.0.0.1:port."""
     port = free_port()
+    temp_dir = tempfile.mkdtemp(prefix="gradmc-rs-", dir="/tmp")  # short: Ray's socket paths live below
     offline = {
         name: "http://127.0.0.1:9" for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY")
     }
-    head_env = {**os.environ, **offline, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    head_env = {**os.environ, **offline, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
+                "RAY_TMPDIR": temp_dir}
     head = subprocess.Popen(
         [
             os.path.join(os.path.dirname(sys.executable), "ray"),
             "start",
             "--head",
             f"--port={port}",
+            "--node-ip-address=127.0.0.1",
             "--num-cpus=1",
             "--include-dashboard=false",
             "--block",
@@ -310,3 +412,7 @@ def test_ray_address_of_a_running_cluster_is_used(tmp_path):
     finally:
         os.killpg(head.pid, signal.SIGKILL)  # `ray start --block` ignores SIGTERM here
         head.wait(timeout=30)
+        for pid in processes_using(Path(temp_dir)):  # anything of this head outside its group
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp_dir, ignore_errors=True)

@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     f3.add_argument("--out", required=True, help="figure prefix; writes PREFIX.pdf and PREFIX.png")
     f3.add_argument("--table-out", default=None,
                     help="prefix of the table of plotted numbers (.csv, .md); default: the figure prefix")
-    bench = sub.add_parser("bench", help="sampler throughput benchmark -> OUT/samplers.json")
+    bench = sub.add_parser("bench", help="benchmarks -> OUT/samplers.json (samplers, KMC, GPC), OUT/scaling.json")
     bench.add_argument("--out", default="results/bench", help="output folder (default results/bench)")
     bench.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the reference machine)")
     bench.add_argument("--steps", type=int, default=100, help="steps per timed run (default 100)")
@@ -200,6 +200,11 @@ def _cmd_bench(args) -> None:
     out = Path(args.out) / "samplers.json"
     run_benchmark(out, threads=args.threads, steps=args.steps, repeats=args.repeats, progress=_log)
     _log(f"[bench] wrote {out}")
+    from gradmc.bench.scaling import run_scaling
+
+    scaling = Path(args.out) / "scaling.json"
+    run_scaling(scaling, progress=_log)
+    _log(f"[bench] wrote {scaling}")
 
 
 def _cmd_data(args) -> None:

@@ -1,4 +1,4 @@
-"""Run independent shards on Ray: a private local instance by default, a cluster when RAY_ADDRESS is set.
+"""Run independent shards as Ray tasks, on a private local instance or the cluster at RAY_ADDRESS.
 
 ``run_shards(fn, shards)`` maps a module-level ``fn`` over picklable shards as Ray *tasks* (not
 actors: tasks free their CPU when done, and ``max_retries`` re-runs a shard whose worker died), keeps
@@ -7,194 +7,35 @@ progress lines come from: tqdm in workers prints a line per refresh without a TT
 results in the order of ``shards``. Shards are idempotent (seeded from their identity), so a retried
 shard returns the same rows and the order of completion never shows in the output.
 
-Platform notes (Ray 2.60, DESIGN.md): ``ray.init(address="local")`` starts a private instance and
-ignores RAY_ADDRESS; ``ray.init`` on an address where nothing listens retries forever, so the address
-(for ``auto``, the one recorded in ``/tmp/ray/ray_current_cluster``) is checked first
-(:func:`gradmc.distributed.address.wait_for_address`); token authentication is on by default
-(``~/.ray/auth_token``; a multi-node cluster must share it); every Ray head, even a private one
-without the dashboard UI, probes cloud metadata servers over HTTP at start-up, which private
-instances therefore start offline (their HTTP proxies point at a closed loopback port;
-``GRADMC_RAY_OFFLINE=0`` turns this off).
+Faults: a shard whose worker process or node dies is re-run (``max_retries``); a shard that raises
+is not (shards are deterministic, it would fail again), and one that runs out of memory fails with
+the shard's sizes and how to lower them (:mod:`gradmc.distributed.memory`). Connecting to Ray:
+:mod:`gradmc.distributed.session`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ray
 import torch
 
-from gradmc.distributed.address import wait_for_address
+from gradmc.distributed.memory import oom_hint, run_guarded
+from gradmc.distributed.session import ensure_ray
 
-__all__ = ["OFFLINE_ENV_VAR", "ensure_ray", "shutdown_ray", "run_shards"]
-
-OFFLINE_ENV_VAR = "GRADMC_RAY_OFFLINE"
-"""Private local Ray instances start offline unless this is 0/false (see :func:`ensure_ray`)."""
-
-_QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0"}
-# A closed loopback port: the HTTP requests Ray's head makes at start-up (cloud metadata probes for
-# its usage report, even with usage stats disabled) fail at once without leaving the machine. Ray's
-# own gRPC ignores proxies (RAY_grpc_enable_http_proxy defaults to 0).
-_OFFLINE_PROXY = "http://127.0.0.1:9"
-_OFFLINE_ENV = {
-    **{name: _OFFLINE_PROXY for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY")},
-    "no_proxy": "",
-    "NO_PROXY": "",
-}
-
-_owned_session = False  # True while the Ray session was started (or connected) by ensure_ray
-_env_set_by_ray: dict[str, str | None] = {}  # variables ray.init set in os.environ -> previous values
-
-
-@contextlib.contextmanager
-def _temporary_env(updates: Mapping[str, str]) -> Iterator[None]:
-    """Set environment variables for the duration of the block, then restore the previous values."""
-    saved = {name: os.environ.get(name) for name in updates}
-    os.environ.update(updates)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-def _env_flag(name: str, default: bool) -> bool:
-    value = os.environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    return value in ("1", "true", "yes", "on")
-
-
-def ensure_ray(
-    num_cpus: int | None = None,
-    *,
-    connect_timeout_s: float = 30.0,
-    log_to_driver: bool = False,
-    offline: bool | None = None,
-) -> bool:
-    """Make sure this process is connected to Ray, starting a private local instance if needed.
-
-    - Ray already initialised in this process: reuse it (nothing is checked or changed).
-    - ``RAY_ADDRESS`` set and not ``"local"``: check that the address answers (TCP, up to
-      connect_timeout_s; for ``"auto"`` the address the last ``ray start`` recorded in
-      ``/tmp/ray/ray_current_cluster``, see :func:`gradmc.distributed.address.ray_address_file`),
-      then ``ray.init(address=...)``.
-      The cluster's nodes must have gradmc installed (same environment); with token authentication
-      (Ray 2.60's default) set RAY_AUTH_MODE=token and share ``~/.ray/auth_token``. ``ray://``
-      addresses need the ``ray[client]`` extra.
-    - Otherwise: ``ray.init(address="local", num_cpus=num_cpus)``, a private instance with no
-      dashboard UI and usage stats off (about 4 s to start on 2 cores, 0.6 GB).
-
-    Args:
-        num_cpus: CPUs of a private local instance (default: all Ray detects); ignored for a cluster.
-        connect_timeout_s: seconds to wait for RAY_ADDRESS to answer.
-        log_to_driver: forward workers' stdout/stderr to this process (off: shards report through
-            their return value and exceptions; worker logs stay under /tmp/ray/session_latest/logs).
-        offline: start a private local instance with HTTP(S) proxies pointed at a closed loopback
-            port, so Ray's start-up cloud-metadata probes never leave the machine. Workers inherit
-            these variables, so shards cannot use HTTP (gradmc downloads data before any shard runs).
-            Default: on, unless the ``GRADMC_RAY_OFFLINE`` environment variable is 0/false/no/off
-            (a private instance has no reason to reach the network). The driver's environment is
-            restored after start-up.
-
-    Returns:
-        True if this call started the instance or connected to the cluster (then
-        :func:`shutdown_ray` will end it), False if Ray was already initialised.
-
-    Raises:
-        ConnectionError: if RAY_ADDRESS does not answer within connect_timeout_s (for ``"auto"``:
-            no cluster address recorded, or a stale one), or answers but
-            refuses the connection (about 20 s; usually token authentication: Ray 2.60 only sends
-            the local token to an explicit address when RAY_AUTH_MODE=token is set).
-        ValueError: if RAY_ADDRESS cannot be parsed.
-    """
-    global _owned_session, _env_set_by_ray
-    if ray.is_initialized():
-        return False
-    env_before = dict(os.environ)
-    address = os.environ.get("RAY_ADDRESS", "").strip()
-    common: dict[str, Any] = {
-        "log_to_driver": log_to_driver,
-        "logging_level": logging.WARNING,
-        "ignore_reinit_error": True,
-    }
-    if address and address.lower() != "local":
-        wait_for_address(address, timeout_s=connect_timeout_s)
-        try:
-            ray.init(address=address, **common)
-        except ConnectionError as err:
-            raise ConnectionError(_refused_message(address, err)) from err
-    else:
-        if offline is None:
-            offline = _env_flag(OFFLINE_ENV_VAR, default=True)
-        env = {name: value for name, value in _QUIET_ENV.items() if name not in os.environ}
-        if offline:
-            env.update(_OFFLINE_ENV)
-        with _temporary_env(env):
-            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **common)
-    _env_set_by_ray = {
-        name: env_before.get(name) for name, value in os.environ.items() if env_before.get(name) != value
-    }
-    _owned_session = True
-    return True
-
-
-def _refused_message(address: str, err: BaseException) -> str:
-    """Explain a cluster that answers TCP but refuses ``ray.init`` (usually token authentication)."""
-    if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
-        auth = (
-            "RAY_AUTH_MODE=token is set: check that this machine has the cluster's token "
-            "(~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH) and that it matches the head's"
-        )
-    else:
-        auth = (
-            "if the cluster uses token authentication (Ray 2.60 enables it when the head node has "
-            "~/.ray/auth_token), set RAY_AUTH_MODE=token here and give this machine the cluster's token "
-            "(~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH): Ray never sends a token to an "
-            "explicit address on its own; on a trusted network the cluster may run with "
-            "RAY_AUTH_MODE=disabled"
-        )
-    return f"Ray at RAY_ADDRESS={address!r} answers but refused this driver ({err}); {auth}."
-
-
-def shutdown_ray() -> bool:
-    """Shut Ray down if :func:`ensure_ray` started (or connected) the current session.
-
-    Also restores the environment variables ``ray.init`` set in this process (Ray 2.60 sets
-    ``RAY_AUTH_MODE=token`` and ``PYTHONBREAKPOINT``), so later subprocesses do not inherit them.
-
-    Returns:
-        True if a session was shut down; False if there was none or someone else owns it (e.g. a
-        caller that ran ``ray.init`` itself), which is then left running.
-    """
-    global _owned_session, _env_set_by_ray
-    if not (_owned_session and ray.is_initialized()):
-        _owned_session = False
-        return False
-    ray.shutdown()
-    for name, value in _env_set_by_ray.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-    _owned_session, _env_set_by_ray = False, {}
-    return True
+__all__ = ["PER_SHARD_LINES", "run_shards"]
 
 
 @ray.remote
 def _run_shard(fn: Callable[[Any], Any], shard: Any, threads: int) -> Any:
     """Ray task body: fix torch's intra-op threads (OMP_NUM_THREADS from Snakemake leaks into
-    workers and would oversubscribe cores), then run one shard."""
+    workers and would oversubscribe cores), then run one shard (out of memory: a clear error)."""
     torch.set_num_threads(threads)
-    return fn(shard)
+    return run_guarded(fn, shard)
 
 
 def _check_feasible(num_cpus: float, num_gpus: float) -> None:
@@ -232,13 +73,22 @@ def _label(shard: Any) -> str:
 
 
 def _describe_failure(index: int, shard: Any, fn: Callable, err: BaseException, max_retries: int) -> str:
+    """One line naming the shard (index and repr), fn, and what went wrong (with the fix where known)."""
     cause = getattr(err, "cause", None)
+    text = str(err).strip()
+    first_line = text.splitlines()[0] if text else ""
     if isinstance(err, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
         what = f"{type(cause).__name__}: {cause}"
     elif isinstance(err, ray.exceptions.RayTaskError):
-        what = str(err).strip().splitlines()[-1]
-    else:  # the worker or its node died, also on every retry
-        what = f"{type(err).__name__} after {max_retries} retries: {err}"
+        what = text.splitlines()[-1] if text else type(err).__name__
+    elif isinstance(err, ray.exceptions.OutOfMemoryError):  # Ray's memory monitor killed the worker
+        what = f"OutOfMemoryError: Ray's memory monitor killed its worker ({first_line}); {oom_hint()}"
+    else:  # the worker process or its node died, on the first attempt and on every retry
+        what = (
+            f"{type(err).__name__} after {max_retries} retries: its worker died on all "
+            f"{max_retries + 1} attempts ({first_line}); a worker killed by a signal is often the "
+            f"kernel's out-of-memory killer (see `dmesg`): if so, {oom_hint()}"
+        )
     name = getattr(fn, "__qualname__", repr(fn))
     return f"shard {index} {shard!r} failed in {name}: {what}"
 
@@ -280,9 +130,11 @@ def run_shards(
         num_workers.
 
     Raises:
-        RuntimeError: naming the shard (index and repr) and the original error, if a shard raises or
-            its worker dies more than max_retries times (the shards still in flight are cancelled);
-            or if no Ray node has the CPUs/GPUs one shard asks for (e.g. GPUs on a CPU-only cluster).
+        RuntimeError: naming the shard (index and repr) and the original error, if a shard raises,
+            runs out of memory (then also its sizes and how to lower them, see
+            :mod:`gradmc.distributed.memory`), or its worker dies more than max_retries times (the
+            shards still in flight are cancelled); or if no Ray node has the CPUs/GPUs one shard asks
+            for (e.g. GPUs on a CPU-only cluster).
         ValueError: if num_workers or threads_per_worker < 1, or num_gpus_per_shard < 0.
         ConnectionError: from :func:`ensure_ray`.
     """

@@ -15,8 +15,11 @@ import os
 import socket
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import ray
 import torch
 
 import gradmc
@@ -35,8 +38,14 @@ class ToyShard:
         num_steps: T, recorded steps per chain.
         sleep_s: seconds to sleep before returning (to reorder completions).
         fail: raise ValueError instead of returning.
-        crash_marker: if set and this file does not exist yet, create it and kill the worker process
-            (``os._exit``), so the first attempt dies and Ray's retry succeeds.
+        crash_marker: if set, a file counting this shard's deaths: while it records fewer than
+            ``crashes``, the attempt adds one and kills its worker process (``os._exit``), so the
+            first ``crashes`` attempts die and a later retry succeeds (never, if crashes exceeds
+            Ray's retries).
+        crashes: attempts that die (with crash_marker).
+        pid_file: if set, each attempt appends a line "<process id> <Ray node id>" before sleeping,
+            so a test can kill the worker (or its node) from outside and count the attempts.
+        scratch_gib: GiB of NumPy scratch memory allocated first (too much raises MemoryError).
     """
 
     seed: int
@@ -45,6 +54,9 @@ class ToyShard:
     sleep_s: float = 0.0
     fail: bool = False
     crash_marker: str | None = None
+    crashes: int = 1
+    pid_file: str | None = None
+    scratch_gib: float = 0.0
 
 
 def toy_shard(shard: ToyShard) -> pd.DataFrame:
@@ -57,11 +69,21 @@ def toy_shard(shard: ToyShard) -> pd.DataFrame:
 
     Raises:
         ValueError: if ``shard.fail``.
+        MemoryError: if ``shard.scratch_gib`` GiB cannot be allocated.
+        RuntimeError: torch's CPU allocator, if the (T, C) walk does not fit in memory.
     """
-    if shard.crash_marker is not None and not os.path.exists(shard.crash_marker):
-        with open(shard.crash_marker, "w") as fh:
-            fh.write(str(os.getpid()))
-        os._exit(17)
+    if shard.crash_marker is not None:
+        marker = Path(shard.crash_marker)
+        deaths = int(marker.read_text() or 0) if marker.exists() else 0
+        if deaths < shard.crashes:
+            marker.write_text(str(deaths + 1))
+            os._exit(17)
+    if shard.pid_file is not None:
+        node = ray.get_runtime_context().get_node_id() if ray.is_initialized() else "-"
+        with open(shard.pid_file, "a") as fh:
+            fh.write(f"{os.getpid()} {node}\n")
+    if shard.scratch_gib > 0:
+        np.empty(int(shard.scratch_gib * 2**30), dtype=np.uint8)  # only whether it fits matters
     if shard.sleep_s > 0:
         time.sleep(shard.sleep_s)
     if shard.fail:
@@ -90,9 +112,14 @@ def toy_shard(shard: ToyShard) -> pd.DataFrame:
 
 
 def worker_info(shard: object) -> dict[str, object]:
-    """Where and how a shard ran: host, pid, torch threads, visible GPUs, gradmc/torch versions."""
+    """Where and how a shard ran: Ray node id (hex; None outside Ray), host, pid, torch threads,
+    visible GPUs, gradmc/torch versions. ``shard`` is only echoed (its repr); a ToyShard's sleep_s is
+    slept first, so that shards overlap in time and spread over the nodes."""
+    if isinstance(shard, ToyShard) and shard.sleep_s > 0:
+        time.sleep(shard.sleep_s)
     return {
         "shard": repr(shard),
+        "node_id": ray.get_runtime_context().get_node_id() if ray.is_initialized() else None,
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "torch_threads": torch.get_num_threads(),

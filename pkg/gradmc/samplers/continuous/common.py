@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["ContinuousState", "check_ranges", "check_positive", "draw_step_params", "leapfrog"]
+__all__ = ["ContinuousState", "check_ranges", "check_positive", "draw_step_params", "leapfrog", "initial_state"]
 
 
 class ContinuousState(NamedTuple):
@@ -30,6 +30,21 @@ class ContinuousState(NamedTuple):
 
     x: torch.Tensor
     log_prob: torch.Tensor
+
+
+def initial_state(name: str, x: torch.Tensor, log_prob, pseudo_marginal: bool,
+                  generator: torch.Generator | None) -> ContinuousState:
+    """State at x (C, d): log_prob(x), or, for a pseudo-marginal kernel, the first unbiased estimates
+    log_prob(x, generator) (recycled by the kernel afterwards).
+
+    Raises:
+        ValueError: pseudo-marginal without a generator (the message names the kernel).
+    """
+    if pseudo_marginal:
+        if generator is None:
+            raise ValueError(f"pseudo-marginal {name}.init needs a generator for the first estimate")
+        return ContinuousState(x=x, log_prob=log_prob(x, generator).detach())
+    return ContinuousState(x=x, log_prob=log_prob(x).detach())
 
 
 def check_positive(name: str, value: float) -> None:

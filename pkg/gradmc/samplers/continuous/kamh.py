@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 
 from gradmc.samplers.base import Info, metropolis_hastings_accept
-from gradmc.samplers.continuous.common import ContinuousState, check_positive
+from gradmc.samplers.continuous.common import ContinuousState, check_positive, initial_state
 from gradmc.surrogates.kernels import gaussian_kernel, sigma_from_lengthscale
 
 __all__ = ["KAMH", "kamh_covariance", "gaussian_log_density"]
@@ -109,11 +109,7 @@ class KAMH:
         Raises:
             ValueError: in pseudo-marginal mode without a generator.
         """
-        if self.pseudo_marginal:
-            if generator is None:
-                raise ValueError("pseudo-marginal KAMH.init needs a generator for the first estimate")
-            return ContinuousState(x=x, log_prob=log_prob(x, generator).detach())
-        return ContinuousState(x=x, log_prob=log_prob(x).detach())
+        return initial_state("KAMH", x, log_prob, self.pseudo_marginal, generator)
 
     def step(self, state: ContinuousState, log_prob, generator: torch.Generator) -> tuple[ContinuousState, Info]:
         """One KAMH transition for every chain. Returns the new state and per-chain Info."""

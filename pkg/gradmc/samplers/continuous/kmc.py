@@ -35,6 +35,7 @@ from gradmc.samplers.continuous.common import (
     check_positive,
     check_ranges,
     draw_step_params,
+    initial_state,
     leapfrog,
 )
 
@@ -86,11 +87,7 @@ class KMC:
         Raises:
             ValueError: in pseudo-marginal mode without a generator.
         """
-        if self.pseudo_marginal:
-            if generator is None:
-                raise ValueError("pseudo-marginal KMC.init needs a generator for the first estimate")
-            return ContinuousState(x=x, log_prob=log_prob(x, generator).detach())
-        return ContinuousState(x=x, log_prob=log_prob(x).detach())
+        return initial_state("KMC", x, log_prob, self.pseudo_marginal, generator)
 
     def step(self, state: ContinuousState, log_prob, generator: torch.Generator) -> tuple[ContinuousState, Info]:
         """One KMC transition for every chain. Returns the new state and per-chain Info."""
