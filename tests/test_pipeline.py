@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
-def _snakemake(workdir: Path, *args: str, timeout: int = 400) -> subprocess.CompletedProcess:
+def _snakemake(workdir: Path, *args: str, timeout: int = 1200) -> subprocess.CompletedProcess:
     cmd = [*SNAKEMAKE, "-s", str(workdir / "Snakefile"), "--directory", str(workdir),
            "--configfile", str(workdir / "config" / "smoke.yaml"), "--cores", "2", *args]
     env = dict(os.environ, GRADMC_DATA_DIR=str(SHARED_DATA))  # the smoke EBM reads MNIST t10k from the data folder
