@@ -120,8 +120,11 @@ def _edited(path: Path):
 
 RBM_JOBS = {"rbm_sampling", "figure_rbm_sampling", "sampler_cost", "table_sampler_cost", "claims"}
 # every sampling experiment runs GWG, so editing it reruns them all (and their figures), never data or training
+# and the learning experiments that sample with it (PCD, EBM training and AIS), never data stages, the RBM's CD
+# training or the KMC experiments (they use no discrete sampler)
 SAMPLER_JOBS = RBM_JOBS | {"rbm_relaxed", "figure_rbm_relaxed", "fhmm_sampling", "figure_fhmm_sampling",
-                           "ising_sampling", "figure_ising_sampling"}  # (KMC experiments use no discrete sampler)
+                           "ising_sampling", "figure_ising_sampling", "ising_pcd", "figure_ising_pcd",
+                           "potts_proteins", "figure_potts_proteins", "train_ebm", "ais_ebm", "figure_ebm"}
 
 
 def test_editing_a_sampler_reruns_sampling_and_figure_only(smoke_run):

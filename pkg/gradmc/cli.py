@@ -16,6 +16,7 @@ import argparse
 import os
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 __all__ = ["main", "build_parser", "GENERATED_EXPERIMENTS", "IMAGE_DATASETS"]
@@ -395,6 +396,13 @@ def _cmd_figure(args) -> None:
     if args.figure in GENERATED_EXPERIMENTS:
         import importlib
 
+        from gradmc.results import read_parquet
+
+        df, _ = read_parquet(args.metrics)
+        found = sorted(set(df["experiment"].astype(str))) if "experiment" in df else []
+        if found != [args.figure]:
+            raise ValueError(f"{args.metrics} holds metrics of {found}, not of {args.figure!r}")
+
         module = importlib.import_module(f"gradmc.figures.{args.figure}")
         paths = module.figure(args.metrics, args.out, args.table_out, config_name=args.config_name)
     elif args.figure == "sampler_cost":
@@ -428,6 +436,10 @@ def main(argv: list[str] | None = None) -> int:
         handlers[args.command](args)
     except (FileNotFoundError, ValueError, KeyError, ConnectionError, RuntimeError) as err:
         print(f"gradmc: error: {err}", file=sys.stderr, flush=True)
+        return 2
+    except (OSError, EOFError, zipfile.BadZipFile) as err:  # unreadable or truncated input file
+        print(f"gradmc: error: an input file could not be read ({type(err).__name__}: {err}); check the files "
+              "given on the command line, or delete and rebuild them", file=sys.stderr, flush=True)
         return 2
     except KeyboardInterrupt:
         print("gradmc: interrupted; no output was written (rerun to finish)", file=sys.stderr, flush=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -43,11 +44,22 @@ def claims_frame(metrics: dict[str, str | Path]) -> pd.DataFrame:
 
     Returns:
         One row per claim, columns of :class:`Claim` plus ``status`` ("PASS"/"FAIL").
+
+    Raises:
+        ValueError: an experiment without a claims module (the message lists the known ones), or a file that
+            holds another experiment's metrics.
     """
     rows = []
+    known = sorted(m.name for m in pkgutil.iter_modules(importlib.import_module("gradmc.claims").__path__)
+                   if m.name != "base")
     for experiment, path in metrics.items():
+        if experiment not in known:
+            raise ValueError(f"no claims for experiment {experiment!r}; known: {', '.join(known)}")
         module = importlib.import_module(f"gradmc.claims.{experiment}")
         df, _ = read_parquet(path)
+        found = sorted(set(df["experiment"].astype(str))) if "experiment" in df else []
+        if found != [experiment]:
+            raise ValueError(f"{path} holds metrics of {found}, not of {experiment!r}")
         rows += [asdict(c) for c in module.claims(df)]
     frame = pd.DataFrame(rows, columns=["experiment", "paper", "claim", "measured", "passed", "note"])
     frame["status"] = frame["passed"].map({True: "PASS", False: "FAIL"})
@@ -57,7 +69,8 @@ def claims_frame(metrics: dict[str, str | Path]) -> pd.DataFrame:
 def write_claims(frame: pd.DataFrame, out_prefix: str | Path, config_name: str) -> list[Path]:
     """Write ``out_prefix``.md (a table per paper), .csv and .parquet atomically; return the paths."""
     md, csv, parquet = Path(f"{out_prefix}.md"), Path(f"{out_prefix}.csv"), Path(f"{out_prefix}.parquet")
-    lines = [f"# Claims of the papers, measured ({config_name} config)", "",
+    label = f" ({config_name} config)" if config_name else ""
+    lines = [f"# Claims of the papers, measured{label}", "",
              f"{int(frame['passed'].sum())} of {len(frame)} claims pass. A FAIL is reported as measured; "
              "the note says when the config's sizes are too small for the claim.", ""]
     for paper, part in frame.groupby(frame["paper"].str.split().str[0], sort=True):

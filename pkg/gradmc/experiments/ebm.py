@@ -32,7 +32,7 @@ from gradmc.experiments.runner import tidy_frame
 from gradmc.models import ResNetEBM
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
-from gradmc.training.ebm import EBMTrainer
+from gradmc.training.ebm import CHECKPOINT_FORMAT, EBMTrainer
 
 __all__ = ["EXPERIMENT", "SAMPLERS", "Data", "load_data", "build_model", "train_stage", "ais_stage"]
 
@@ -98,6 +98,22 @@ def _sampler(name: str, levels: int):
     return make_sampler(name, state="categorical") if levels > 2 else make_sampler(name)
 
 
+def read_checkpoint(path: str | Path) -> dict:
+    """A checkpoint written by :class:`EBMTrainer` (``torch.load``, weights only).
+
+    Raises:
+        ValueError: unreadable, truncated or not an EBM training checkpoint (names the file).
+    """
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - torch raises many types for corrupt files
+        raise ValueError(f"cannot read EBM checkpoint {path}: {type(err).__name__}: {err}") from err
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path} is not an EBM training checkpoint (format {CHECKPOINT_FORMAT!r}); "
+                         "give a model.pt written by `gradmc run train_ebm`")
+    return state
+
+
 def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: str, *,
                 budget_from: str | None = None, progress: Callable[[str], None] | None = print) -> dict:
     """Train one (data set, sampler) model; write the final checkpoint atomically to ``out``.
@@ -119,15 +135,20 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
     trainer = EBMTrainer(model, sampler_obj, train, data.base(), num_steps=t["num_steps"],
                          batch_size=t["batch_size"], buffer_size=buffer_size, lr=float(t["lr"]),
                          warmup=t["warmup"], ema_decay=float(t["ema_decay"]), generator=gen,
-                         data_transform=data.model_input, energy_l2=float(t.get("energy_l2", 0.0)))
+                         data_transform=data.model_input, energy_l2=float(t.get("energy_l2", 0.0)),
+                         tag={"dataset": dataset, "sampler": sampler, "model": spec["model"], "train": t,
+                              "budget_from": budget_from})
     max_seconds = None
     if budget_from is not None:
-        max_seconds = float(torch.load(budget_from, map_location="cpu", weights_only=True)["seconds"])
+        max_seconds = float(read_checkpoint(budget_from)["seconds"])
         if progress:
             progress(f"[ebm] equal wall-clock budget from {budget_from}: {max_seconds:.1f}s of training")
     partial = Path(str(out) + ".partial")
     if partial.exists():
-        trainer.load(partial)
+        try:
+            trainer.load(partial)
+        except ValueError as err:
+            raise ValueError(f"{err}; delete {partial} to restart this training from scratch") from err
         if progress:
             progress(f"[ebm] resuming {partial} at iteration {trainer.iteration}")
     ais = spec["ais"]
@@ -170,7 +191,7 @@ def validation_log_likelihood(model, data: Data, valid: torch.Tensor, ais: dict,
 
 def load_trained(path: str, spec: dict, data: Data) -> tuple[ResNetEBM, dict]:
     """The best EMA weights of a checkpoint (or the final EMA weights if no validation ran)."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = read_checkpoint(path)
     model = build_model(spec["model"], data)
     weights = state["best"]["state"] if state.get("best") else {
         k.removeprefix("module."): v for k, v in state["ema"].items() if k.startswith("module.")}
@@ -183,6 +204,8 @@ def ais_stage(config: dict, dataset: str, sampler: str, model_path: str, data_pa
     """Test log-likelihood by AIS and the Fig. 14 convergence rows for one trained model (tidy rows)."""
     spec = config["ebm"]
     data = load_data(data_path, config["device"])
+    if data.name != dataset:
+        raise ValueError(f"{data_path} holds {data.name!r}, not {dataset!r}")
     model, state = load_trained(model_path, spec, data)
     ais = spec["ais"]
     test = data.splits["test"][: ais["test_examples"]]

@@ -41,6 +41,8 @@ class EBMTrainer:
         data: (N, D) binary or (N, D, K) one-hot training data on the model's device.
         base: the data-fitted base (``sample(n, generator)``) that initialises the buffer.
         num_steps, batch_size, buffer_size, lr, warmup, ema_decay: as in the module docstring.
+        tag: optional JSON-like settings of the caller (model sizes, iterations, ...) stored in checkpoints and
+            compared on resume like the trainer's own settings, so a checkpoint of another run is refused.
         energy_l2: alpha >= 0 of an optional regulariser alpha * mean(f(data)^2 + f(samples)^2) added to the
             loss (Du & Mordatch 2019); 0 = none (the paper's setting). Small models trained for few
             iterations with a large learning rate (our quick config) otherwise let f drift without bound.
@@ -55,13 +57,15 @@ class EBMTrainer:
 
     def __init__(self, model: torch.nn.Module, sampler, data: torch.Tensor, base, *, num_steps: int,
                  batch_size: int, buffer_size: int, lr: float, warmup: int, ema_decay: float,
-                 generator: torch.Generator, data_transform: Callable | None = None, energy_l2: float = 0.0):
+                 generator: torch.Generator, data_transform: Callable | None = None, energy_l2: float = 0.0,
+                 tag: dict | None = None):
         if min(num_steps, batch_size, buffer_size) < 1 or lr <= 0 or warmup < 0 or not 0 <= ema_decay < 1:
             raise ValueError(f"bad PCD settings: num_steps {num_steps}, batch_size {batch_size}, buffer_size "
                              f"{buffer_size}, lr {lr}, warmup {warmup}, ema_decay {ema_decay}")
         if buffer_size < batch_size:
             raise ValueError(f"buffer_size ({buffer_size}) must be >= batch_size ({batch_size})")
         self.data_transform = data_transform
+        self.tag = repr(tag) if tag is not None else None
         if energy_l2 < 0:
             raise ValueError(f"energy_l2 must be >= 0, got {energy_l2}")
         self.energy_l2 = float(energy_l2)
@@ -83,7 +87,7 @@ class EBMTrainer:
     def _settings(self) -> dict:
         return {"num_steps": self.num_steps, "batch_size": self.batch_size, "buffer_size": self.buffer_size,
                 "lr": self.lr, "warmup": self.warmup, "ema_decay": self.ema_decay, "energy_l2": self.energy_l2,
-                "sampler": repr(self.sampler),
+                "sampler": repr(self.sampler), "tag": self.tag,
                 "data_shape": list(self.data.shape)}
 
     def step(self) -> dict:

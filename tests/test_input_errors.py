@@ -1,0 +1,84 @@
+"""Bad inputs a user plausibly gives get a specific error naming the file or name (issue 8 fault list)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from gradmc.claims import claims_frame
+from gradmc.cli import main
+from gradmc.evaluation.ais import BernoulliBase
+from gradmc.experiments.ebm import read_checkpoint
+from gradmc.results import provenance, write_parquet
+from gradmc.samplers.discrete.registry import make_sampler
+from gradmc.training.ebm import EBMTrainer
+
+
+def _metrics(tmp_path, experiment: str):
+    df = pd.DataFrame([{"experiment": experiment, "target": "t", "sampler": "KMC", "seed": 0, "chain": 0,
+                        "step": 1, "metric": "min_ess", "value": 1.0, "energy_evals": 0, "grad_evals": 0,
+                        "wall_time_s": 0.0}])
+    return write_parquet(df, tmp_path / f"{experiment}.parquet", provenance({"name": "test"}), validate=True)
+
+
+def test_claims_reject_unknown_experiment_and_foreign_metrics(tmp_path):
+    path = _metrics(tmp_path, "kmc_abc")
+    with pytest.raises(ValueError, match="known: .*kmc_banana"):
+        claims_frame({"kmc_bananna": path})
+    with pytest.raises(ValueError, match=r"holds metrics of \['kmc_abc'\], not of 'kmc_banana'"):
+        claims_frame({"kmc_banana": path})
+
+
+def test_figure_rejects_foreign_metrics(tmp_path, capsys):
+    path = _metrics(tmp_path, "kmc_abc")
+    code = main(["figure", "kmc_banana", "--metrics", str(path), "--out", str(tmp_path / "f"),
+                 "--table-out", str(tmp_path / "t")])
+    assert code == 2 and "not of 'kmc_banana'" in capsys.readouterr().err
+    assert not (tmp_path / "f.pdf").exists()
+
+
+def test_truncated_npz_is_a_clear_error_not_a_traceback(tmp_path, capsys):
+    bad = tmp_path / "data.npz"
+    bad.write_bytes(b"PK\x03\x04 truncated")
+    code = main(["run", "train_rbm", "--config", "config/smoke.yaml", "--data", str(bad),
+                 "--out", str(tmp_path / "rbm.pt")])
+    assert code == 2 and "could not be read" in capsys.readouterr().err
+    assert not (tmp_path / "rbm.pt").exists()
+
+
+def test_bad_ebm_checkpoints_are_named(tmp_path):
+    text = tmp_path / "model.pt"
+    text.write_text("174812789")
+    with pytest.raises(ValueError, match="cannot read EBM checkpoint .*model.pt"):
+        read_checkpoint(text)
+    other = tmp_path / "other.pt"
+    torch.save({"weights": torch.zeros(2)}, other)
+    with pytest.raises(ValueError, match="not an EBM training checkpoint"):
+        read_checkpoint(other)
+
+
+def test_checkpoint_of_another_configuration_is_refused(tmp_path):
+    data = torch.bernoulli(torch.full((20, 4), 0.5, dtype=torch.float64), generator=torch.Generator().manual_seed(0))
+
+    class F(torch.nn.Module):  # f(x) (C,) from a linear layer
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 1, dtype=torch.float64)
+
+        def forward(self, x):
+            return self.lin(x).squeeze(-1)
+
+    def make(tag):
+        return EBMTrainer(F(), make_sampler("Gibbs-1"), data, BernoulliBase(torch.zeros(4)), num_steps=1,
+                          batch_size=4, buffer_size=8, lr=0.01, warmup=0, ema_decay=0.9,
+                          generator=torch.Generator().manual_seed(1), tag=tag)
+
+    first = make({"iterations": 40})
+    first.train(2)
+    first.save(tmp_path / "ckpt.pt")
+    with pytest.raises(ValueError, match="other settings.*iterations"):
+        make({"iterations": 4}).load(tmp_path / "ckpt.pt")
+    same = make({"iterations": 40})
+    same.load(tmp_path / "ckpt.pt")
+    assert same.iteration == 2
