@@ -43,8 +43,11 @@ def test_interrupted_run_resumes_only_unfinished_jobs(tmp_path):
     _copy_workflow(tmp_path)
     first_output = tmp_path / "results/smoke/data/mnist.npz"
     second_log = tmp_path / "results/smoke/logs/train_rbm.log"  # created when the second job starts
+    # a terminal's default SIGINT disposition (an earlier test in this process may have set it to "ignore",
+    # which children would inherit, and Python then never raises KeyboardInterrupt)
     proc = subprocess.Popen(_cmd(tmp_path, TARGET), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 240
     while not second_log.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
