@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 venv: $(STAMP)  ## create .venv and install gradmc with the pinned versions
 
-test: $(STAMP)  ## run the test suite (about 10 minutes on 2 cores)
+test: $(STAMP)  ## run the test suite (about 7 minutes on 2 cores)
 	$(BIN)/python -m pytest -q
 
 test-full: $(STAMP)  ## run every test, the slow ones too
