@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="metrics Parquet of each experiment, e.g. rbm_sampling=results/quick/rbm_sampling/"
                              "metrics.parquet")
     claims.add_argument("--config-name", default="", help="config label printed in the heading")
-    claims.add_argument("--out", required=True, help="output prefix; writes PREFIX.md and PREFIX.csv")
+    claims.add_argument("--out", required=True, help="output prefix; writes PREFIX.md, PREFIX.csv and PREFIX.parquet")
     febm = fig.add_parser("ebm", help="GWG Table 2, Fig. 8 and Fig. 14 from the ais_ebm metrics")
     febm.add_argument("--metrics", nargs="+", required=True, help="metrics Parquet files from `gradmc run ais_ebm`")
     febm.add_argument("--samples", nargs="*", default=[], metavar="LABEL=CHECKPOINT:HxW",
