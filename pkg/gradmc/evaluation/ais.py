@@ -38,6 +38,14 @@ import torch
 __all__ = ["BernoulliBase", "CategoricalBase", "AISResult", "ais_log_partition", "linear_schedule"]
 
 
+def _check_fit_data(data: torch.Tensor, ndim: int, what: str, alpha: float) -> None:
+    """Raise ValueError unless ``data`` has ``ndim`` dimensions and at least one row, and alpha > 0."""
+    if data.dim() != ndim or data.shape[0] < 1:
+        raise ValueError(f"data must be {what} with N >= 1, got shape {tuple(data.shape)}")
+    if alpha <= 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+
+
 class BernoulliBase:
     """Independent Bernoulli base p_0(x) = prod_i p_i^x_i (1 - p_i)^(1 - x_i) over binary (C, D) states.
 
@@ -55,10 +63,7 @@ class BernoulliBase:
     @classmethod
     def fit(cls, data: torch.Tensor, alpha: float = 1.0) -> BernoulliBase:
         """Base from data (N, D) in {0, 1} with add-alpha smoothing (alpha > 0 keeps every p_i in (0, 1))."""
-        if data.dim() != 2 or data.shape[0] < 1:
-            raise ValueError(f"data must be (N, D) with N >= 1, got shape {tuple(data.shape)}")
-        if alpha <= 0:
-            raise ValueError(f"alpha must be > 0, got {alpha}")
+        _check_fit_data(data, 2, "(N, D)", alpha)
         p = (data.double().sum(0) + alpha) / (data.shape[0] + 2.0 * alpha)
         return cls(torch.log(p) - torch.log1p(-p))
 
@@ -88,21 +93,15 @@ class CategoricalBase:
     @classmethod
     def fit(cls, data: torch.Tensor, alpha: float = 1.0) -> CategoricalBase:
         """Base from one-hot data (N, D, K) with add-alpha smoothing per category."""
-        if data.dim() != 3 or data.shape[0] < 1:
-            raise ValueError(f"data must be one-hot (N, D, K) with N >= 1, got shape {tuple(data.shape)}")
-        if alpha <= 0:
-            raise ValueError(f"alpha must be > 0, got {alpha}")
+        _check_fit_data(data, 3, "one-hot (N, D, K)", alpha)
         return cls(torch.log(data.double().sum(0) + alpha))
 
     @classmethod
     def fit_indices(cls, levels: torch.Tensor, num_levels: int, alpha: float = 1.0) -> CategoricalBase:
         """Base from integer data (N, D) with values in [0, num_levels) (memory-light :meth:`fit`)."""
-        if levels.dim() != 2 or levels.shape[0] < 1:
-            raise ValueError(f"levels must be (N, D) integers with N >= 1, got shape {tuple(levels.shape)}")
+        _check_fit_data(levels, 2, "(N, D) integer levels", alpha)
         if int(levels.min()) < 0 or int(levels.max()) >= num_levels:
             raise ValueError(f"levels must lie in [0, {num_levels}), got [{int(levels.min())}, {int(levels.max())}]")
-        if alpha <= 0:
-            raise ValueError(f"alpha must be > 0, got {alpha}")
         counts = torch.zeros(levels.shape[1], num_levels, dtype=torch.float64)
         counts.scatter_add_(1, levels.t().long().cpu(), torch.ones(levels.t().shape, dtype=torch.float64))
         return cls(torch.log(counts + alpha))
@@ -215,7 +214,9 @@ def ais_log_partition(
             with torch.no_grad():
                 delta = float(betas[k] - betas[k - 1])
                 log_w += delta * (model(x_now) - base.log_prob(x_now)).double()
-            if not bool(torch.isfinite(log_w).all()):
+            # every level on CPU (free, and before a NaN reaches the kernel); on an accelerator only at the end,
+            # so the loop never waits on the device
+            if not log_w.is_cuda and not bool(torch.isfinite(log_w).all()):
                 raise ValueError(f"non-finite AIS weight at level {k}: the model returned NaN or inf")
             if k in checkpoints:
                 recorded[k] = _summarise(log_w)[0]
@@ -228,6 +229,8 @@ def ais_log_partition(
                 state, _ = sampler.step(state, target, generator)
             if progress is not None and (k % max(levels // 10, 1) == 0 or k == levels):
                 progress(f"[ais] level {k}/{levels}: log Z_hat {_summarise(log_w)[0]:.3f}")
+    if not bool(torch.isfinite(log_w).all()):  # checked once: a NaN or inf stays in the weight for good
+        raise ValueError("non-finite AIS weight: the model returned NaN or inf on some level")
     log_z, se, ess = _summarise(log_w)
     return AISResult(log_z=log_z, log_z_se=se, weights_ess=ess, log_weights=log_w.cpu(), checkpoints=recorded,
                      seconds=time.perf_counter() - start)

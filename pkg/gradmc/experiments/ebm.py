@@ -17,6 +17,7 @@ generator; 256-level data are kept as level indices and one-hot encoded per batc
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -68,8 +69,10 @@ class Data:
             return torch.bernoulli(x.float() / 255.0, generator=generator)
         return x
 
+    @functools.cached_property
     def base(self):
-        """Data-fitted AIS / buffer base: Bernoulli for binary data, per-pixel categorical otherwise."""
+        """Data-fitted AIS / buffer base: Bernoulli for binary data, per-pixel categorical otherwise (fitted
+        once per data set and reused by training, every validation AIS and every convergence run)."""
         train = self.splits["train"]
         if self.levels > 2:
             return CategoricalBase.fit_indices(train, self.levels)
@@ -132,7 +135,7 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
     gen = make_generator(seed_from(EXPERIMENT, "train", dataset, sampler), device)
     train = data.splits["train"]
     buffer_size = int(t.get("buffer_sizes", {}).get(dataset, t["buffer_size"]))
-    trainer = EBMTrainer(model, sampler_obj, train, data.base(), num_steps=t["num_steps"],
+    trainer = EBMTrainer(model, sampler_obj, train, data.base, num_steps=t["num_steps"],
                          batch_size=t["batch_size"], buffer_size=buffer_size, lr=float(t["lr"]),
                          warmup=t["warmup"], ema_decay=float(t["ema_decay"]), generator=gen,
                          data_transform=data.model_input, energy_l2=float(t.get("energy_l2", 0.0)),
@@ -178,7 +181,7 @@ def _ais(model, data: Data, num_intermediate: int, chains: int, seed: int, check
     model.requires_grad_(False)
     sampler = make_sampler("GWG", state="categorical") if data.levels > 2 else make_sampler("GWG")
     gen = make_generator(seed, str(data.splits["test"].device))
-    return ais_log_partition(model, data.base(), sampler, num_chains=chains, betas=linear_schedule(num_intermediate),
+    return ais_log_partition(model, data.base, sampler, num_chains=chains, betas=linear_schedule(num_intermediate),
                              generator=gen, checkpoints=tuple(checkpoints))
 
 

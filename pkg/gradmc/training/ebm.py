@@ -101,10 +101,10 @@ class EBMTrainer:
         self.model.requires_grad_(False)  # the sampler needs grad_x f only: no parameter gradients
         try:
             state = self.sampler.init(self.buffer[idx], self.model)
-            acc = 0.0
+            acc = torch.zeros((), device=self.buffer.device)  # summed on the device: no sync per sampler step
             for _ in range(self.num_steps):
                 state, info = self.sampler.step(state, self.model, self.generator)
-                acc += float(info.acceptance_prob.mean()) / self.num_steps
+                acc = acc + info.acceptance_prob.float().mean()
         finally:
             self.model.requires_grad_(True)
         samples = state.x.detach()
@@ -126,7 +126,8 @@ class EBMTrainer:
         self.iteration += 1
         self.seconds += time.perf_counter() - start
         row = {"iteration": self.iteration, "loss": float(loss.detach()), "f_data": float(f_data.detach()),
-               "f_model": float(f_model.detach()), "acceptance_rate": acc, "seconds": self.seconds}
+               "f_model": float(f_model.detach()), "acceptance_rate": float(acc) / self.num_steps,
+               "seconds": self.seconds}
         self.history.append(row)
         return row
 
