@@ -32,3 +32,45 @@ def serve(directory: Path):
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def write_canonical_mirror(source: Path, dest: Path, *, convert: bool = True) -> Path:
+    """Lay out ``dest`` as the data files' upstream homes would serve them, from ``source`` (../shared/data).
+
+    Files that ``source`` holds in canonical form are copied; the two it holds only as our conversions
+    are written back in their canonical formats from the decoded arrays: ``frey_rawface.mat`` (key ``ff``,
+    (560, N) uint8) from ``frey_faces_uint8.npz`` and the three ``binarized_mnist_*.amat`` from
+    ``binarized_mnist_static.npz``. Their bytes differ from upstream's, their decoded arrays do not:
+    exactly what the registry's decoded digests check (``convert=False`` skips them). Returns ``dest``.
+    """
+    import shutil
+
+    import numpy as np
+    from scipy.io import savemat
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in ("glass", "mnist", "protein", "omniglot"):
+        if (source / rel).is_dir():
+            shutil.copytree(source / rel, dest / rel, dirs_exist_ok=True)
+    if not convert:
+        return dest
+    with np.load(source / "frey_faces_uint8.npz", allow_pickle=False) as npz:
+        images = npz["images"]
+    savemat(dest / "frey_rawface.mat", {"ff": images.reshape(images.shape[0], -1).T})
+    with np.load(source / "binarized_mnist_static.npz", allow_pickle=False) as npz:
+        for split in ("train", "valid", "test"):
+            rows = npz[split]
+            lines = np.where(rows.astype(bool), "1", "0")
+            (dest / f"binarized_mnist_{split}.amat").write_text("\n".join(" ".join(r) for r in lines) + "\n")
+    return dest
+
+
+if __name__ == "__main__":  # python tests/_localdata.py MIRROR_DIR: serve a canonical mirror of ../shared/data
+    import sys
+    import time
+
+    mirror = write_canonical_mirror(SHARED_DATA, Path(sys.argv[1]))
+    with serve(mirror) as url:
+        print(url, flush=True)
+        while True:
+            time.sleep(3600)

@@ -1,7 +1,10 @@
-"""Shared fixtures: the real data folder (a missing one FAILS, never skips) and an isolated download env."""
+"""Shared fixtures: the real data (our copy in ../shared/data, else fetched, else skipped; under CI=true a
+missing copy FAILS, so CI keeps proving the loaders on real data) and an isolated download env."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,11 +13,54 @@ from _localdata import SHARED_DATA
 from gradmc.data import download
 
 
+def _missing(reason: str) -> None:
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{reason} (CI=true: real data must be present)")
+    pytest.skip(reason)
+
+
+def _have_shared() -> bool:
+    return (SHARED_DATA / "MANIFEST.tsv").is_file()
+
+
+def _shared_copy() -> Path:
+    if not _have_shared():
+        _missing(f"real test data not present at {SHARED_DATA} (MANIFEST.tsv): this test reads that copy itself")
+    return SHARED_DATA
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
-    if not (SHARED_DATA / "MANIFEST.tsv").is_file():
-        pytest.fail(f"real test data missing: expected {SHARED_DATA}/MANIFEST.tsv (<repo>/../shared/data)")
-    return SHARED_DATA
+    """Our copy of the real data sets, ``<repo>/../shared/data`` (with MANIFEST.tsv and our ``.npz``
+    conversions), for tests that check that copy itself. Absent: skipped, or FAILED under CI=true."""
+    return _shared_copy()
+
+
+@pytest.fixture(scope="session")
+def shared_copy() -> Path:
+    """``shared`` under a name that modules overriding ``shared`` with ``real_data`` still reach."""
+    return _shared_copy()
+
+
+@pytest.fixture(scope="session")
+def real_data() -> Callable[..., Path]:
+    """``real_data(*datasets) -> folder`` holding the canonical files of ``gradmc.data.catalog`` data sets:
+    ``../shared/data`` when present; else fetched through gradmc's own fetch layer into the data folder
+    (``$GRADMC_DATA_DIR`` or the user cache); else skipped with the reason (FAILED under CI=true)."""
+
+    def get(*datasets: str) -> Path:
+        if _have_shared():
+            return SHARED_DATA
+        from gradmc.data import fetch_cmd, registry
+
+        folder = registry.data_dir()
+        try:
+            fetch_cmd.fetch_files(list(datasets), folder=folder, progress=lambda _msg: None)
+        except (OSError, ValueError) as err:
+            _missing(f"real data {datasets} is not at {SHARED_DATA} and could not be fetched into {folder}: {err}")
+        return folder
+
+    return get
 
 
 @pytest.fixture

@@ -54,7 +54,10 @@ def test_registry_digests_match_manifest(shared):
 
 
 def test_data_dir_env(monkeypatch, tmp_path):
-    assert registry.data_dir() == Path("data")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert registry.data_dir() == tmp_path / "cache" / "gradmc"  # pooch's user cache by default
+    monkeypatch.setenv("GRADMC_DATA_DIR", "")
+    assert registry.data_dir() == tmp_path / "cache" / "gradmc"  # empty counts as unset
     monkeypatch.setenv("GRADMC_DATA_DIR", str(tmp_path))
     assert registry.data_dir() == tmp_path
 
@@ -122,7 +125,9 @@ def _write_amat(path: Path, rows: np.ndarray) -> None:
 def test_amat_loader(tmp_path):
     rows = np.random.default_rng(0).integers(0, 2, size=(3, 784), dtype=np.uint8)
     _write_amat(tmp_path / "binarized_mnist_valid.amat", rows)
-    np.testing.assert_array_equal(mnist.load_static_binarized(tmp_path, "valid"), rows)
+    np.testing.assert_array_equal(mnist.parse_amat(tmp_path / "binarized_mnist_valid.amat"), rows)
+    with pytest.raises(ValueError, match="decoded data has digest .* expected " + registry.STATIC_AMAT["valid"].decoded_sha256):
+        mnist.load_static_binarized(tmp_path, "valid")  # parses, but is not the registered data
     bad = tmp_path / "bad.amat"
     _write_amat(bad, [rows[0], rows[1, :783]])
     with pytest.raises(ValueError, match="line 2 has 783 values, expected 784"):
@@ -218,7 +223,7 @@ def test_missing_file_without_download(tmp_path):
     msg = str(err.value)
     assert f"not found at {tmp_path / 'mnist' / 't10k-labels-idx1-ubyte.gz'} " in msg  # the full path
     assert T10K_LABELS.url in msg and "GRADMC_DATA_DIR" in msg
-    assert "add --download to fetch it (checksummed)" in msg and "place the file there" in msg
+    assert "gradmc data fetch mnist_test_labels" in msg and "place the file there" in msg
     assert "--source ..." not in msg and "--out ..." not in msg
     with pytest.raises(FileNotFoundError, match="binarized_mnist_test.amat not found") as err:
         mnist.load_static_binarized(tmp_path, "test")
@@ -238,22 +243,56 @@ def test_fetch_http_error_leaves_nothing(shared_url, tmp_path):
 
 
 def test_unknown_digest_is_recorded_then_enforced(tmp_path):
+    """A file with no registered digest at all (trust on first use): recorded at download, then enforced."""
     mirror, dest = tmp_path / "mirror", tmp_path / "data"
     mirror.mkdir()
     rows = np.eye(2, 784, dtype=np.uint8)
     _write_amat(mirror / "binarized_mnist_test.amat", rows)
+    remote = dataclasses.replace(registry.STATIC_AMAT["test"], decoded_sha256=None, decoder=None)
     messages = []
     with serve(mirror) as url:
-        x = mnist.load_static_binarized(dest, "test", allow_download=True, base_url=url)
-        remote = registry.STATIC_AMAT["test"]
+        path = download.fetch(remote, dest, base_url=url, progress=None)
         download.fetch(remote, dest, base_url=url, progress=messages.append)  # present: no download
-    np.testing.assert_array_equal(x, rows)
+    np.testing.assert_array_equal(mnist.parse_amat(path), rows)
     digest = _sha(mirror / "binarized_mnist_test.amat")
     assert (dest / "binarized_mnist_test.amat.sha256").read_text().split()[0] == digest
     assert messages == []
-    (dest / "binarized_mnist_test.amat").write_text("0 1\n")
+    path.write_text("0 1\n")
     with pytest.raises(ValueError, match=digest):
-        mnist.load_static_binarized(dest, "test")
+        download.fetch(remote, dest, progress=None)
+
+
+def test_decoded_digest_accepts_other_bytes_of_the_same_data(shared, tmp_path):
+    """Frey .mat and static-MNIST .amat have no published digest: the decoded arrays are checked, so a copy
+    written by other software passes, and one changed pixel fails (never trust the first download)."""
+    from _localdata import write_canonical_mirror
+
+    from gradmc.data import frey, image_remotes
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "frey_faces_uint8.npz").symlink_to(shared / "frey_faces_uint8.npz")
+    (src / "binarized_mnist_static.npz").symlink_to(shared / "binarized_mnist_static.npz")
+    mirror = write_canonical_mirror(src, tmp_path / "mirror")
+    with np.load(shared / "frey_faces_uint8.npz") as npz:
+        faces = npz["images"]
+    with serve(mirror) as url:
+        path = download.fetch(image_remotes.FREY_MAT, tmp_path / "a", base_url=url, progress=None)
+        np.testing.assert_array_equal(frey.parse_frey(path), faces)
+        x = mnist.load_static_binarized(tmp_path / "a", "valid", allow_download=True, base_url=url)
+        with np.load(shared / "binarized_mnist_static.npz") as npz:
+            np.testing.assert_array_equal(x, npz["valid"])
+        # the recorded file digest makes the next check cheap; the data check still guards a swapped file
+        assert (tmp_path / "a" / "frey_rawface.mat.sha256").is_file()
+        bad = faces.copy()
+        bad[0, 0, 0] ^= 1
+        from scipy.io import savemat
+
+        savemat(mirror / "frey_rawface.mat", {"ff": bad.reshape(bad.shape[0], -1).T})
+        with pytest.raises(ValueError, match="decoded data has digest") as err:
+            download.fetch(image_remotes.FREY_MAT, tmp_path / "b", base_url=url, progress=None)
+    assert image_remotes.FREY_MAT.decoded_sha256 in str(err.value)
+    assert _files(tmp_path / "b") == set()
 
 
 # --- prepare ----------------------------------------------------------------------------------------
@@ -289,3 +328,77 @@ def test_prepare_static_and_errors(shared, tmp_path):
         prepare.prepare_mnist("idx", tmp_path / "idx.npz", data_dir=shared)
     assert str(shared / "mnist" / "train-images-idx3-ubyte.gz") in str(err.value)
     assert not (tmp_path / "idx.npz").exists()
+
+
+# --- catalog and `gradmc data fetch` ------------------------------------------------------------------
+
+
+def test_catalog_names_what_each_config_reads(tmp_path):
+    from gradmc.config import load_config
+    from gradmc.data import catalog
+
+    quick = load_config(Path(__file__).resolve().parents[1] / "config" / "quick.yaml")
+    assert catalog.config_datasets(quick) == ["static_mnist", "frey", "glass", "pf00018", "potts_synthetic"]
+    smoke = load_config(Path(__file__).resolve().parents[1] / "config" / "smoke.yaml")
+    assert catalog.config_datasets(smoke) == ["mnist_test", "glass", "potts_synthetic"]
+    files = {f.relpath for f in catalog.config_files(quick, tmp_path)}  # empty folder: the canonical files
+    assert {"binarized_mnist_train.amat", "frey_rawface.mat", "glass/glass.data"} <= files
+    (tmp_path / "frey_faces_uint8.npz").write_bytes(b"")  # an accepted conversion present: it is read instead
+    assert [f.relpath for f in catalog.dataset_files("frey", tmp_path)] == ["frey_faces_uint8.npz"]
+    with pytest.raises(KeyError, match="unknown data set or file 'nope'; data sets: all, static_mnist"):
+        catalog.resolve_names(["nope"], tmp_path)
+    every = catalog.fetchable_files()
+    assert all(r.urls for r in every) and len({r.name for r in every}) == len(every)
+
+
+def test_fetch_command_downloads_from_mirror_then_only_verifies(shared_url, tmp_path, capsys):
+    from gradmc.cli import main
+
+    dest = tmp_path / "data"
+    assert main(["data", "fetch", "mnist_test", "glass", "--data-dir", str(dest), "--base-url", shared_url]) == 0
+    out = capsys.readouterr().out
+    assert out.count(": downloaded,") == 3 and "glass/glass.data" in out
+    assert _files(dest) == {"mnist/t10k-images-idx3-ubyte.gz", "mnist/t10k-labels-idx1-ubyte.gz", "glass/glass.data"}
+    assert main(["data", "fetch", "glass", "--data-dir", str(dest)]) == 0  # present: verified, no network
+    assert ": verified," in capsys.readouterr().out
+
+
+def test_fetch_command_without_network_names_urls_and_path(tmp_path, capsys):
+    from gradmc.cli import main
+
+    with serve(tmp_path / "empty-mirror") as url:  # a mirror that has nothing: every address fails (404)
+        (tmp_path / "empty-mirror").mkdir(exist_ok=True)
+        code = main(["data", "fetch", "glass", "--data-dir", str(tmp_path / "d"), "--base-url", url])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "could not download glass.data from any of 1 address(es)" in err and f"{url}/glass/glass.data" in err
+    assert f"place the file at {tmp_path / 'd' / 'glass' / 'glass.data'} by hand" in err
+    assert _files(tmp_path / "d") == set()  # no staging folder or partial file left
+    assert main(["data", "fetch"]) == 2 and "name what to fetch" in capsys.readouterr().err
+
+
+def test_fetch_falls_back_to_the_next_url(shared, tmp_path):
+    """The canonical URL fails (here: a 404 on 127.0.0.1), the fallback serves the file."""
+    with serve(tmp_path / "nothing") as dead, serve(shared) as good:
+        (tmp_path / "nothing").mkdir(exist_ok=True)
+        remote = dataclasses.replace(registry.GLASS, url=f"{dead}/glass/glass.data",
+                                     mirrors=(f"{good}/glass/glass.data",))
+        messages = []
+        path = download.fetch(remote, tmp_path / "d", progress=messages.append)
+    assert _sha(path) == registry.GLASS.sha256
+    assert any("failed" in m and dead in m for m in messages) and any(good in m for m in messages)
+
+
+def test_fetch_extracts_a_zip_member(shared, tmp_path):
+    """UCI's post-2023 downloads are zip archives: ``URL#member`` fetches and verifies one member."""
+    import zipfile
+
+    (tmp_path / "uci").mkdir()
+    with zipfile.ZipFile(tmp_path / "uci" / "glass+identification.zip", "w") as z:
+        z.write(shared / "glass" / "glass.data", "glass.data")
+        z.writestr("glass.names", "documentation")
+    with serve(tmp_path / "uci") as url:
+        remote = dataclasses.replace(registry.GLASS, url=None, mirrors=(f"{url}/glass+identification.zip#glass.data",))
+        path = download.fetch(remote, tmp_path / "d", progress=None)
+    assert _sha(path) == registry.GLASS.sha256
+    assert _files(tmp_path / "d") == {"glass/glass.data"}

@@ -18,14 +18,20 @@ from gradmc.samplers.continuous.pseudo_marginal import GaussianRandomWalkProposa
 from gradmc.targets.abc_skew_normal import ABCSkewNormalPosterior, SkewNormalSimulator
 from gradmc.targets.gp_classification import GPClassificationPosterior
 
+
+@pytest.fixture(scope="module")
+def shared(real_data):
+    """UCI Glass: ../shared/data, else fetched (see conftest.real_data)."""
+    return real_data("glass")
+
 pytestmark = pytest.mark.usefixtures("download_env")
 
 
 # --- Glass ------------------------------------------------------------------------------------------
 
 
-def test_glass_remote_matches_manifest(shared):
-    rows = [line.split("\t") for line in (shared / "MANIFEST.tsv").read_text().splitlines()]
+def test_glass_remote_matches_manifest(shared_copy):
+    rows = [line.split("\t") for line in (shared_copy / "MANIFEST.tsv").read_text().splitlines()]
     entry = {r[2]: r for r in rows if len(r) == 3}[glass.GLASS.relpath]
     assert int(entry[0]) == glass.GLASS.size and entry[1] == glass.GLASS.sha256
 

@@ -22,6 +22,12 @@ from gradmc.results import provenance, read_parquet, validate_metrics, write_par
 from gradmc.samplers.continuous import KAMH
 
 
+@pytest.fixture(scope="module")
+def shared(real_data):
+    """The canonical files these tests read: ../shared/data, else fetched (see conftest.real_data)."""
+    return real_data("glass")
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _one_thread():
     """One intra-op thread, as in the Ray workers: the GPC target's many small (214, 214) linear-algebra calls

@@ -15,6 +15,12 @@ from gradmc.targets import Potts
 from gradmc.training.plm import GROUP_EPS, fit_plm, pseudo_log_likelihood, zero_sum_gauge
 
 
+@pytest.fixture(scope="module")
+def shared(real_data):
+    """The canonical files these tests read: ../shared/data, else fetched (see conftest.real_data)."""
+    return real_data("pf00018", "potts_synthetic")
+
+
 def _random_potts(L: int, q: int, seed: int, scale: float = 1.0):
     g = torch.Generator().manual_seed(seed)
     h = torch.randn(L, q, generator=g, dtype=torch.float64)

@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from _localdata import SHARED_DATA
 
 from gradmc.claims.potts_proteins import claims
 from gradmc.experiments import potts_proteins as exp
@@ -148,8 +147,13 @@ def _config(**over) -> dict:
     return {"name": "test", "device": "cpu", "potts_proteins": spec}
 
 
-def test_missing_files_stop_before_any_work(tmp_path, monkeypatch):
-    monkeypatch.setenv("GRADMC_DATA_DIR", str(SHARED_DATA))
+@pytest.fixture(scope="module")
+def protein_dir(real_data):
+    return real_data("pf00018", "potts_synthetic")
+
+
+def test_missing_files_stop_before_any_work(tmp_path, monkeypatch, protein_dir):
+    monkeypatch.setenv("GRADMC_DATA_DIR", str(protein_dir))
     with pytest.raises(FileNotFoundError) as err:
         exp.shards(_config(proteins=["synthetic", "OPSD_BOVIN", "CADH1_HUMAN"]))
     msg = str(err.value)
@@ -174,21 +178,21 @@ def test_k_grid_holds_the_standard_cutoffs():
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
+def smoke(tmp_path_factory, protein_dir):
     mp = pytest.MonkeyPatch()
-    mp.setenv("GRADMC_DATA_DIR", str(SHARED_DATA))
+    mp.setenv("GRADMC_DATA_DIR", str(protein_dir))
     shards = exp.shards(_config())
     mp.undo()
     results = [exp.run(s) for s in shards]
     return shards, exp.collect(results), tmp_path_factory.mktemp("potts")
 
 
-def test_module_rows_are_consistent(smoke):
+def test_module_rows_are_consistent(smoke, protein_dir):
     shards, df, _ = smoke
     assert [(s.protein, s.method) for s in shards] == [(p, m) for m in ("PCD-Gibbs", "PCD-GWG", "PLM")
                                                     for p in ("synthetic", "PF00018")]
     validate_metrics(df)
-    syn = load_synthetic_potts(SHARED_DATA)
+    syn = load_synthetic_potts(protein_dir)
     for (protein, method), d in df.groupby(["target", "sampler"]):
         L = int(d["length"].iloc[0])
         assert L == (50 if protein == "synthetic" else 48)

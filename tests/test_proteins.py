@@ -29,6 +29,12 @@ from gradmc.proteins import (
 )
 from gradmc.targets import Potts
 
+
+@pytest.fixture(scope="module")
+def shared(real_data):
+    """The canonical files these tests read: ../shared/data, else fetched (see conftest.real_data)."""
+    return real_data("pf00018", "potts_synthetic")
+
 PVI = "protein/persistent-vi"
 
 

@@ -81,7 +81,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the gradmc version and exit")
     sub = parser.add_subparsers(dest="command", metavar="{data,run,figure,claims,bench}")
 
-    data = sub.add_parser("data", help="prepare data sets").add_subparsers(dest="action", metavar="{prepare}")
+    data = sub.add_parser("data", help="fetch and prepare data sets").add_subparsers(
+        dest="action", metavar="{fetch,list,prepare}")
+    fetch = data.add_parser("fetch", help="download data files into the data folder (checksummed; present "
+                                          "files are verified, not downloaded again)")
+    fetch.add_argument("names", nargs="*", metavar="NAME",
+                       help="data sets (see `gradmc data list`), registry file names, or all")
+    fetch.add_argument("--config", help="also fetch every file the pipeline of this config reads")
+    fetch.add_argument("--data-dir", default=None, help="data folder (default: $GRADMC_DATA_DIR, else the user "
+                                                        "cache, e.g. ~/.cache/gradmc)")
+    fetch.add_argument("--base-url", default=None, help="mirror serving <url>/<relpath> (default: "
+                                                        "$GRADMC_DATA_BASE_URL, else each file's own URLs)")
+    listing = data.add_parser("list", help="list the data sets, their files, and which are in the data folder")
+    listing.add_argument("--data-dir", default=None, help="data folder (default: $GRADMC_DATA_DIR or the user cache)")
     prep = data.add_parser("prepare", help="prepare a data set as one .npz plus a JSON manifest")
     prep.add_argument("dataset", choices=["mnist", *IMAGE_DATASETS],
                       help="data set to prepare: mnist (the RBM experiments) or a GWG Table 2 image data set")
@@ -95,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="histopathology only: allow reading its pickle (unpickling can run code: trusted "
                            "files only)")
     prep.add_argument("--max-train", type=int, default=None, help="keep only this many training images")
-    prep.add_argument("--data-dir", default=None, help="folder of canonical files (default: $GRADMC_DATA_DIR or data/)")
+    prep.add_argument("--data-dir", default=None, help="folder of canonical files (default: $GRADMC_DATA_DIR, "
+                                                       "else the user cache, e.g. ~/.cache/gradmc)")
     prep.add_argument("--download", action="store_true", help="download missing canonical files (checksummed)")
     _add_out(prep, "prepared .npz")
 
@@ -209,6 +222,18 @@ def _cmd_bench(args) -> None:
 
 
 def _cmd_data(args) -> None:
+    if args.action in ("fetch", "list"):
+        from gradmc.data import fetch_cmd
+
+        if args.action == "list":
+            fetch_cmd.list_datasets(args.data_dir, out=_log)
+            return
+        names = list(args.names)
+        if not names and not args.config:
+            raise ValueError("name what to fetch: data sets (see `gradmc data list`), all, or --config FILE")
+        config = _config(args.config) if args.config else None
+        fetch_cmd.fetch_files(names, config=config, folder=args.data_dir, base_url=args.base_url, progress=_log)
+        return
     if args.dataset in IMAGE_DATASETS:
         _prepare_images(args)
         return

@@ -26,6 +26,7 @@ __all__ = [
 
 _MANIFEST = "sha256 and size from ../shared/data/MANIFEST.tsv"
 _LAKE = "https://github.com/brendenlake/omniglot/raw/master/python"
+_LAKE_RAW = "https://raw.githubusercontent.com/brendenlake/omniglot/master/python"
 
 OMNIGLOT_CHARDATA = RemoteFile(
     name="omniglot_chardata",
@@ -71,6 +72,7 @@ OMNIGLOT_ZIPS: dict[str, RemoteFile] = {
         name="omniglot_" + fname.removesuffix(".zip").removeprefix("images_") + "_zip",
         relpath=f"omniglot/{fname}",
         url=f"{_LAKE}/{fname}",
+        mirrors=(f"{_LAKE_RAW}/{fname}",),
         sha256=sha,
         size=size,
         source_note="original Omniglot PNG distribution (Lake et al. 2015): 105x105 1-bit PNGs in "
@@ -93,10 +95,14 @@ FREY_MAT = RemoteFile(
     name="frey_rawface",
     relpath="frey_rawface.mat",
     url="https://cs.nyu.edu/~roweis/data/frey_rawface.mat",
+    mirrors=("http://www.cs.nyu.edu/~roweis/data/frey_rawface.mat",),
     sha256=None,
     size=None,
-    source_note="Frey faces (Roweis): 'ff' uint8 (560, 1965), one 28x20 row-major image per column; "
-    "digest unknown here",
+    source_note="Frey faces (Roweis): 'ff' uint8 (560, 1965), one 28x20 row-major image per column; no "
+    "published digest: verified by the digest of the decoded (1965, 28, 20) uint8 images, computed from "
+    "frey_faces_uint8.npz of ../shared/data",
+    decoded_sha256="b7fb6085f5ce7b09b14cd0136165a2993a9b98bd3adb24cbc2fa62267b0c3886",
+    decoder="gradmc.data.frey:parse_frey",
 )
 
 FREY_NPZ = RemoteFile(

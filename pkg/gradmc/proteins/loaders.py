@@ -34,11 +34,13 @@ __all__ = ["ProteinData", "PROTEIN_FILES", "EVCOUPLINGS_FILES", "parse_pf00018_s
            "load_synthetic_potts", "load_evcouplings_protein", "load_protein", "PROTEIN_NAMES"]
 
 _PVI = "https://raw.githubusercontent.com/debbiemarkslab/persistent-vi/master/potts"
+_PVI_GITHUB = "https://github.com/debbiemarkslab/persistent-vi/raw/master/potts"
 _NOTE = "Ingraham & Marks 2017 (persistent-vi repository); sha256 and size from ../shared/data/MANIFEST.tsv"
 
 
 def _remote(name: str, filename: str, url_path: str, sha256: str, size: int) -> RemoteFile:
     return RemoteFile(name=name, relpath=f"protein/persistent-vi/{filename}", url=f"{_PVI}/{url_path}",
+                      mirrors=(f"{_PVI_GITHUB}/{url_path}",),
                       sha256=sha256, size=size, source_note=_NOTE)
 
 

@@ -1,0 +1,75 @@
+"""``gradmc data fetch`` and ``gradmc data list``: the data registry from the command line (and for the
+pipeline's fetch rules, which call ``gradmc data fetch <file>``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from gradmc.data import catalog
+from gradmc.data.download import fetch
+from gradmc.data.registry import data_dir
+
+__all__ = ["fetch_files", "list_datasets"]
+
+
+def fetch_files(
+    names: list[str],
+    *,
+    config: Mapping | None = None,
+    folder: str | os.PathLike | None = None,
+    base_url: str | None = None,
+    progress: Callable[[str], object] = print,
+) -> list[Path]:
+    """Fetch (download if missing, verify if present) the files of ``names`` and of ``config``'s pipeline.
+
+    Args:
+        names: data set names, registry file names, or ``all`` (see :mod:`gradmc.data.catalog`).
+        config: a validated config; adds every file its pipeline reads (:func:`catalog.config_files`).
+        folder: the data folder (default ``$GRADMC_DATA_DIR``, else the user cache).
+        base_url: mirror (default ``$GRADMC_DATA_BASE_URL``, else each file's own addresses).
+        progress: receives one line per file and per download attempt.
+
+    Returns:
+        The verified local paths, in order.
+
+    Raises:
+        KeyError: an unknown name. FileNotFoundError: a file with no public URL is missing.
+        ValueError: a present or downloaded file fails verification.
+        ConnectionError: every address of a file failed; the message lists each and where to place the
+            file by hand. Files fetched before the failure stay (they are verified).
+    """
+    folder = Path(folder) if folder is not None else data_dir()
+    remotes = catalog.resolve_names(names, folder)
+    if config is not None:
+        remotes += [r for r in catalog.config_files(config, folder) if r not in remotes]
+    progress(f"[data] data folder {folder}: {len(remotes)} file(s)")
+    paths = []
+    for i, remote in enumerate(remotes, 1):
+        present = (folder / remote.relpath).exists()
+        try:
+            path = fetch(remote, folder, allow_download=True, base_url=base_url, progress=progress)
+        except OSError as err:
+            if isinstance(err, FileNotFoundError):
+                raise
+            raise ConnectionError(str(err)) from None
+        state = "verified" if present else "downloaded"
+        progress(f"[data] {i}/{len(remotes)} {remote.name}: {state}, {path} ({path.stat().st_size} bytes)")
+        paths.append(path)
+    return paths
+
+
+def list_datasets(folder: str | os.PathLike | None = None, out: Callable[[str], object] = print) -> None:
+    """Print each data set with its files, their addresses, and whether each is in the data folder."""
+    folder = Path(folder) if folder is not None else data_dir()
+    out(f"data folder: {folder}  (GRADMC_DATA_DIR; downloads: gradmc data fetch NAME)")
+    reg = catalog._registry()
+    for ds in catalog.DATASETS.values():
+        out(f"{ds.name}: {ds.description}")
+        for name in ds.files + ds.alternatives:
+            remote = reg[name]
+            here = "present" if (folder / remote.relpath).exists() else "missing"
+            alt = " (accepted instead)" if name in ds.alternatives else ""
+            where = remote.url or "no public URL"
+            out(f"    {remote.relpath:<48} {here:<8} {where}{alt}")
