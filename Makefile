@@ -1,26 +1,63 @@
 # gradmc: one-command entry points. Every target sets up .venv first (pinned by constraints.txt).
-PY      ?= python3.11
+#   make PY=/path/to/python3.11 ...   the Python for .venv (default: python3.11, else python3.13, python3.12 or
+#                                     python3 if it is at least 3.11)
+#   make TORCH=cu126 venv             the PyTorch build: cpu (default) or a CUDA build of download.pytorch.org
+#   make CORES=8 reproduce            Snakemake cores (default: all of this machine's)
+ifndef PY
+PY := $(shell for p in python3.11 python3.13 python3.12 python3; do \
+	  "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 && { echo "$$p"; break; }; done)
+endif
+ifndef CORES
+CORES := $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
+endif
+TORCH   ?= cpu
+TORCH_VERSION := $(shell sed -n 's/^torch==//p' constraints.txt)
+# PyPI's Linux torch wheel is the CUDA build (several GB); the CPU-only and the other CUDA builds live on the
+# PyTorch index as torch==<version>+<build>. PyPI's macOS wheels are the CPU build already.
+ifeq ($(shell uname -s)-$(TORCH),Darwin-cpu)
+TORCH_REQ   := torch==$(TORCH_VERSION)
+TORCH_INDEX :=
+else
+TORCH_REQ   := torch==$(TORCH_VERSION)+$(TORCH)
+TORCH_INDEX := --index-url https://download.pytorch.org/whl/$(TORCH)
+endif
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.gradmc-installed
-CORES   ?= 2
-PROFILE ?= workflow/profiles/local
+PROFILE ?= workflow/profiles/default
 CONFIG  ?= quick
-SMK     := $(BIN)/snakemake --profile $(PROFILE) --cores $(CORES)
+SMK     := $(BIN)/snakemake --workflow-profile $(PROFILE) --cores $(CORES)
 
-.PHONY: help venv test test-full lint reproduce reproduce-paper reproduce-smoke bench report unlock clean-results
+.PHONY: help venv data test test-full lint reproduce reproduce-paper reproduce-smoke bench report unlock clean-results
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml constraints.txt
-	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
+	@test -x $(BIN)/python || { \
+	  if [ -z "$(PY)" ]; then \
+	    echo "make: no Python >= 3.11 found. On PATH:" >&2; \
+	    for p in python3.13 python3.12 python3.11 python3; do \
+	      v=$$(command -v "$$p" >/dev/null && "$$p" --version 2>&1 || echo 'not found'); \
+	      printf '  %-10s %s\n' "$$p" "$$v" >&2; done; \
+	    echo "gradmc needs Python >= 3.11 (tested on 3.11): install it, or run make PY=/path/to/python3.11" >&2; \
+	    exit 1; fi; \
+	  "$(PY)" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+	    echo "make: PY=$(PY) is $$("$(PY)" --version 2>&1); gradmc needs Python >= 3.11 (tested on 3.11)" >&2; \
+	    exit 1; }; \
+	  "$(PY)" -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# torch pinned exactly (constraints.txt): a range would pull a multi-GB CUDA build
+	# torch pinned exactly (constraints.txt), the build TORCH names: a wheel pip already has (a find-links folder,
+	# no network), else the PyTorch index; its dependencies come with the install below, from the usual index.
+	$(BIN)/python -m pip install --quiet --no-deps --no-index '$(TORCH_REQ)' 2>/dev/null \
+	  || $(BIN)/python -m pip install --quiet --no-deps $(TORCH_INDEX) '$(TORCH_REQ)'
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	@touch $(STAMP)
 
-venv: $(STAMP)  ## create .venv and install gradmc with the pinned versions
+venv: $(STAMP)  ## create .venv and install gradmc with the pinned versions (TORCH=cpu, or e.g. TORCH=cu126)
+
+data: $(STAMP)  ## fetch the data files config/$(CONFIG).yaml reads into $GRADMC_DATA_DIR (default ~/.cache/gradmc)
+	$(BIN)/gradmc data fetch --config config/$(CONFIG).yaml
 
 test: $(STAMP)  ## run the test suite (about 7 minutes on 2 cores)
 	$(BIN)/python -m pytest -q
@@ -28,9 +65,9 @@ test: $(STAMP)  ## run the test suite (about 7 minutes on 2 cores)
 test-full: $(STAMP)  ## run every test, the slow ones too
 	$(BIN)/python -m pytest -q -m ''
 
-lint: $(STAMP)  ## ruff and snakemake --lint
+lint: $(STAMP)  ## ruff and snakemake --lint (less its conda/container lint: workflow/lint.py)
 	$(BIN)/ruff check .
-	$(BIN)/snakemake --lint
+	$(BIN)/python workflow/lint.py
 
 reproduce: $(STAMP)  ## run the whole pipeline with config/quick.yaml into results/
 	$(SMK) --configfile config/quick.yaml

@@ -18,7 +18,6 @@ rule claims:
         f"{LOGS}/claims.log",
     message:
         "Checking the papers' claims against the measured metrics"
-    conda:
-        ENV_FILE
     shell:
-        "gradmc claims --metrics {params.metrics} --config-name {params.name} --out {params.prefix} > {log} 2>&1"
+        "gradmc claims --metrics {params.metrics} --config-name {params.name} --out {params.prefix} "
+        "2>&1 | joblog {log} claims"

@@ -30,13 +30,40 @@ except (ConfigError, FileNotFoundError) as err:
 # Every config writes under its own folder, so a smoke or paper run never overwrites the quick results.
 RESULTS = f"results/{config['name']}"
 LOGS = f"{RESULTS}/logs"
+# The data folder ($GRADMC_DATA_DIR, else the user cache): every job reads the folder the fetch rules write to.
+from gradmc.data import catalog as _catalog  # noqa: E402
+from gradmc.data.registry import data_dir as _data_dir  # noqa: E402
+
+DATA_DIR = _data_dir().resolve()
+os.environ["GRADMC_DATA_DIR"] = str(DATA_DIR)
+
+
 envvars:
     "PATH",
+    "GRADMC_DATA_DIR",
 
 
 # Jobs call the `gradmc` console script of the Python running Snakemake (the venv's), activated or not.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-ENV_FILE = str(REPO / "environment.yml")
+# The rules name no conda environment: environment.yml is for a conda env made by hand (its `-e .` needs the
+# repository root, not Snakemake's copy of the file), and a named env makes every job run `conda env export`.
+# So plain `snakemake --lint` asks for one per rule; `make lint` runs workflow/lint.py, which omits that lint.
+
+# Every job's output goes complete to its log file and, each line prefixed with "[<rule> <wildcards>]", to the
+# terminal, so long jobs show their progress:  shell: "gradmc ... 2>&1 | joblog {log} <rule> {wildcards.x} ..."
+# (spelled out, since Snakemake's linter flags "{rule}" in a shell command).
+# A shell.prefix replaces Snakemake's default bash strict mode, so it is restated: with pipefail a failing
+# command still fails its job through the pipe. PYTHONUNBUFFERED: lines appear when printed, not in blocks.
+_JOBLOG = r"""
+joblog() {
+    local log=$1 rule=$2 line tag
+    shift 2
+    tag="$rule${*:+ }$(IFS=/; echo "$*")"
+    tee "$log" | while IFS= read -r line || [[ -n $line ]]; do printf '[%s] %s\n' "$tag" "$line"; done >&2
+}
+"""
+_JOBLOG = _JOBLOG.replace("{", "{{").replace("}", "}}")  # shell.prefix formats its text like a shell command
+shell.prefix(f"set -euo pipefail; export PYTHONUNBUFFERED=1; {_JOBLOG}")
 ALL_TARGETS = []
 CLAIMS_INPUTS = {}  # experiment -> metrics Parquet checked by gradmc.claims.<experiment> (claims.smk)
 
@@ -44,3 +71,14 @@ CLAIMS_INPUTS = {}  # experiment -> metrics Parquet checked by gradmc.claims.<ex
 def digest(*modules):
     """Source digest of the gradmc modules a stage runs (see gradmc.codedigest)."""
     return source_digest(*modules, root=REPO / "pkg" / "gradmc")
+
+
+def data_inputs(*datasets):
+    """Rule inputs: the data files of ``datasets`` (gradmc.data.catalog names) in the data folder. ancient():
+    a re-fetched file is verified to hold the same data, so its new mtime reruns nothing."""
+    return [ancient(str(DATA_DIR / f.relpath)) for f in _catalog.resolve_names(list(datasets), DATA_DIR)]
+
+
+def config_data_inputs(section):
+    """data_inputs of what config section ``section`` reads (e.g. "potts_proteins", "kmc_gpc")."""
+    return data_inputs(*_catalog.config_datasets({section: config[section]}))

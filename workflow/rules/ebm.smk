@@ -39,12 +39,11 @@ rule train_ebm:
     message:
         "Training the ResNet EBM on {wildcards.dataset} with PCD-{wildcards.sampler} "
         "({params.spec[train][iterations]} iterations, {params.spec[train][num_steps]} steps each)"
-    conda:
-        ENV_FILE
     threads: 2
     shell:
         "OMP_NUM_THREADS={threads} gradmc run train_ebm --config {params.config} --dataset {wildcards.dataset} "
-        "--sampler {wildcards.sampler} --data {input.data} {params.budget} --out {output} > {log} 2>&1"
+        "--sampler {wildcards.sampler} --data {input.data} {params.budget} --out {output} "
+        "2>&1 | joblog {log} train_ebm {wildcards.dataset} {wildcards.sampler}"
 
 
 rule ais_ebm:
@@ -64,12 +63,11 @@ rule ais_ebm:
     message:
         "AIS for the {wildcards.dataset} {wildcards.sampler} EBM ({params.spec[num_intermediate]} levels, "
         "{params.spec[num_chains]} chains; convergence at {params.spec[convergence]})"
-    conda:
-        ENV_FILE
     threads: 2
     shell:
         "OMP_NUM_THREADS={threads} gradmc run ais_ebm --config {params.config} --dataset {wildcards.dataset} "
-        "--sampler {wildcards.sampler} --data {input.data} --model {input.model} --out {output} > {log} 2>&1"
+        "--sampler {wildcards.sampler} --data {input.data} --model {input.model} --out {output} "
+        "2>&1 | joblog {log} ais_ebm {wildcards.dataset} {wildcards.sampler}"
 
 
 rule figure_ebm:
@@ -94,8 +92,6 @@ rule figure_ebm:
         f"{LOGS}/figure_ebm.log",
     message:
         "Assembling GWG Table 2, Fig. 8 and Fig. 14"
-    conda:
-        ENV_FILE
     shell:
         "gradmc figure ebm --metrics {input.metrics} --samples {params.samples} --combined-out {output.combined} "
-        "--config-name {params.name} --out {params.prefix} --table-out {params.table} > {log} 2>&1"
+        "--config-name {params.name} --out {params.prefix} --table-out {params.table} 2>&1 | joblog {log} figure_ebm"

@@ -22,13 +22,12 @@ rule fhmm_sampling:
     message:
         "Sampling the FHMM posterior (L={params.spec[L]}, K={params.spec[K]}): {params.spec[samplers]} x seeds "
         "{params.spec[seeds]}, {params.spec[num_steps]} steps on Ray"
-    conda:
-        ENV_FILE
     threads: workflow.cores
     resources:
         ray_drivers=1,  # capped by the ray-cluster profile
     shell:
-        "gradmc run fhmm_sampling --config {params.config} --workers {threads} --out {output} > {log} 2>&1"
+        "gradmc run fhmm_sampling --config {params.config} --workers {threads} --out {output} "
+        "2>&1 | joblog {log} fhmm_sampling"
 
 
 rule figure_fhmm_sampling:
@@ -48,8 +47,6 @@ rule figure_fhmm_sampling:
         f"{LOGS}/figure_fhmm_sampling.log",
     message:
         "Drawing GWG Fig. 5 (factorial HMM posterior sampling)"
-    conda:
-        ENV_FILE
     shell:
         "gradmc figure fhmm_sampling --metrics {input} --config-name {params.name} --out {params.prefix} "
-        "--table-out {params.table} > {log} 2>&1"
+        "--table-out {params.table} 2>&1 | joblog {log} figure_fhmm_sampling"

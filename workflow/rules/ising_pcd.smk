@@ -24,11 +24,9 @@ rule ising_pcd_data:
     message:
         "Sampling the true Ising models of GWG Fig. 6: lattices {params.spec[lattice_sides]} x thetas "
         "{params.spec[thetas]} and the Erdos-Renyi graph, {params.spec[num_samples]} chains each"
-    conda:
-        ENV_FILE
     threads: workflow.cores
     shell:
-        "gradmc run ising_pcd_data --config {params.config} --out {output} > {log} 2>&1"
+        "gradmc run ising_pcd_data --config {params.config} --out {output} 2>&1 | joblog {log} ising_pcd_data"
 
 
 rule ising_pcd:
@@ -46,14 +44,12 @@ rule ising_pcd:
     message:
         "Training Ising models with PCD: {params.spec[samplers]} x K = {params.spec[steps]} x seeds "
         "{params.spec[seeds]}, {params.spec[num_iterations]} iterations on Ray"
-    conda:
-        ENV_FILE
     threads: workflow.cores
     resources:
         ray_drivers=1,  # capped by the ray-cluster profile
     shell:
         "gradmc run ising_pcd --config {params.config} --workers {threads} --input data={input.data} "
-        "--out {output} > {log} 2>&1"
+        "--out {output} 2>&1 | joblog {log} ising_pcd"
 
 
 rule figure_ising_pcd:
@@ -78,8 +74,6 @@ rule figure_ising_pcd:
         f"{LOGS}/figure_ising_pcd.log",
     message:
         "Drawing GWG Fig. 6 and Fig. 11 (PCD-trained Ising models)"
-    conda:
-        ENV_FILE
     shell:
         "gradmc figure ising_pcd --metrics {input} --config-name {params.name} --out {params.prefix} "
-        "--table-out {params.table} > {log} 2>&1"
+        "--table-out {params.table} 2>&1 | joblog {log} figure_ising_pcd"

@@ -22,13 +22,12 @@ rule ising_sampling:
     message:
         "Sampling lattice Ising models: sides {params.spec[sides]} x thetas {params.spec[thetas]} x "
         "{params.spec[samplers]} x seeds {params.spec[seeds]} on Ray"
-    conda:
-        ENV_FILE
     threads: workflow.cores
     resources:
         ray_drivers=1,  # capped by the ray-cluster profile
     shell:
-        "gradmc run ising_sampling --config {params.config} --workers {threads} --out {output} > {log} 2>&1"
+        "gradmc run ising_sampling --config {params.config} --workers {threads} --out {output} "
+        "2>&1 | joblog {log} ising_sampling"
 
 
 rule figure_ising_sampling:
@@ -48,8 +47,6 @@ rule figure_ising_sampling:
         f"{LOGS}/figure_ising_sampling.log",
     message:
         "Drawing GWG Fig. 4 (lattice Ising ESS over theta)"
-    conda:
-        ENV_FILE
     shell:
         "gradmc figure ising_sampling --metrics {input} --config-name {params.name} --out {params.prefix} "
-        "--table-out {params.table} > {log} 2>&1"
+        "--table-out {params.table} 2>&1 | joblog {log} figure_ising_sampling"

@@ -23,13 +23,11 @@ rule kmc_abc:
     message:
         "ABC skew normal: {params.spec[samplers]}, runs {params.spec[runs]}, "
         "{params.spec[num_burn_in]} + {params.spec[num_iterations]} iterations on Ray"
-    conda:
-        ENV_FILE
     threads: workflow.cores
     resources:
         ray_drivers=1,  # capped by the ray-cluster profile
     shell:
-        "gradmc run kmc_abc --config {params.config} --workers {threads} --out {output} > {log} 2>&1"
+        "gradmc run kmc_abc --config {params.config} --workers {threads} --out {output} 2>&1 | joblog {log} kmc_abc"
 
 
 rule figure_kmc_abc:
@@ -49,8 +47,6 @@ rule figure_kmc_abc:
         f"{LOGS}/figure_kmc_abc.log",
     message:
         "Drawing KMC Fig. 4 right (ABC skew normal)"
-    conda:
-        ENV_FILE
     shell:
         "gradmc figure kmc_abc --metrics {input} --config-name {params.name} --out {params.prefix} "
-        "--table-out {params.table} > {log} 2>&1"
+        "--table-out {params.table} 2>&1 | joblog {log} figure_kmc_abc"

@@ -22,13 +22,11 @@ rule kmc_banana:
     message:
         "Sampling the 8-D banana: {params.spec[samplers]}, KMC n = {params.spec[n]}, runs {params.spec[runs]}, "
         "{params.spec[num_burn_in]} + {params.spec[num_iterations]} iterations on Ray"
-    conda:
-        ENV_FILE
     threads: workflow.cores
     resources:
         ray_drivers=1,  # capped by the ray-cluster profile
     shell:
-        "gradmc run kmc_banana --config {params.config} --workers {threads} --out {output} > {log} 2>&1"
+        "gradmc run kmc_banana --config {params.config} --workers {threads} --out {output} 2>&1 | joblog {log} kmc_banana"
 
 
 rule figure_kmc_banana:
@@ -48,8 +46,6 @@ rule figure_kmc_banana:
         f"{LOGS}/figure_kmc_banana.log",
     message:
         "Drawing KMC Fig. 3 (8-D banana)"
-    conda:
-        ENV_FILE
     shell:
         "gradmc figure kmc_banana --metrics {input} --config-name {params.name} --out {params.prefix} "
-        "--table-out {params.table} > {log} 2>&1"
+        "--table-out {params.table} 2>&1 | joblog {log} figure_kmc_banana"

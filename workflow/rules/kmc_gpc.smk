@@ -12,6 +12,8 @@ CLAIMS_INPUTS["kmc_gpc"] = f"{KMC_GPC_DIR}/metrics.parquet"
 
 
 rule kmc_gpc_benchmark:
+    input:
+        config_data_inputs("kmc_gpc"),
     output:
         f"{KMC_GPC_DIR}/benchmark.parquet",
     params:
@@ -23,18 +25,18 @@ rule kmc_gpc_benchmark:
     message:
         "GPC benchmark: {params.spec[num_chains]} pseudo-marginal RW chains of {params.spec[num_iterations]} "
         "iterations ({params.spec[num_burn_in]} burn-in, thin {params.spec[thin]}) on Ray"
-    conda:
-        ENV_FILE
     threads: workflow.cores
     resources:
         ray_drivers=1,  # capped by the ray-cluster profile
     shell:
-        "gradmc run kmc_gpc_benchmark --config {params.config} --workers {threads} --out {output} > {log} 2>&1"
+        "gradmc run kmc_gpc_benchmark --config {params.config} --workers {threads} --out {output} "
+        "2>&1 | joblog {log} kmc_gpc_benchmark"
 
 
 rule kmc_gpc:
     input:
         benchmark=rules.kmc_gpc_benchmark.output[0],
+        data=config_data_inputs("kmc_gpc"),
     output:
         f"{KMC_GPC_DIR}/metrics.parquet",
     params:
@@ -47,14 +49,12 @@ rule kmc_gpc:
     message:
         "GPC sampling: {params.spec[samplers]} x runs {params.spec[runs]}, {params.spec[num_iterations]} "
         "iterations each, MMD to the benchmark, on Ray"
-    conda:
-        ENV_FILE
     threads: workflow.cores
     resources:
         ray_drivers=1,  # capped by the ray-cluster profile
     shell:
         "gradmc run kmc_gpc --config {params.config} --workers {threads} --input benchmark={input.benchmark} "
-        "--out {output} > {log} 2>&1"
+        "--out {output} 2>&1 | joblog {log} kmc_gpc"
 
 
 rule figure_kmc_gpc:
@@ -74,8 +74,6 @@ rule figure_kmc_gpc:
         f"{LOGS}/figure_kmc_gpc.log",
     message:
         "Drawing KMC Fig. 4 left (GP classification on Glass)"
-    conda:
-        ENV_FILE
     shell:
         "gradmc figure kmc_gpc --metrics {input} --config-name {params.name} --out {params.prefix} "
-        "--table-out {params.table} > {log} 2>&1"
+        "--table-out {params.table} 2>&1 | joblog {log} figure_kmc_gpc"

@@ -23,13 +23,12 @@ rule kmc_trajectories:
     message:
         "KMC Fig. 2 trajectories: d in {params.spec[dims]} x n = m in {params.spec[num_samples]}, "
         "{params.spec[num_trials]} trials on Ray"
-    conda:
-        ENV_FILE
     threads: workflow.cores
     resources:
         ray_drivers=1,  # capped by the ray-cluster profile
     shell:
-        "gradmc run kmc_trajectories --config {params.config} --workers {threads} --out {output} > {log} 2>&1"
+        "gradmc run kmc_trajectories --config {params.config} --workers {threads} --out {output} "
+        "2>&1 | joblog {log} kmc_trajectories"
 
 
 rule figure_kmc_trajectories:
@@ -49,8 +48,6 @@ rule figure_kmc_trajectories:
         f"{LOGS}/figure_kmc_trajectories.log",
     message:
         "Drawing KMC Fig. 2 (trajectory acceptance in growing dimension)"
-    conda:
-        ENV_FILE
     shell:
         "gradmc figure kmc_trajectories --metrics {input} --config-name {params.name} --out {params.prefix} "
-        "--table-out {params.table} > {log} 2>&1"
+        "--table-out {params.table} 2>&1 | joblog {log} figure_kmc_trajectories"

@@ -12,6 +12,8 @@ CLAIMS_INPUTS["potts_proteins"] = f"{POTTS_PROTEINS_DIR}/metrics.parquet"
 
 
 rule potts_proteins:
+    input:
+        config_data_inputs("potts_proteins"),
     output:
         f"{POTTS_PROTEINS_DIR}/metrics.parquet",
     params:
@@ -24,13 +26,12 @@ rule potts_proteins:
     message:
         "Fitting Potts models to {params.spec[proteins]} with {params.spec[methods]}: PCD "
         "{params.spec[pcd][num_iterations]} iterations x {params.spec[pcd][num_steps]} steps on Ray"
-    conda:
-        ENV_FILE
     threads: workflow.cores
     resources:
         ray_drivers=1,  # capped by the ray-cluster profile
     shell:
-        "gradmc run potts_proteins --config {params.config} --workers {threads} --out {output} > {log} 2>&1"
+        "gradmc run potts_proteins --config {params.config} --workers {threads} --out {output} "
+        "2>&1 | joblog {log} potts_proteins"
 
 
 rule figure_potts_proteins:
@@ -55,8 +56,6 @@ rule figure_potts_proteins:
         f"{LOGS}/figure_potts_proteins.log",
     message:
         "Drawing GWG Fig. 7 / 12 (contact recall and precision) and Fig. 13 (coupling norms)"
-    conda:
-        ENV_FILE
     shell:
         "gradmc figure potts_proteins --metrics {input} --config-name {params.name} --out {params.prefix} "
-        "--table-out {params.table} > {log} 2>&1"
+        "--table-out {params.table} 2>&1 | joblog {log} figure_potts_proteins"

@@ -21,13 +21,11 @@ rule rbm_relaxed:
         f"{LOGS}/rbm_relaxed.log",
     message:
         "Random RBMs D={params.spec[dims]}: {params.spec[samplers]} x seeds {params.spec[seeds]} on Ray"
-    conda:
-        ENV_FILE
     threads: workflow.cores
     resources:
         ray_drivers=1,  # capped by the ray-cluster profile
     shell:
-        "gradmc run rbm_relaxed --config {params.config} --workers {threads} --out {output} > {log} 2>&1"
+        "gradmc run rbm_relaxed --config {params.config} --workers {threads} --out {output} 2>&1 | joblog {log} rbm_relaxed"
 
 
 rule figure_rbm_relaxed:
@@ -47,8 +45,6 @@ rule figure_rbm_relaxed:
         f"{LOGS}/figure_rbm_relaxed.log",
     message:
         "Drawing GWG Fig. 2 (random RBMs vs relaxed samplers)"
-    conda:
-        ENV_FILE
     shell:
         "gradmc figure rbm_relaxed --metrics {input} --config-name {params.name} --out {params.prefix} "
-        "--table-out {params.table} > {log} 2>&1"
+        "--table-out {params.table} 2>&1 | joblog {log} figure_rbm_relaxed"

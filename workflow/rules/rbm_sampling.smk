@@ -22,12 +22,10 @@ rule train_rbm:
         f"{LOGS}/train_rbm.log",
     message:
         "Training the MNIST RBM ({params.spec[num_hidden]} hidden) with CD-{params.spec[train][cd_steps]}"
-    conda:
-        ENV_FILE
     threads: 2
     shell:
         "OMP_NUM_THREADS={threads} gradmc run train_rbm --config {params.config} --data {input.data} "
-        "--out {output} > {log} 2>&1"
+        "--out {output} 2>&1 | joblog {log} train_rbm"
 
 
 rule rbm_reference:
@@ -45,12 +43,10 @@ rule rbm_reference:
         f"{LOGS}/rbm_reference.log",
     message:
         "Block-Gibbs ground truth: {params.spec[num_samples]} samples x 2 after {params.spec[num_steps]} sweeps"
-    conda:
-        ENV_FILE
     threads: 2
     shell:
         "OMP_NUM_THREADS={threads} gradmc run rbm_reference --config {params.config} --model {input.model} "
-        "--data {input.data} --out {output} > {log} 2>&1"
+        "--data {input.data} --out {output} 2>&1 | joblog {log} rbm_reference"
 
 
 rule rbm_sampling:
@@ -69,14 +65,12 @@ rule rbm_sampling:
         f"{LOGS}/rbm_sampling.log",
     message:
         "Sampling the RBM: {params.spec[samplers]} x seeds {params.spec[seeds]} on Ray"
-    conda:
-        ENV_FILE
     threads: workflow.cores
     resources:
         ray_drivers=1,  # capped by the ray-cluster profile
     shell:
         "gradmc run rbm_sampling --config {params.config} --model {input.model} --reference {input.reference} "
-        "--data {input.data} --workers {threads} --out {output} > {log} 2>&1"
+        "--data {input.data} --workers {threads} --out {output} 2>&1 | joblog {log} rbm_sampling"
 
 
 rule figure_rbm_sampling:
@@ -96,8 +90,6 @@ rule figure_rbm_sampling:
         f"{LOGS}/figure_rbm_sampling.log",
     message:
         "Drawing GWG Fig. 3 (RBM sampling)"
-    conda:
-        ENV_FILE
     shell:
         "gradmc figure rbm_sampling --metrics {input} --config-name {params.name} --out {params.prefix} "
-        "--table-out {params.table} > {log} 2>&1"
+        "--table-out {params.table} 2>&1 | joblog {log} figure_rbm_sampling"

@@ -17,12 +17,10 @@ rule sampler_cost:
         f"{LOGS}/sampler_cost.log",
     message:
         "Timing samplers {params.spec[samplers]} (cost per step relative to Gibbs-1)"
-    conda:
-        ENV_FILE
     threads: 2
     shell:
         "gradmc run sampler_cost --config {params.config} --model {input.model} --data {input.data} "
-        "--out {output} > {log} 2>&1"
+        "--out {output} 2>&1 | joblog {log} sampler_cost"
 
 
 rule table_sampler_cost:
@@ -38,7 +36,5 @@ rule table_sampler_cost:
         f"{LOGS}/table_sampler_cost.log",
     message:
         "Assembling the sampler cost table"
-    conda:
-        ENV_FILE
     shell:
-        "gradmc figure sampler_cost --metrics {input} --out {params.prefix} > {log} 2>&1"
+        "gradmc figure sampler_cost --metrics {input} --out {params.prefix} 2>&1 | joblog {log} table_sampler_cost"
