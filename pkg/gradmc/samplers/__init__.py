@@ -1,6 +1,9 @@
 """Transition kernels: ``gradmc.samplers.discrete`` (GWG paper), ``gradmc.samplers.relaxed`` (its continuous
-relaxations) and ``gradmc.samplers.continuous`` (Kernel HMC paper: HMC, KMC, RWM, AM, pseudo-marginal MH)."""
+relaxations) and ``gradmc.samplers.continuous`` (Kernel HMC paper: HMC, KMC, RWM, AM, pseudo-marginal MH).
 
-from gradmc.samplers.base import Info, metropolis_hastings_accept, sample_categorical
+Every kernel raises :class:`NonFiniteError` (a ``ValueError``) for a NaN/inf log_prob or gradient at a
+chain's current state, and rejects proposals of NaN/+inf log_prob (see ``gradmc.samplers.base``)."""
 
-__all__ = ["Info", "metropolis_hastings_accept", "sample_categorical"]
+from gradmc.samplers.base import Info, NonFiniteError, check_finite, metropolis_hastings_accept, sample_categorical
+
+__all__ = ["Info", "NonFiniteError", "check_finite", "metropolis_hastings_accept", "sample_categorical"]

@@ -8,15 +8,32 @@ A sampler is a small frozen dataclass of hyper-parameters with two pure methods 
 The target ``log_prob(x) -> (C,)`` is passed at call time, so annealing (AIS), tempering and PCD reuse
 the same kernels unchanged. ``State`` is a NamedTuple specific to each sampler (always with ``x``);
 ``Info`` below is common to all of them. Chains are the leading dimension of every tensor.
+
+Non-finite values (one rule for every kernel, implemented once here):
+
+- a NaN or infinite log_prob, gradient or proposal logit at a chain's CURRENT state (at ``init`` and
+  at each ``step``) raises :class:`NonFiniteError` (a ``ValueError``) via :func:`check_finite`, naming
+  the sampler, the step and the affected chains: no kernel can move a chain from such a state, and
+  continuing would freeze it or corrupt it silently;
+- a PROPOSAL whose log_prob is NaN or +inf (or whose acceptance ratio is NaN) is rejected by
+  :func:`metropolis_hastings_accept`, so a chain only ever moves to states of finite log_prob. A
+  proposal of log_prob -inf (zero density, or a zero pseudo-marginal estimate) is an ordinary rejection.
+
+Each state carries ``num_steps``, the number of steps taken since ``init``, for these messages.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
 
-__all__ = ["Info", "metropolis_hastings_accept", "sample_categorical", "log_prob_and_grad"]
+__all__ = ["Info", "NonFiniteError", "check_finite", "check_conditional", "metropolis_hastings_accept",
+           "sample_categorical", "log_prob_and_grad"]
+
+#: How many affected chain indices a :class:`NonFiniteError` message lists.
+MAX_LISTED_CHAINS = 8
 
 
 class Info(NamedTuple):
@@ -40,8 +57,94 @@ class Info(NamedTuple):
     grad_evals: int
 
 
+class NonFiniteError(ValueError):
+    """A NaN or infinite value where a sampler needs a finite one (see the module docstring).
+
+    Attributes (also the constructor's arguments, in this order):
+        sampler: the sampler's paper name, e.g. "GWG", "Gibbs-1", "HB-10-1", "R-MALA", "HMC".
+        what: the quantity, e.g. "log_prob at the current state".
+        step: 0 at ``init``, k >= 1 in the k-th ``step`` since ``init``, None if unknown (a caller that
+            knows it may set it before re-raising; the message is formatted from the attributes).
+        chains: (list of int) indices of ALL affected chains (the message lists the first few).
+        num_chains: C, the number of chains checked.
+        value: the first offending value (nan, inf or -inf).
+    """
+
+    def __init__(self, sampler: str, what: str, step: int | None, chains: list[int], num_chains: int,
+                 value: float):
+        super().__init__(sampler, what, step, chains, num_chains, value)  # args: picklable, e.g. across workers
+        self.sampler, self.what, self.step, self.chains = sampler, what, step, list(chains)
+        self.num_chains, self.value = num_chains, value
+
+    def __str__(self) -> str:
+        where = "" if self.step is None else " at init" if self.step == 0 else f" in step {self.step} since init"
+        listed = ", ".join(map(str, self.chains[:MAX_LISTED_CHAINS]))
+        more = ", ..." if len(self.chains) > MAX_LISTED_CHAINS else ""
+        first = f"; first: {self.value} in chain {self.chains[0]}" if self.chains else ""
+        return (f"{self.sampler}: non-finite {self.what}{where} in {len(self.chains)} of {self.num_chains} chains "
+                f"[{listed}{more}]{first}. Check the target (its parameters, inputs, numerical range) and the "
+                "initial states")
+
+
+def check_finite(sampler: str, step: int | None, *checks: tuple[str, torch.Tensor],
+                 allow_neg_inf: bool = False) -> None:
+    """Raise :class:`NonFiniteError` unless every checked tensor is finite.
+
+    Hot path: one sum per tensor (NaN and inf propagate through a sum; ``torch.isfinite`` costs several
+    element-wise passes and allocations), added on the device, and ONE host read of the total (a device
+    synchronisation on an accelerator). Only a non-finite total, which a rare overflow of large finite
+    values can also give, runs the exact per-chain check, which then raises (or, after an overflow, passes).
+
+    Args:
+        sampler: the sampler's name for the message, e.g. ``kernel.name`` ("GWG", "HB-10-1").
+        step: 0 at ``init``, k >= 1 for the k-th step since init (``state.num_steps + 1``), None if unknown.
+        *checks: (what, tensor) pairs; tensor (C, ...) floating, chain-major (a 0-dim tensor counts as
+            one chain); ``what`` names it ("log_prob at the current state").
+        allow_neg_inf: accept -inf entries (reject only NaN and +inf), e.g. for a zero pseudo-marginal
+            estimate at the current state.
+
+    Raises:
+        NonFiniteError: for the first failing tensor, naming the sampler, ``what``, the step, the number
+            of affected chains and the first :data:`MAX_LISTED_CHAINS` of them, and the first bad value.
+    """
+    if not checks:
+        return
+    total = checks[0][1].sum()
+    for _, t in checks[1:]:
+        total = total + t.sum()
+    total = float(total)
+    if (total < math.inf) if allow_neg_inf else math.isfinite(total):
+        return
+
+    def good(t: torch.Tensor) -> torch.Tensor:
+        return t < torch.inf if allow_neg_inf else torch.isfinite(t)
+
+    for what, t in checks:
+        per_chain = good(t).reshape(t.shape[0], -1).all(1) if t.dim() else good(t).reshape(1)
+        bad = (~per_chain).nonzero().flatten().tolist()
+        if not bad:
+            continue
+        first = t.reshape(t.shape[0], -1)[bad[0]] if t.dim() else t.reshape(1)
+        value = float(first[~good(first)][0])
+        raise NonFiniteError(sampler, what, step, bad, per_chain.numel(), value)
+
+
+def check_conditional(sampler: str, step: int | None, logits: torch.Tensor) -> None:
+    """The check of the Gibbs-type kernels: logits (C, K) of an exact conditional over K candidate states.
+
+    -inf entries (zero-probability candidates) are allowed; NaN or +inf on any candidate, or -inf on
+    all of a chain's candidates (among them the current state), is not. One ``amax`` per step: it
+    propagates NaN, so a finite row maximum means a valid row.
+
+    Raises:
+        NonFiniteError: as :func:`check_finite`.
+    """
+    check_finite(sampler, step, ("log_prob of the candidate states (NaN or +inf on one, or -inf on all)",
+                                 logits.amax(-1)))
+
+
 def metropolis_hastings_accept(
-    log_alpha: torch.Tensor, generator: torch.Generator
+    log_alpha: torch.Tensor, generator: torch.Generator, proposal_log_prob: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Accept each chain's proposal with probability min(1, exp(log_alpha)).
 
@@ -49,10 +152,15 @@ def metropolis_hastings_accept(
         log_alpha: (C,) log acceptance ratio log[pi(x') q(x|x') / (pi(x) q(x'|x))]. NaN counts as
             -inf (the proposal is rejected), so a broken proposal never enters the chain.
         generator: torch.Generator on log_alpha's device.
+        proposal_log_prob: optional (C,) log target (or log estimate) at the proposals; a proposal where
+            it is NaN or +inf is rejected whatever log_alpha says, so the chain never moves to a state
+            of non-finite log_prob (-inf proposals already give log_alpha = -inf or NaN).
 
     Returns:
         accepted: (C,) bool; acceptance_prob: (C,) float in [0, 1].
     """
+    if proposal_log_prob is not None:
+        log_alpha = torch.where(proposal_log_prob < torch.inf, log_alpha, -torch.inf)
     log_alpha = torch.nan_to_num(log_alpha, nan=-torch.inf)
     acceptance_prob = torch.exp(torch.clamp(log_alpha, max=0.0))
     u = torch.rand(log_alpha.shape, generator=generator, device=log_alpha.device, dtype=log_alpha.dtype)

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import torch
 
 from gradmc.samplers.base import Info, metropolis_hastings_accept
-from gradmc.samplers.continuous.common import check_positive
+from gradmc.samplers.continuous.common import check_current, check_positive
 
 __all__ = ["AdaptiveMetropolis", "AMState"]
 
@@ -34,6 +34,7 @@ class AMState(NamedTuple):
         x: (C, d) position. log_prob: (C,) log pi(x).
         count: (C,) float, number of history points (x_0 .. x_t) seen.
         mean: (C, d) running mean of the history. scatter: (C, d, d) sum of (x_i - mean)(x_i - mean)^T.
+        num_steps: steps taken since ``init`` (for error messages).
     """
 
     x: torch.Tensor
@@ -41,6 +42,7 @@ class AMState(NamedTuple):
     count: torch.Tensor
     mean: torch.Tensor
     scatter: torch.Tensor
+    num_steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,11 @@ class AdaptiveMetropolis:
 
     Raises:
         ValueError: at construction, on non-positive initial_scale or epsilon, or adapt_start < 2.
+        NonFiniteError: log_prob NaN/inf at a current state (init, step); a proposal of NaN/inf
+            log_prob is rejected instead.
     """
+
+    name = "AM"  # a class attribute, not a field
 
     initial_scale: float = 1.0
     adapt_start: int = 100
@@ -70,9 +76,15 @@ class AdaptiveMetropolis:
             raise ValueError(f"AdaptiveMetropolis adapt_start must be an integer >= 2, got {self.adapt_start}")
 
     def init(self, x: torch.Tensor, log_prob) -> AMState:
-        """Start chains at x (C, d); the history is {x}."""
+        """Start chains at x (C, d); the history is {x}.
+
+        Raises:
+            NonFiniteError: log_prob(x) NaN or inf for some chain.
+        """
         c, d = x.shape
-        return AMState(x=x, log_prob=log_prob(x).detach(), count=torch.ones(c, dtype=x.dtype, device=x.device),
+        f = log_prob(x).detach()
+        check_current(self.name, 0, f)
+        return AMState(x=x, log_prob=f, count=torch.ones(c, dtype=x.dtype, device=x.device),
                        mean=x.clone(), scatter=torch.zeros((c, d, d), dtype=x.dtype, device=x.device))
 
     def proposal_cov(self, state: AMState) -> torch.Tensor:
@@ -85,14 +97,19 @@ class AdaptiveMetropolis:
         return torch.where(use, adapted, self.initial_scale**2 * eye)
 
     def step(self, state: AMState, log_prob, generator: torch.Generator) -> tuple[AMState, Info]:
-        """One adaptive Metropolis step for every chain, then the history update with the new x."""
+        """One adaptive Metropolis step for every chain, then the history update with the new x.
+
+        Raises:
+            NonFiniteError: log_prob NaN/inf at a current state.
+        """
         x = state.x  # (C, d)
         chol = torch.linalg.cholesky(self.proposal_cov(state))  # (C, d, d)
         z = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device)
         x_new = x + (chol @ z[:, :, None])[:, :, 0]
         f_both = log_prob(torch.cat([x, x_new])).detach()  # (2C,)
         f_x, f_new = f_both[: x.shape[0]], f_both[x.shape[0]:]
-        accepted, acceptance_prob = metropolis_hastings_accept(f_new - f_x, generator)
+        check_current(self.name, state.num_steps + 1, f_x)
+        accepted, acceptance_prob = metropolis_hastings_accept(f_new - f_x, generator, f_new)
         x_out = torch.where(accepted[:, None], x_new, x)
         count = state.count + 1
         delta = x_out - state.mean
@@ -100,5 +117,6 @@ class AdaptiveMetropolis:
         scatter = state.scatter + delta[:, :, None] * (x_out - mean)[:, None, :]
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
                     energy_evals=2, grad_evals=0)
-        new = AMState(x=x_out, log_prob=torch.where(accepted, f_new, f_x), count=count, mean=mean, scatter=scatter)
+        new = AMState(x=x_out, log_prob=torch.where(accepted, f_new, f_x), count=count, mean=mean, scatter=scatter,
+                      num_steps=state.num_steps + 1)
         return new, info

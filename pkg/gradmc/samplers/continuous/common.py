@@ -16,7 +16,10 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["ContinuousState", "check_ranges", "check_positive", "draw_step_params", "leapfrog", "initial_state"]
+from gradmc.samplers.base import check_finite
+
+__all__ = ["ContinuousState", "check_ranges", "check_positive", "check_current", "draw_step_params", "leapfrog",
+           "initial_state"]
 
 
 class ContinuousState(NamedTuple):
@@ -26,10 +29,12 @@ class ContinuousState(NamedTuple):
         x: (C, d) current position.
         log_prob: (C,) log target at x, or, for pseudo-marginal kernels, the log of the unbiased
             estimate attached to x (recycled until the next acceptance).
+        num_steps: steps taken since ``init`` (for error messages).
     """
 
     x: torch.Tensor
     log_prob: torch.Tensor
+    num_steps: int = 0
 
 
 def initial_state(name: str, x: torch.Tensor, log_prob, pseudo_marginal: bool,
@@ -39,12 +44,39 @@ def initial_state(name: str, x: torch.Tensor, log_prob, pseudo_marginal: bool,
 
     Raises:
         ValueError: pseudo-marginal without a generator (the message names the kernel).
+        NonFiniteError: log_prob(x) NaN or inf for some chain; for a pseudo-marginal kernel NaN or +inf
+            (a zero estimate, -inf, is allowed: the chain leaves x at the first positive estimate).
     """
     if pseudo_marginal:
         if generator is None:
             raise ValueError(f"pseudo-marginal {name}.init needs a generator for the first estimate")
-        return ContinuousState(x=x, log_prob=log_prob(x, generator).detach())
-    return ContinuousState(x=x, log_prob=log_prob(x).detach())
+        f = log_prob(x, generator).detach()
+    else:
+        f = log_prob(x).detach()
+    check_current(name, 0, f, pseudo_marginal)
+    return ContinuousState(x=x, log_prob=f)
+
+
+def check_current(name: str, step: int, f_x: torch.Tensor, pseudo_marginal: bool = False,
+                  *extra: tuple[str, torch.Tensor]) -> None:
+    """The current-state check of the continuous kernels (one host read, see ``base.check_finite``).
+
+    Args:
+        name: the kernel's name. step: 0 at init, else ``state.num_steps + 1``.
+        f_x: (C,) log target (or recycled pseudo-marginal log estimate) at the current states.
+        pseudo_marginal: allow -inf in f_x (a zero likelihood estimate); NaN and +inf still raise.
+        *extra: further (what, tensor) pairs that must be finite, e.g. the gradient at x.
+
+    Raises:
+        NonFiniteError: as above.
+    """
+    what = "log_prob estimate at the current state" if pseudo_marginal else "log_prob at the current state"
+    if pseudo_marginal:
+        check_finite(name, step, (what, f_x), allow_neg_inf=True)
+        if extra:
+            check_finite(name, step, *extra)
+    else:
+        check_finite(name, step, (what, f_x), *extra)
 
 
 def check_positive(name: str, value: float) -> None:

@@ -32,12 +32,14 @@ from dataclasses import dataclass
 
 import torch
 
-from gradmc.samplers.base import Info, log_prob_and_grad
+from gradmc.samplers.base import Info, check_finite, log_prob_and_grad
 from gradmc.samplers.continuous.common import (
     ContinuousState,
+    check_current,
     check_positive,
     check_ranges,
     draw_step_params,
+    initial_state,
     leapfrog,
 )
 
@@ -87,7 +89,12 @@ class HABC:
 
     Raises:
         ValueError: at construction, on invalid ranges, mass, perturbation or num_perturbations.
+        NonFiniteError: the log prior (init, step) or the gradient estimate (prior + SPSA, step) NaN/inf
+            at a current state, or a trajectory ending at a NaN/inf position or log prior (HABC has no
+            accept/reject step that could discard it).
     """
+
+    name = "HABC"  # a class attribute, not a field
 
     simulator: Callable[[torch.Tensor, torch.Generator], torch.Tensor]
     observed: torch.Tensor
@@ -126,11 +133,20 @@ class HABC:
         return g / int(self.num_perturbations)
 
     def init(self, x: torch.Tensor, log_prob) -> ContinuousState:
-        """Start chains at x (C, d); state.log_prob is the log prior at x."""
-        return ContinuousState(x=x, log_prob=log_prob(x).detach())
+        """Start chains at x (C, d); state.log_prob is the log prior at x.
+
+        Raises:
+            NonFiniteError: the log prior at x NaN or inf for some chain.
+        """
+        return initial_state(self.name, x, log_prob, False, None)
 
     def step(self, state: ContinuousState, log_prob, generator: torch.Generator) -> tuple[ContinuousState, Info]:
-        """One HABC trajectory per chain (no accept/reject). ``log_prob`` is the log prior."""
+        """One HABC trajectory per chain (no accept/reject). ``log_prob`` is the log prior.
+
+        Raises:
+            NonFiniteError: see the class (before the trajectory for the current state, after it for
+                the end point).
+        """
         x = state.x
         seed = int(torch.randint(0, _SEED_MAX, (1,), generator=generator, device=x.device).item())
 
@@ -138,14 +154,18 @@ class HABC:
             f_prior, g_prior = log_prob_and_grad(log_prob, z)
             return f_prior, g_prior + self.spsa_grad(z, seed, generator)
 
-        _, g_x = grad_fn(x)
+        f_x, g_x = grad_fn(x)
+        step = state.num_steps + 1
+        check_current(self.name, step, f_x, False, ("gradient estimate (prior + SPSA) at the current state", g_x))
         p = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * self.mass**0.5
         eps, num = draw_step_params(self.step_size_range, self.num_steps_range, x, generator)
         max_steps = int(self.num_steps_range[1])
         x_new, _, f_new, steps = leapfrog(x, p, eps, num, max_steps, grad_fn, self.mass, g_x)
+        check_finite(self.name, step, ("position at the end of the trajectory (a gradient estimate along it was "
+                                       "not finite)", x_new), ("log prior at the end of the trajectory", f_new))
         ones = torch.ones(x.shape[0], dtype=x.dtype, device=x.device)
         accepted = torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
         evals = steps + 1
         info = Info(acceptance_prob=ones, accepted=accepted, sites_changed=(x_new != x).sum(-1),
                     energy_evals=2 * int(self.num_perturbations) * evals, grad_evals=evals)
-        return ContinuousState(x=x_new, log_prob=f_new), info
+        return ContinuousState(x=x_new, log_prob=f_new, num_steps=step), info

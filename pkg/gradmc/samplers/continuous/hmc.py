@@ -15,9 +15,11 @@ import torch
 from gradmc.samplers.base import Info, log_prob_and_grad, metropolis_hastings_accept
 from gradmc.samplers.continuous.common import (
     ContinuousState,
+    check_current,
     check_positive,
     check_ranges,
     draw_step_params,
+    initial_state,
     leapfrog,
 )
 
@@ -40,7 +42,11 @@ class HMC:
 
     Raises:
         ValueError: at construction, on invalid ranges or mass.
+        NonFiniteError: log_prob (init, step) or its gradient (step) NaN/inf at a current state; a
+            trajectory ending at NaN/inf log_prob is rejected instead.
     """
+
+    name = "HMC"  # a class attribute, not a field
 
     step_size_range: tuple[float, float]
     num_steps_range: tuple[int, int]
@@ -51,13 +57,22 @@ class HMC:
         check_positive("HMC mass", self.mass)
 
     def init(self, x: torch.Tensor, log_prob) -> ContinuousState:
-        """Start chains at x (C, d)."""
-        return ContinuousState(x=x, log_prob=log_prob(x).detach())
+        """Start chains at x (C, d).
+
+        Raises:
+            NonFiniteError: log_prob(x) NaN or inf for some chain.
+        """
+        return initial_state(self.name, x, log_prob, False, None)
 
     def step(self, state: ContinuousState, log_prob, generator: torch.Generator) -> tuple[ContinuousState, Info]:
-        """One HMC transition for every chain. Returns the new state and per-chain Info."""
+        """One HMC transition for every chain. Returns the new state and per-chain Info.
+
+        Raises:
+            NonFiniteError: log_prob or its gradient NaN/inf at a current state.
+        """
         x = state.x  # (C, d)
         f_x, g_x = log_prob_and_grad(log_prob, x)
+        check_current(self.name, state.num_steps + 1, f_x, False, ("gradient of log_prob at the current state", g_x))
         p = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * self.mass**0.5
         eps, num = draw_step_params(self.step_size_range, self.num_steps_range, x, generator)
         max_steps = int(self.num_steps_range[1])
@@ -65,8 +80,8 @@ class HMC:
                                        self.mass, g_x)
         h_old = -f_x + 0.5 * (p * p).sum(-1) / self.mass
         h_new = -f_new + 0.5 * (p_new * p_new).sum(-1) / self.mass
-        accepted, acceptance_prob = metropolis_hastings_accept(h_old - h_new, generator)
+        accepted, acceptance_prob = metropolis_hastings_accept(h_old - h_new, generator, f_new)
         x_out = torch.where(accepted[:, None], x_new, x)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
                     energy_evals=steps + 1, grad_evals=steps + 1)
-        return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x)), info
+        return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x), num_steps=state.num_steps + 1), info

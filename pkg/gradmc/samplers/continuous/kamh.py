@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 
 from gradmc.samplers.base import Info, metropolis_hastings_accept
-from gradmc.samplers.continuous.common import ContinuousState, check_positive, initial_state
+from gradmc.samplers.continuous.common import ContinuousState, check_current, check_positive, initial_state
 from gradmc.surrogates.kernels import gaussian_kernel, sigma_from_lengthscale
 
 __all__ = ["KAMH", "kamh_covariance", "gaussian_log_density"]
@@ -79,7 +79,11 @@ class KAMH:
 
     Raises:
         ValueError: at construction, on non-positive sigma, gamma, nu or a z that is not (n, d).
+        NonFiniteError: log_prob (pseudo-marginal: the recycled estimate, NaN or +inf) NaN/inf at a
+            current state (init, step); a proposal of NaN/+inf log_prob is rejected instead.
     """
+
+    name = "KAMH"  # a class attribute, not a field
 
     z: torch.Tensor
     sigma: float
@@ -109,10 +113,14 @@ class KAMH:
         Raises:
             ValueError: in pseudo-marginal mode without a generator.
         """
-        return initial_state("KAMH", x, log_prob, self.pseudo_marginal, generator)
+        return initial_state(self.name, x, log_prob, self.pseudo_marginal, generator)
 
     def step(self, state: ContinuousState, log_prob, generator: torch.Generator) -> tuple[ContinuousState, Info]:
-        """One KAMH transition for every chain. Returns the new state and per-chain Info."""
+        """One KAMH transition for every chain. Returns the new state and per-chain Info.
+
+        Raises:
+            NonFiniteError: log_prob NaN/inf at a current state (see the class).
+        """
         x = state.x  # (C, d)
         chol_x = torch.linalg.cholesky(self.covariance(x))  # (C, d, d)
         noise = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device)
@@ -122,9 +130,10 @@ class KAMH:
         else:
             f_both = log_prob(torch.cat([x, x_new])).detach()  # (2C,)
             f_x, f_new = f_both[: x.shape[0]], f_both[x.shape[0]:]
+        check_current(self.name, state.num_steps + 1, f_x, self.pseudo_marginal)
         log_alpha = f_new - f_x + self.log_q_ratio(x, x_new, chol_x)
-        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator)
+        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, f_new)
         x_out = torch.where(accepted[:, None], x_new, x)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
                     energy_evals=1 if self.pseudo_marginal else 2, grad_evals=0)
-        return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x)), info
+        return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x), num_steps=state.num_steps + 1), info

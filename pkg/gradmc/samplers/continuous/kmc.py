@@ -32,6 +32,7 @@ import torch
 from gradmc.samplers.base import Info, metropolis_hastings_accept
 from gradmc.samplers.continuous.common import (
     ContinuousState,
+    check_current,
     check_positive,
     check_ranges,
     draw_step_params,
@@ -67,7 +68,12 @@ class KMC:
 
     Raises:
         ValueError: at construction, on invalid ranges or mass; TypeError if surrogate has no ``grad``.
+        NonFiniteError: log_prob (pseudo-marginal: the recycled estimate, NaN or +inf) or the surrogate
+            gradient NaN/inf at a current state (init, step); a trajectory ending at NaN/+inf log_prob
+            is rejected instead.
     """
+
+    name = "KMC"  # a class attribute, not a field
 
     surrogate: Surrogate
     step_size_range: tuple[float, float]
@@ -87,25 +93,32 @@ class KMC:
         Raises:
             ValueError: in pseudo-marginal mode without a generator.
         """
-        return initial_state("KMC", x, log_prob, self.pseudo_marginal, generator)
+        return initial_state(self.name, x, log_prob, self.pseudo_marginal, generator)
 
     def step(self, state: ContinuousState, log_prob, generator: torch.Generator) -> tuple[ContinuousState, Info]:
-        """One KMC transition for every chain. Returns the new state and per-chain Info."""
+        """One KMC transition for every chain. Returns the new state and per-chain Info.
+
+        Raises:
+            NonFiniteError: log_prob or the surrogate gradient NaN/inf at a current state (see the class).
+        """
         x = state.x  # (C, d)
         p = torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device) * self.mass**0.5
         eps, num = draw_step_params(self.step_size_range, self.num_steps_range, x, generator)
         max_steps = int(self.num_steps_range[1])
+        g_x = self.surrogate.grad(x)
         x_new, p_new, _, _ = leapfrog(x, p, eps, num, max_steps, lambda z: (None, self.surrogate.grad(z)),
-                                   self.mass, self.surrogate.grad(x))
+                                   self.mass, g_x)
         if self.pseudo_marginal:
             f_x, f_new = state.log_prob, log_prob(x_new, generator).detach()
         else:
             f_both = log_prob(torch.cat([x, x_new])).detach()  # (2C,)
             f_x, f_new = f_both[: x.shape[0]], f_both[x.shape[0]:]
+        check_current(self.name, state.num_steps + 1, f_x, self.pseudo_marginal,
+                      ("surrogate gradient at the current state", g_x))
         h_old = -f_x + 0.5 * (p * p).sum(-1) / self.mass
         h_new = -f_new + 0.5 * (p_new * p_new).sum(-1) / self.mass
-        accepted, acceptance_prob = metropolis_hastings_accept(h_old - h_new, generator)
+        accepted, acceptance_prob = metropolis_hastings_accept(h_old - h_new, generator, f_new)
         x_out = torch.where(accepted[:, None], x_new, x)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
                     energy_evals=1 if self.pseudo_marginal else 2, grad_evals=0)
-        return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x)), info
+        return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x), num_steps=state.num_steps + 1), info

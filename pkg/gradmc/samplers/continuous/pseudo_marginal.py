@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from gradmc.samplers.base import Info, metropolis_hastings_accept
-from gradmc.samplers.continuous.common import ContinuousState
+from gradmc.samplers.continuous.common import ContinuousState, check_current, initial_state
 
 __all__ = ["PseudoMarginalMH", "GaussianRandomWalkProposal"]
 
@@ -58,7 +58,11 @@ class PseudoMarginalMH:
 
     Raises:
         TypeError: at construction, if proposal is not callable.
+        NonFiniteError: the (recycled) log estimate at a current state is NaN or +inf (init, step); a
+            zero estimate (-inf) is allowed there, and a proposal of NaN/+inf estimate is rejected.
     """
+
+    name = "PM-MH"  # a class attribute, not a field
 
     proposal: Callable[[torch.Tensor, torch.Generator], tuple[torch.Tensor, torch.Tensor]]
 
@@ -67,16 +71,27 @@ class PseudoMarginalMH:
             raise TypeError("PseudoMarginalMH proposal must be callable (x, generator) -> (x', log_q_ratio)")
 
     def init(self, x: torch.Tensor, log_prob, generator: torch.Generator) -> ContinuousState:
-        """Start chains at x (C, d) with a first estimate log pi_hat(x) drawn with generator."""
-        return ContinuousState(x=x, log_prob=log_prob(x, generator).detach())
+        """Start chains at x (C, d) with a first estimate log pi_hat(x) drawn with generator.
+
+        Raises:
+            ValueError: generator is None. NonFiniteError: an estimate is NaN or +inf.
+        """
+        return initial_state(self.name, x, log_prob, True, generator)
 
     def step(self, state: ContinuousState, log_prob, generator: torch.Generator) -> tuple[ContinuousState, Info]:
-        """One pseudo-marginal MH transition for every chain."""
+        """One pseudo-marginal MH transition for every chain.
+
+        Raises:
+            NonFiniteError: the recycled estimate of a current state is NaN or +inf.
+        """
         x = state.x  # (C, d)
+        check_current(self.name, state.num_steps + 1, state.log_prob, True)
         x_new, log_q_ratio = self.proposal(x, generator)
         f_new = log_prob(x_new, generator).detach()  # (C,) fresh estimate at the proposal only
-        accepted, acceptance_prob = metropolis_hastings_accept(f_new - state.log_prob + log_q_ratio, generator)
+        accepted, acceptance_prob = metropolis_hastings_accept(f_new - state.log_prob + log_q_ratio, generator, f_new)
         x_out = torch.where(accepted[:, None], x_new, x)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
                     energy_evals=1, grad_evals=0)
-        return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, state.log_prob)), info
+        new = ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, state.log_prob),
+                              num_steps=state.num_steps + 1)
+        return new, info

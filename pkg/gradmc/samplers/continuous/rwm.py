@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from gradmc.samplers.base import Info, metropolis_hastings_accept
-from gradmc.samplers.continuous.common import ContinuousState
+from gradmc.samplers.continuous.common import ContinuousState, check_current, initial_state
 
 __all__ = ["RandomWalkMetropolis", "adapt_log_scale"]
 
@@ -28,7 +28,11 @@ class RandomWalkMetropolis:
 
     Raises:
         ValueError: at construction, if a float scale is not finite and > 0.
+        NonFiniteError: log_prob NaN/inf at a current state (init, step); a proposal of NaN/inf
+            log_prob is rejected instead.
     """
+
+    name = "RWM"  # a class attribute, not a field
 
     scale: float | torch.Tensor
 
@@ -37,21 +41,30 @@ class RandomWalkMetropolis:
             raise ValueError(f"RandomWalkMetropolis scale must be finite and > 0, got {self.scale}")
 
     def init(self, x: torch.Tensor, log_prob) -> ContinuousState:
-        """Start chains at x (C, d)."""
-        return ContinuousState(x=x, log_prob=log_prob(x).detach())
+        """Start chains at x (C, d).
+
+        Raises:
+            NonFiniteError: log_prob(x) NaN or inf for some chain.
+        """
+        return initial_state(self.name, x, log_prob, False, None)
 
     def step(self, state: ContinuousState, log_prob, generator: torch.Generator) -> tuple[ContinuousState, Info]:
-        """One random-walk Metropolis transition for every chain."""
+        """One random-walk Metropolis transition for every chain.
+
+        Raises:
+            NonFiniteError: log_prob NaN/inf at a current state.
+        """
         x = state.x  # (C, d)
         s = self.scale[:, None] if isinstance(self.scale, torch.Tensor) else self.scale
         x_new = x + s * torch.randn(x.shape, generator=generator, dtype=x.dtype, device=x.device)
         f_both = log_prob(torch.cat([x, x_new])).detach()  # (2C,)
         f_x, f_new = f_both[: x.shape[0]], f_both[x.shape[0]:]
-        accepted, acceptance_prob = metropolis_hastings_accept(f_new - f_x, generator)
+        check_current(self.name, state.num_steps + 1, f_x)
+        accepted, acceptance_prob = metropolis_hastings_accept(f_new - f_x, generator, f_new)
         x_out = torch.where(accepted[:, None], x_new, x)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
                     energy_evals=2, grad_evals=0)
-        return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x)), info
+        return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x), num_steps=state.num_steps + 1), info
 
 
 def adapt_log_scale(log_scale: torch.Tensor, acceptance_prob: torch.Tensor, t: int, target: float = 0.234,

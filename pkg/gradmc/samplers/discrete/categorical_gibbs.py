@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.samplers.base import Info, sample_categorical
+from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
 from gradmc.samplers.discrete.blocks import random_orders
 from gradmc.samplers.discrete.onehot import check_onehot, enumerate_onehot
 
@@ -27,11 +27,13 @@ MAX_CANDIDATES = 2**16
 
 
 class CategoricalGibbsState(NamedTuple):
-    """x: (C, D, K) one-hot state; order: (C, D) int64 per-chain permutation; position: next unused slot."""
+    """x: (C, D, K) one-hot state; order: (C, D) int64 per-chain permutation; position: next unused slot;
+    num_steps: steps taken since ``init`` (for error messages)."""
 
     x: torch.Tensor
     order: torch.Tensor
     position: int
+    num_steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class CategoricalGibbs:
 
     Raises (from ``__post_init__`` / ``init``):
         ValueError: block_size < 1, block_size > D, or K**block_size > MAX_CANDIDATES.
+        NonFiniteError: f NaN/inf at the initial state (init); NaN/+inf on a candidate of a block's
+            conditional, or -inf on all of them (step).
     """
 
     block_size: int = 1
@@ -54,6 +58,11 @@ class CategoricalGibbs:
     def __post_init__(self):
         if not (isinstance(self.block_size, int) and self.block_size >= 1):
             raise ValueError(f"CategoricalGibbs block_size must be an integer >= 1, got {self.block_size!r}")
+
+    @property
+    def name(self) -> str:
+        """The paper's name, "Gibbs-X" (``make_sampler("Gibbs-X", state="categorical")``)."""
+        return f"Gibbs-{self.block_size}"
 
     def _check_sizes(self, x: torch.Tensor) -> None:
         _, D, K = x.shape
@@ -74,6 +83,8 @@ class CategoricalGibbs:
         """
         check_onehot(x, check_values=True)
         self._check_sizes(x)
+        with torch.no_grad():
+            check_finite(self.name, 0, ("log_prob at the current state", log_prob(x)))
         empty = torch.empty(x.shape[0], 0, dtype=torch.long, device=x.device)
         return CategoricalGibbsState(x=x.clone(), order=empty, position=0)
 
@@ -109,6 +120,9 @@ class CategoricalGibbs:
         Returns:
             the new state and Info (acceptance_prob (C,) ones, accepted (C,) True, sites_changed (C,)
             int64, energy_evals = K**X, grad_evals = 0).
+
+        Raises:
+            NonFiniteError: NaN/+inf on a candidate of the block's conditional, or -inf on all of them.
         """
         x = state.x  # (C, D, K)
         C, D, K = x.shape
@@ -119,12 +133,13 @@ class CategoricalGibbs:
         block = order[:, position:position + X]  # (C, X)
         candidates = self._block_candidates(x, block)  # (C, K**X, D, K)
         logits = self._conditional_logits(candidates, log_prob)  # (C, K**X)
+        check_conditional(self.name, state.num_steps + 1, logits)
         choice = sample_categorical(logits, generator)  # (C,)
         x_new = candidates[torch.arange(C, device=x.device), choice]  # (C, D, K)
         ones = torch.ones(C, dtype=x.dtype, device=x.device)
         info = Info(acceptance_prob=ones, accepted=torch.ones(C, dtype=torch.bool, device=x.device),
                     sites_changed=(x_new != x).any(-1).sum(1), energy_evals=K**X, grad_evals=0)
-        return CategoricalGibbsState(x=x_new, order=order, position=position + X), info
+        return CategoricalGibbsState(x=x_new, order=order, position=position + X, num_steps=state.num_steps + 1), info
 
     def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
         """Enumerate one step of the kernel from each state in x: the randomness is the block and the draw.

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.samplers.base import Info, sample_categorical
+from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
 from gradmc.samplers.discrete.blocks import next_permutation_block, set_block
 from gradmc.samplers.enumerate import combinations
 from gradmc.targets.exact import enumerate_binary
@@ -34,11 +34,12 @@ SCANS = ("random", "systematic")
 class GibbsState(NamedTuple):
     """x: (C, D) state; order: (C, D) int64 per-chain permutation ((C, 0) before the first random-scan
     step, unused by the systematic scan); position: next unused slot (random) or next window start
-    (systematic), a Python int shared by all chains."""
+    (systematic), a Python int shared by all chains; num_steps: steps taken since ``init``."""
 
     x: torch.Tensor
     order: torch.Tensor
     position: int
+    num_steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class Gibbs:
 
     Raises:
         ValueError: block_size outside 1..16 or an unknown scan (at construction); block_size > D (init).
+        NonFiniteError: f NaN/inf at the initial state (init), or NaN/+inf on a candidate of a block's
+            conditional, or -inf on all of them (step).
     """
 
     block_size: int = 1
@@ -63,11 +66,18 @@ class Gibbs:
         if self.scan not in SCANS:
             raise ValueError(f"Gibbs scan must be one of {SCANS}, got {self.scan!r}")
 
+    @property
+    def name(self) -> str:
+        """The paper's name, "Gibbs-X" or "Gibbs-X-systematic" (as ``make_sampler`` takes it)."""
+        return f"Gibbs-{self.block_size}" + ("-systematic" if self.scan == "systematic" else "")
+
     def init(self, x: torch.Tensor, log_prob) -> GibbsState:
         """Start chains at x (C, D) floats in {0, 1}. The first random-scan step draws the scan orders."""
         check_binary(x, check_values=True)
         if x.shape[1] < self.block_size:
             raise ValueError(f"block_size {self.block_size} exceeds the dimension {x.shape[1]}")
+        with torch.no_grad():
+            check_finite(self.name, 0, ("log_prob at the current state", log_prob(x)))
         empty = torch.empty(x.shape[0], 0, dtype=torch.long, device=x.device)
         return GibbsState(x=x.clone(), order=empty, position=0)
 
@@ -114,12 +124,13 @@ class Gibbs:
             block = ((state.position + torch.arange(X, device=x.device)) % D).expand(C, X)
             position = (state.position + X) % D
         candidates, logits = self.conditional(x, block, log_prob)  # (C, 2**X, D), (C, 2**X)
+        check_conditional(self.name, state.num_steps + 1, logits)
         choice = sample_categorical(logits, generator)  # (C,)
         x_new = candidates[torch.arange(C, device=x.device), choice]
         ones = torch.ones(C, dtype=x.dtype, device=x.device)
         info = Info(acceptance_prob=ones, accepted=torch.ones(C, dtype=torch.bool, device=x.device),
                     sites_changed=(x_new != x).sum(1), energy_evals=2**X, grad_evals=0)
-        return GibbsState(x=x_new, order=order, position=position), info
+        return GibbsState(x=x_new, order=order, position=position, num_steps=state.num_steps + 1), info
 
     @torch.no_grad()
     def transition_probabilities(

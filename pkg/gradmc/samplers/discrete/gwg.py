@@ -15,7 +15,13 @@ from typing import ClassVar, NamedTuple
 
 import torch
 
-from gradmc.samplers.base import Info, log_prob_and_grad, metropolis_hastings_accept, sample_categorical
+from gradmc.samplers.base import (
+    Info,
+    check_finite,
+    log_prob_and_grad,
+    metropolis_hastings_accept,
+    sample_categorical,
+)
 from gradmc.samplers.discrete.flips import (
     acceptance_probability,
     apply_flips,
@@ -30,10 +36,12 @@ __all__ = ["GWG", "GWGState", "GradientFlipMH"]
 
 
 class GWGState(NamedTuple):
-    """x: (C, D) current binary state; log_prob: (C,) f(x) at the last evaluation (diagnostic)."""
+    """x: (C, D) current binary state; log_prob: (C,) f(x) at the last evaluation (diagnostic);
+    num_steps: steps taken since ``init`` (for error messages)."""
 
     x: torch.Tensor
     log_prob: torch.Tensor
+    num_steps: int = 0
 
 
 class GradientFlipMH:
@@ -53,11 +61,21 @@ class GradientFlipMH:
         if not self.temperature > 0:
             raise ValueError(f"{type(self).__name__} temperature must be > 0, got {self.temperature}")
 
+    @property
+    def name(self) -> str:
+        """The paper's name, "GWG-N" (as :func:`~gradmc.samplers.discrete.make_sampler` takes it)."""
+        return f"GWG-{self.num_draws}"
+
     def init(self, x: torch.Tensor, log_prob) -> GWGState:
-        """Start chains at x (C, D) floats in {0, 1}."""
+        """Start chains at x (C, D) floats in {0, 1}.
+
+        Raises:
+            NonFiniteError: if f(x) is NaN or inf for some chain.
+        """
         check_binary(x, check_values=True)
         with torch.no_grad():
             f = log_prob(x)
+        check_finite(self.name, 0, ("log_prob at the current state", f))
         return GWGState(x=x.clone(), log_prob=f.detach())
 
     def proposal_logits(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
@@ -84,21 +102,26 @@ class GradientFlipMH:
 
     def step(self, state: GWGState, log_prob, generator: torch.Generator) -> tuple[GWGState, Info]:
         """One transition for every chain. Returns the new state and per-chain Info
-        (sites_changed = number of distinct flipped indices if accepted, else 0)."""
+        (sites_changed = number of distinct flipped indices if accepted, else 0).
+
+        Raises:
+            NonFiniteError: f(x) or grad f(x) NaN/inf at a current state (proposals of NaN/inf f are
+                rejected instead)."""
         x = state.x  # (C, D)
         f_x, grad_x = log_prob_and_grad(log_prob, x)
+        _check_current(self.name, state, f_x, grad_x)
         log_q_x = self.log_proposal(x, grad_x)  # (C, D)
         counts = draw_flip_counts(log_q_x, self.num_draws, generator)  # (C, D)
         x_new = apply_flips(x, counts)
         f_new, grad_new = log_prob_and_grad(log_prob, x_new)
         log_alpha = self.log_acceptance(f_x, log_q_x, f_new, self.log_proposal(x_new, grad_new), counts)
-        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator)
+        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, f_new)
         x_out = torch.where(accepted[:, None], x_new, x)
         f_out = torch.where(accepted, f_new, f_x)
         sites = torch.where(accepted, (counts > 0).sum(1), torch.zeros_like(accepted, dtype=torch.long))
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
                     sites_changed=sites, energy_evals=2, grad_evals=2)
-        return GWGState(x=x_out, log_prob=f_out), info
+        return GWGState(x=x_out, log_prob=f_out, num_steps=state.num_steps + 1), info
 
     @torch.no_grad()
     def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
@@ -148,6 +171,11 @@ class GWG(GradientFlipMH):
     def __post_init__(self):
         self._validate()
 
+    @property
+    def name(self) -> str:
+        """The paper's name, "GWG"."""
+        return "GWG"
+
     def step(self, state: GWGState, log_prob, generator: torch.Generator) -> tuple[GWGState, Info]:
         """One GWG transition per chain, specialised to a single flip: the proposal and reverse terms are
         read at the drawn index only (O(C) beyond the two (C, D) logit passes), and the state is updated
@@ -155,7 +183,11 @@ class GWG(GradientFlipMH):
         and ``log_prob_and_grad_single_flip(x, index, aux)`` (the RBM) evaluate x' from cached
         intermediate results; that is still one function+gradient evaluation, at a fraction of the cost.
         Same kernel as the general ``GradientFlipMH.step`` with N = 1 (the exactness tests compare it with
-        ``transition_probabilities`` and with exact enumeration)."""
+        ``transition_probabilities`` and with exact enumeration).
+
+        Raises:
+            NonFiniteError: f(x) or grad f(x) NaN/inf at a current state (proposals of NaN/inf f are
+                rejected instead)."""
         x = state.x  # (C, D)
         rows = torch.arange(x.shape[0], device=x.device)
         single_flip = getattr(log_prob, "log_prob_and_grad_single_flip", None)
@@ -163,6 +195,7 @@ class GWG(GradientFlipMH):
             f_x, grad_x, aux = log_prob.log_prob_and_grad(x, return_aux=True)
         else:
             f_x, grad_x = log_prob_and_grad(log_prob, x)
+        _check_current(self.name, state, f_x, grad_x)
         logits = self.proposal_logits(x, grad_x)  # (C, D)
         idx, log_q_fwd = sample_categorical(logits, generator, return_log_prob=True)  # (C,), (C,)
         old_bit = x[rows, idx]
@@ -174,8 +207,14 @@ class GWG(GradientFlipMH):
             f_new, grad_new = log_prob_and_grad(log_prob, x_new)
         logits_rev = self.proposal_logits(x_new, grad_new)
         log_q_rev = torch.log_softmax(logits_rev, -1)[rows, idx]
-        accepted, acceptance_prob = metropolis_hastings_accept(f_new - f_x + log_q_rev - log_q_fwd, generator)
+        accepted, acceptance_prob = metropolis_hastings_accept(f_new - f_x + log_q_rev - log_q_fwd, generator, f_new)
         x_new[rows, idx] = torch.where(accepted, 1.0 - old_bit, old_bit)  # undo rejected flips
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
                     sites_changed=accepted.long(), energy_evals=2, grad_evals=2)
-        return GWGState(x=x_new, log_prob=torch.where(accepted, f_new, f_x)), info
+        return GWGState(x=x_new, log_prob=torch.where(accepted, f_new, f_x), num_steps=state.num_steps + 1), info
+
+
+def _check_current(name: str, state, f_x: torch.Tensor, grad_x: torch.Tensor) -> None:
+    """The current-state check of the gradient kernels: f and grad f (hence the proposal logits) finite."""
+    check_finite(name, state.num_steps + 1, ("log_prob at the current state", f_x),
+                 ("gradient of log_prob at the current state", grad_x))

@@ -15,17 +15,25 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.samplers.base import Info, log_prob_and_grad, metropolis_hastings_accept, sample_categorical
+from gradmc.samplers.base import (
+    Info,
+    check_finite,
+    log_prob_and_grad,
+    metropolis_hastings_accept,
+    sample_categorical,
+)
 from gradmc.samplers.discrete.onehot import check_onehot
 
 __all__ = ["GWGCategorical", "GWGCategoricalState"]
 
 
 class GWGCategoricalState(NamedTuple):
-    """x: (C, D, K) current one-hot state; log_prob: (C,) f(x) at the last evaluation (diagnostic)."""
+    """x: (C, D, K) current one-hot state; log_prob: (C,) f(x) at the last evaluation (diagnostic);
+    num_steps: steps taken since ``init`` (for error messages)."""
 
     x: torch.Tensor
     log_prob: torch.Tensor
+    num_steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -42,7 +50,11 @@ class GWGCategorical:
     Raises:
         ValueError: temperature <= 0 (``__post_init__``); the input errors of
             :func:`~gradmc.samplers.discrete.onehot.check_onehot` (``init``).
+        NonFiniteError: f or grad f NaN/inf at a current state (``init``, ``step``); a proposal of
+            NaN/inf f is rejected instead.
     """
+
+    name = "GWG"  # the paper's name (a class attribute, not a field)
 
     temperature: float = 2.0
 
@@ -55,6 +67,7 @@ class GWGCategorical:
         check_onehot(x, check_values=True)
         with torch.no_grad():
             f = log_prob(x)
+        check_finite(self.name, 0, ("log_prob at the current state", f))
         return GWGCategoricalState(x=x.clone(), log_prob=f.detach())
 
     def proposal_logits(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
@@ -130,18 +143,21 @@ class GWGCategorical:
 
         Raises:
             ValueError: if log_prob does not return shape (C,).
+            NonFiniteError: f(x) or grad f(x) NaN/inf at a current state.
         """
         x = state.x  # (C, D, K)
         f_x, grad_x = log_prob_and_grad(log_prob, x)
+        check_finite(self.name, state.num_steps + 1, ("log_prob at the current state", f_x),
+                     ("gradient of log_prob at the current state", grad_x))
         log_q_x = self._forward_log_q(x, grad_x)  # (C, D * K)
         idx = sample_categorical(log_q_x, generator)  # (C,)
         x_new, f_new, _, log_alpha = self._propose_and_score(x, f_x, log_q_x, idx, log_prob)
-        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator)
+        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, f_new)
         x_out = torch.where(accepted[:, None, None], x_new, x)
         f_out = torch.where(accepted, f_new, f_x)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
                     sites_changed=accepted.long(), energy_evals=2, grad_evals=2)
-        return GWGCategoricalState(x=x_out, log_prob=f_out), info
+        return GWGCategoricalState(x=x_out, log_prob=f_out, num_steps=state.num_steps + 1), info
 
     def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
         """Enumerate one step of the kernel from each state in x, through the same helpers as :meth:`step`.

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.samplers.base import Info, sample_categorical
+from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
 from gradmc.samplers.discrete.blocks import next_permutation_block, xor_block
 from gradmc.samplers.enumerate import ball_patterns, ball_size, combinations
 from gradmc.targets.validation import check_binary
@@ -36,17 +36,19 @@ MAX_BALL = 2**16
 
 class HammingBallState(NamedTuple):
     """x: (C, D) state; order: (C, D) int64 per-chain scan permutation ((C, 0) before the first step);
-    position: next unused slot of ``order`` (Python int)."""
+    position: next unused slot of ``order`` (Python int); num_steps: steps taken since ``init``."""
 
     x: torch.Tensor
     order: torch.Tensor
     position: int
+    num_steps: int = 0
 
 
 class BlockHammingBallState(NamedTuple):
-    """x: (C, D) state."""
+    """x: (C, D) state; num_steps: steps taken since ``init`` (for error messages)."""
 
     x: torch.Tensor
+    num_steps: int = 0
 
 
 class _HammingBallKernel:
@@ -71,13 +73,18 @@ class _HammingBallKernel:
             logits = log_prob(candidates.reshape(-1, D)).reshape(C, -1)
         return candidates, logits
 
-    def _update(self, x: torch.Tensor, block: torch.Tensor, log_prob, generator: torch.Generator
-                ) -> tuple[torch.Tensor, Info]:
+    def _check_init(self, x: torch.Tensor, log_prob) -> None:
+        with torch.no_grad():
+            check_finite(self.name, 0, ("log_prob at the current state", log_prob(x)))
+
+    def _update(self, x: torch.Tensor, block: torch.Tensor, log_prob, generator: torch.Generator,
+                step: int) -> tuple[torch.Tensor, Info]:
         C = x.shape[0]
         masks = self._masks(block.shape[1], x)  # (B, X)
         k = torch.randint(masks.shape[0], (C,), generator=generator, device=x.device)
         u = xor_block(x, block, masks[k][:, None, :])[:, 0]  # (C, D), uniform on the ball around x
         candidates, logits = self.conditional(u, block, log_prob)  # (C, B, D), (C, B)
+        check_conditional(self.name, step, logits)  # the ball around u holds x
         x_new = candidates[torch.arange(C, device=x.device), sample_categorical(logits, generator)]
         ones = torch.ones(C, dtype=x.dtype, device=x.device)
         info = Info(acceptance_prob=ones, accepted=torch.ones(C, dtype=torch.bool, device=x.device),
@@ -113,6 +120,8 @@ class HammingBall(_HammingBallKernel):
     Raises:
         ValueError: radius outside 1..block_size, or a ball larger than 2**16 (construction);
             block_size > D (init).
+        NonFiniteError: f NaN/inf at the initial state (init); NaN/+inf on a candidate of the ball,
+            or -inf on all of them (step).
     """
 
     block_size: int = 10
@@ -124,11 +133,17 @@ class HammingBall(_HammingBallKernel):
         if ball_size(self.block_size, self.radius) > MAX_BALL:
             raise ValueError(f"Hamming ball of {ball_size(self.block_size, self.radius)} points exceeds {MAX_BALL}")
 
+    @property
+    def name(self) -> str:
+        """The paper's name, "HB-X-Y" (as ``make_sampler`` takes it)."""
+        return f"HB-{self.block_size}-{self.radius}"
+
     def init(self, x: torch.Tensor, log_prob) -> HammingBallState:
         """Start chains at x (C, D) floats in {0, 1}."""
         check_binary(x, check_values=True)
         if x.shape[1] < self.block_size:
             raise ValueError(f"block_size {self.block_size} exceeds the dimension {x.shape[1]}")
+        self._check_init(x, log_prob)
         empty = torch.empty(x.shape[0], 0, dtype=torch.long, device=x.device)
         return HammingBallState(x=x.clone(), order=empty, position=0)
 
@@ -138,8 +153,8 @@ class HammingBall(_HammingBallKernel):
         C, D = x.shape
         block, order, position = next_permutation_block(
             state.order, state.position, self.block_size, C, D, generator, x.device)  # (C, X)
-        x_new, info = self._update(x, block, log_prob, generator)
-        return HammingBallState(x=x_new, order=order, position=position), info
+        x_new, info = self._update(x, block, log_prob, generator, state.num_steps + 1)
+        return HammingBallState(x=x_new, order=order, position=position, num_steps=state.num_steps + 1), info
 
     @torch.no_grad()
     def transition_probabilities(self, x: torch.Tensor, log_prob, blocks: torch.Tensor | None = None):
@@ -167,6 +182,7 @@ class BlockHammingBall(_HammingBallKernel):
     Raises:
         ValueError: no blocks, ragged blocks, repeated or negative indices in a block, radius outside
             1..block_len (construction); an index >= D (init).
+        NonFiniteError: as :class:`HammingBall`.
     """
 
     blocks: tuple
@@ -184,6 +200,8 @@ class BlockHammingBall(_HammingBallKernel):
             raise ValueError(f"BlockHammingBall needs 1 <= radius <= block length, got {self.radius}")
         if ball_size(len(rows[0]), self.radius) > MAX_BALL:
             raise ValueError(f"Hamming ball of {ball_size(len(rows[0]), self.radius)} points exceeds {MAX_BALL}")
+
+    name = "Block-HB"  # the paper's name (a class attribute, not a field)
 
     @classmethod
     def contiguous(cls, dim: int, block_len: int, radius: int = 1) -> BlockHammingBall:
@@ -206,6 +224,7 @@ class BlockHammingBall(_HammingBallKernel):
         top = max(max(r) for r in self.blocks)
         if top >= x.shape[1]:
             raise ValueError(f"block index {top} out of range for dimension {x.shape[1]}")
+        self._check_init(x, log_prob)
         return BlockHammingBallState(x=x.clone())
 
     def step(self, state: BlockHammingBallState, log_prob, generator: torch.Generator):
@@ -213,8 +232,8 @@ class BlockHammingBall(_HammingBallKernel):
         x = state.x
         blocks = self.block_tensor(x.device)  # (nb, X)
         choice = torch.randint(blocks.shape[0], (x.shape[0],), generator=generator, device=x.device)
-        x_new, info = self._update(x, blocks[choice], log_prob, generator)
-        return BlockHammingBallState(x=x_new), info
+        x_new, info = self._update(x, blocks[choice], log_prob, generator, state.num_steps + 1)
+        return BlockHammingBallState(x=x_new, num_steps=state.num_steps + 1), info
 
     @torch.no_grad()
     def transition_probabilities(self, x: torch.Tensor, log_prob):

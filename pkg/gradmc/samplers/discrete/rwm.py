@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.samplers.base import Info, metropolis_hastings_accept
+from gradmc.samplers.base import Info, check_finite, metropolis_hastings_accept
 from gradmc.samplers.discrete.flips import acceptance_probability, apply_flips
 from gradmc.targets.validation import check_binary
 
@@ -18,10 +18,12 @@ __all__ = ["RandomWalkMetropolis", "RWMState"]
 
 
 class RWMState(NamedTuple):
-    """x: (C, D) current binary state; log_prob: (C,) f(x) at the last evaluation (diagnostic)."""
+    """x: (C, D) current binary state; log_prob: (C,) f(x) at the last evaluation (diagnostic);
+    num_steps: steps taken since ``init`` (for error messages)."""
 
     x: torch.Tensor
     log_prob: torch.Tensor
+    num_steps: int = 0
 
 
 @dataclass(frozen=True)
@@ -32,11 +34,18 @@ class RandomWalkMetropolis:
     f(x) is re-evaluated every step (not cached) so the kernel stays exact if the target changes (AIS).
     """
 
+    name = "RWM"  # the paper's name (a class attribute, not a field)
+
     def init(self, x: torch.Tensor, log_prob) -> RWMState:
-        """Start chains at x (C, D) floats in {0, 1}."""
+        """Start chains at x (C, D) floats in {0, 1}.
+
+        Raises:
+            NonFiniteError: if f(x) is NaN or inf for some chain.
+        """
         check_binary(x, check_values=True)
         with torch.no_grad():
             f = log_prob(x)
+        check_finite(self.name, 0, ("log_prob at the current state", f))
         return RWMState(x=x.clone(), log_prob=f.detach())
 
     @staticmethod
@@ -50,19 +59,23 @@ class RandomWalkMetropolis:
         return f[C:] - f[:C], f[:C], f[C:]
 
     def step(self, state: RWMState, log_prob, generator: torch.Generator) -> tuple[RWMState, Info]:
-        """Propose one uniformly random flip per chain and accept or reject it."""
+        """Propose one uniformly random flip per chain and accept or reject it.
+
+        Raises:
+            NonFiniteError: f(x) NaN/inf at a current state (a proposal of NaN/inf f is rejected)."""
         x = state.x
         C, D = x.shape
         idx = torch.randint(D, (C,), generator=generator, device=x.device)
         counts = torch.nn.functional.one_hot(idx, D)  # (C, D)
         x_new = apply_flips(x, counts)
         log_alpha, f_x, f_new = self.log_acceptance(x, x_new, log_prob)
-        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator)
+        check_finite(self.name, state.num_steps + 1, ("log_prob at the current state", f_x))
+        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, f_new)
         x_out = torch.where(accepted[:, None], x_new, x)
         f_out = torch.where(accepted, f_new, f_x)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=accepted.long(),
                     energy_evals=2, grad_evals=0)
-        return RWMState(x=x_out, log_prob=f_out), info
+        return RWMState(x=x_out, log_prob=f_out, num_steps=state.num_steps + 1), info
 
     @torch.no_grad()
     def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:

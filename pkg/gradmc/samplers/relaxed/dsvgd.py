@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.samplers.base import Info
+from gradmc.samplers.base import Info, NonFiniteError, check_finite
 from gradmc.samplers.relaxed.surrogate import (
     bits_from_z,
     check_temperature,
@@ -95,7 +95,11 @@ class DSVGD:
     Raises:
         ValueError: at construction, for a non-positive learning rate, temperature or eps, or betas
             outside [0, 1).
+        NonFiniteError: log pi, the surrogate log pi_lambda or its gradient NaN/inf at some particle
+            (init, step): one such particle would make every importance weight, hence every particle, NaN.
     """
+
+    name = "D-SVGD"  # the paper's name (a class attribute, not a field)
 
     learning_rate: float
     temperature: float
@@ -120,12 +124,13 @@ class DSVGD:
 
         Raises:
             ValueError: if z is None, n < 2, or x, z are invalid (see ``init_relaxed``).
+            NonFiniteError: if log pi is NaN or inf at some particle.
         """
         if z is None:
             raise ValueError("D-SVGD needs distinct particles: pass z=z_from_bits(x, generator)")
         if x.dim() != 2 or x.shape[0] < 2:
             raise ValueError(f"D-SVGD needs x of shape (n, D) with n >= 2 particles, got {tuple(x.shape)}")
-        relaxed = init_relaxed(x, log_prob, z)
+        relaxed = init_relaxed(x, log_prob, z, name=self.name)
         zeros = torch.zeros_like(relaxed.z)
         ess = torch.tensor(float(x.shape[0]), dtype=relaxed.z.dtype, device=relaxed.z.device)
         return DSVGDState(x=relaxed.x, z=relaxed.z, exp_avg=zeros, exp_avg_sq=zeros.clone(), num_steps=0,
@@ -145,9 +150,15 @@ class DSVGD:
 
         Returns:
             phi: (n, D); weights: (n,) the normalised importance weights w.
+
+        Raises:
+            NonFiniteError: log pi(z), log pi_lambda(z) or its gradient NaN/inf at some particle.
         """
         log_rho, grad = surrogate_log_prob_and_grad(log_prob, z, self.temperature)  # (n,), (n, D)
         log_pi = relaxed_log_prob(log_prob, z)  # (n,)
+        check_finite(self.name, None, ("log_prob at the current particles", log_pi),
+                     ("surrogate log_prob at the current particles", log_rho),
+                     ("surrogate gradient at the current particles", grad))
         w = torch.softmax(log_rho - log_pi, dim=0)  # (n,)
         K, h = rbf_kernel_median(z)  # (n, n), K symmetric
         kw = K * w[None, :]  # kw[i, j] = w_j k(z_j, z_i)
@@ -160,9 +171,16 @@ class DSVGD:
         """One joint update of all particles (Adam along phi). Deterministic: generator is unused.
 
         Returns the new state and Info with acceptance_prob = 1, accepted = True for every particle.
+
+        Raises:
+            NonFiniteError: as :meth:`stein_direction` (the message's chains are particles).
         """
         z = state.z  # (n, D)
-        phi, w = self.stein_direction(z, log_prob)
+        try:
+            phi, w = self.stein_direction(z, log_prob)
+        except NonFiniteError as err:
+            err.step = state.num_steps + 1
+            raise
         g = -phi  # the optimiser minimises
         beta1, beta2 = self.betas
         t = state.num_steps + 1

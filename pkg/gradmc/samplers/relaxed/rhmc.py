@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gradmc.samplers.base import Info, metropolis_hastings_accept
+from gradmc.samplers.base import Info, check_finite, metropolis_hastings_accept
 from gradmc.samplers.relaxed.surrogate import (
     RelaxedState,
     bits_from_z,
@@ -51,7 +51,11 @@ class RHMC:
     Raises:
         ValueError: at construction, if step_size or temperature is not finite and > 0, or
             num_leapfrog_steps < 1.
+        NonFiniteError: log pi or the surrogate gradient NaN/inf at a current state (init, step); a
+            proposal of NaN/inf log pi (or a trajectory that became non-finite) is rejected instead.
     """
+
+    name = "R-HMC"  # the paper's name (a class attribute, not a field)
 
     step_size: float
     temperature: float
@@ -65,22 +69,29 @@ class RHMC:
             raise ValueError(f"R-HMC num_leapfrog_steps must be an integer >= 1, got {self.num_leapfrog_steps}")
 
     def init(self, x: torch.Tensor, log_prob, z: torch.Tensor | None = None) -> RelaxedState:
-        """Start chains at bits x (C, D); z as in :func:`init_relaxed` (default: deterministic magnitude)."""
-        return init_relaxed(x, log_prob, z)
+        """Start chains at bits x (C, D); z as in :func:`init_relaxed` (default: deterministic magnitude).
+
+        Raises:
+            ValueError: as :func:`init_relaxed`; NonFiniteError: log pi(z) NaN or inf for some chain.
+        """
+        return init_relaxed(x, log_prob, z, name=self.name)
 
     @staticmethod
     def bits(state: RelaxedState) -> torch.Tensor:
         """The reported sample x = 1[z > 0], (C, D)."""
         return bits_from_z(state.z)
 
-    def leapfrog(self, z: torch.Tensor, v: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
+    def leapfrog(self, z: torch.Tensor, v: torch.Tensor, log_prob, grad: torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
         """k leapfrog steps of size eps on H_lambda, M = I: (C, D), (C, D) -> z', v' (new tensors).
 
         v += eps/2 grad; then k times {z += eps v; v += eps grad (eps/2 on the last)}. The final
         momentum flip of textbook HMC is omitted: it does not change the kinetic energy.
+        ``grad``: (C, D) the surrogate gradient at z if already computed (else it is evaluated here).
         """
         eps = self.step_size
-        _, grad = surrogate_log_prob_and_grad(log_prob, z, self.temperature)
+        if grad is None:
+            _, grad = surrogate_log_prob_and_grad(log_prob, z, self.temperature)
         v = v + 0.5 * eps * grad
         for i in range(self.num_leapfrog_steps):
             z = z + eps * v
@@ -89,18 +100,27 @@ class RHMC:
         return z, v
 
     def step(self, state: RelaxedState, log_prob, generator: torch.Generator) -> tuple[RelaxedState, Info]:
-        """One R-HMC transition for every chain (Eq. 26). Returns the new state and per-chain Info."""
+        """One R-HMC transition for every chain (Eq. 26). Returns the new state and per-chain Info.
+
+        Raises:
+            NonFiniteError: log pi(z) or the surrogate gradient at z NaN/inf for a current state z.
+        """
         z = state.z  # (C, D)
         v = torch.randn(z.shape, generator=generator, device=z.device, dtype=z.dtype)
-        z_new, v_new = self.leapfrog(z, v, log_prob)
+        _, grad = surrogate_log_prob_and_grad(log_prob, z, self.temperature)
+        z_new, v_new = self.leapfrog(z, v, log_prob, grad)
         pi_both = relaxed_log_prob(log_prob, torch.cat([z, z_new]))  # (2C,)
         pi_z, pi_new = pi_both[: z.shape[0]], pi_both[z.shape[0]:]
+        check_finite(self.name, state.num_steps + 1, ("log_prob at the current state", pi_z),
+                     ("surrogate gradient at the current state", grad))
         h_old = -pi_z + 0.5 * (v * v).sum(-1)
         h_new = -pi_new + 0.5 * (v_new * v_new).sum(-1)
-        accepted, acceptance_prob = metropolis_hastings_accept(h_old - h_new, generator)
+        accepted, acceptance_prob = metropolis_hastings_accept(h_old - h_new, generator, pi_new)
         z_out = torch.where(accepted[:, None], z_new, z)
         x_out = bits_from_z(z_out)
         k = self.num_leapfrog_steps
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
                     sites_changed=(x_out != state.x).sum(-1), energy_evals=k + 3, grad_evals=k + 1)
-        return RelaxedState(x=x_out, z=z_out, log_prob=torch.where(accepted, pi_new, pi_z)), info
+        new = RelaxedState(x=x_out, z=z_out, log_prob=torch.where(accepted, pi_new, pi_z),
+                           num_steps=state.num_steps + 1)
+        return new, info

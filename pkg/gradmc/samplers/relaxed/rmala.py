@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gradmc.samplers.base import Info, metropolis_hastings_accept
+from gradmc.samplers.base import Info, check_finite, metropolis_hastings_accept
 from gradmc.samplers.relaxed.surrogate import (
     RelaxedState,
     bits_from_z,
@@ -46,7 +46,11 @@ class RMALA:
 
     Raises:
         ValueError: at construction, if step_size or temperature is not finite and > 0.
+        NonFiniteError: log pi or the surrogate gradient NaN/inf at a current state (init, step); a
+            proposal of NaN/inf log pi is rejected instead.
     """
+
+    name = "R-MALA"  # the paper's name (a class attribute, not a field)
 
     step_size: float
     temperature: float
@@ -57,8 +61,12 @@ class RMALA:
         check_temperature("R-MALA", self.temperature)
 
     def init(self, x: torch.Tensor, log_prob, z: torch.Tensor | None = None) -> RelaxedState:
-        """Start chains at bits x (C, D); z as in :func:`init_relaxed` (default: deterministic magnitude)."""
-        return init_relaxed(x, log_prob, z)
+        """Start chains at bits x (C, D); z as in :func:`init_relaxed` (default: deterministic magnitude).
+
+        Raises:
+            ValueError: as :func:`init_relaxed`; NonFiniteError: log pi(z) NaN or inf for some chain.
+        """
+        return init_relaxed(x, log_prob, z, name=self.name)
 
     @staticmethod
     def bits(state: RelaxedState) -> torch.Tensor:
@@ -75,7 +83,11 @@ class RMALA:
         return -(diff * diff).sum(-1) / (4.0 * self.step_size)
 
     def step(self, state: RelaxedState, log_prob, generator: torch.Generator) -> tuple[RelaxedState, Info]:
-        """One R-MALA transition for every chain (Eq. 24-25). Returns the new state and per-chain Info."""
+        """One R-MALA transition for every chain (Eq. 24-25). Returns the new state and per-chain Info.
+
+        Raises:
+            NonFiniteError: log pi(z) or the surrogate gradient at z NaN/inf for a current state z.
+        """
         z = state.z  # (C, D)
         _, grad = surrogate_log_prob_and_grad(log_prob, z, self.temperature)
         mean_fwd = self.proposal_mean(z, grad)
@@ -85,10 +97,14 @@ class RMALA:
         mean_rev = self.proposal_mean(z_new, grad_new)
         pi_both = relaxed_log_prob(log_prob, torch.cat([z, z_new]))  # (2C,)
         pi_z, pi_new = pi_both[: z.shape[0]], pi_both[z.shape[0]:]
+        check_finite(self.name, state.num_steps + 1, ("log_prob at the current state", pi_z),
+                     ("surrogate gradient at the current state", grad))
         log_alpha = pi_new - pi_z + self.log_proposal(z, mean_rev) - self.log_proposal(z_new, mean_fwd)
-        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator)
+        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, pi_new)
         z_out = torch.where(accepted[:, None], z_new, z)
         x_out = bits_from_z(z_out)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
                     sites_changed=(x_out != state.x).sum(-1), energy_evals=4, grad_evals=2)
-        return RelaxedState(x=x_out, z=z_out, log_prob=torch.where(accepted, pi_new, pi_z)), info
+        new = RelaxedState(x=x_out, z=z_out, log_prob=torch.where(accepted, pi_new, pi_z),
+                           num_steps=state.num_steps + 1)
+        return new, info

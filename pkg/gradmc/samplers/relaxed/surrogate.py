@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.samplers.base import log_prob_and_grad
+from gradmc.samplers.base import check_finite, log_prob_and_grad
 from gradmc.targets.validation import check_binary
 
 __all__ = [
@@ -46,11 +46,13 @@ class RelaxedState(NamedTuple):
         x: (C, D) floats in {0, 1}, the bits 1[z > 0] (what the sampler reports).
         z: (C, D) the continuous state the chain actually moves.
         log_prob: (C,) log pi(z) = -||z||^2 / 2 + log p(x) at the last evaluation (diagnostic).
+        num_steps: steps taken since ``init`` (for error messages).
     """
 
     x: torch.Tensor
     z: torch.Tensor
     log_prob: torch.Tensor
+    num_steps: int = 0
 
 
 def bits_from_z(z: torch.Tensor) -> torch.Tensor:
@@ -128,7 +130,8 @@ def check_temperature(name: str, temperature: float) -> None:
         raise ValueError(f"{name} temperature (lambda) must be finite and > 0, got {temperature}")
 
 
-def init_relaxed(x: torch.Tensor, log_prob, z: torch.Tensor | None = None) -> RelaxedState:
+def init_relaxed(x: torch.Tensor, log_prob, z: torch.Tensor | None = None, name: str = "relaxed sampler"
+                 ) -> RelaxedState:
     """Build a RelaxedState from bits x and, optionally, the continuous state z.
 
     Args:
@@ -137,10 +140,12 @@ def init_relaxed(x: torch.Tensor, log_prob, z: torch.Tensor | None = None) -> Re
         z: optional (C, D) finite floats of x's dtype with 1[z > 0] == x, e.g. ``z_from_bits(x, gen)``
             (an exact draw from pi when x ~ p). If None, z = (2x - 1) sqrt(2 / pi): the right orthant at
             the mean half-normal magnitude, deterministic (the chain forgets it after burn-in).
+        name: the sampler's name for error messages ("R-MALA", "R-HMC", "D-SVGD").
 
     Raises:
         ValueError: if x is not binary (C, D), or z has another shape/dtype, is not finite, or its
             signs disagree with x.
+        NonFiniteError: if log pi(z) is NaN or inf for some chain (the target at x is not finite).
     """
     check_binary(x, check_values=True)
     if z is None:
@@ -154,4 +159,6 @@ def init_relaxed(x: torch.Tensor, log_prob, z: torch.Tensor | None = None) -> Re
         if not bool((bits_from_z(z) == x).all()):
             raise ValueError("z must have 1[z > 0] == x (use z_from_bits(x, generator))")
         z = z.detach().clone()
-    return RelaxedState(x=bits_from_z(z), z=z, log_prob=relaxed_log_prob(log_prob, z))
+    log_pi = relaxed_log_prob(log_prob, z)
+    check_finite(name, 0, ("log_prob at the current state", log_pi))
+    return RelaxedState(x=bits_from_z(z), z=z, log_prob=log_pi)
