@@ -126,7 +126,8 @@ def test_amat_loader(tmp_path):
     rows = np.random.default_rng(0).integers(0, 2, size=(3, 784), dtype=np.uint8)
     _write_amat(tmp_path / "binarized_mnist_valid.amat", rows)
     np.testing.assert_array_equal(mnist.parse_amat(tmp_path / "binarized_mnist_valid.amat"), rows)
-    with pytest.raises(ValueError, match="decoded data has digest .* expected " + registry.STATIC_AMAT["valid"].decoded_sha256):
+    expected = registry.STATIC_AMAT["valid"].decoded_sha256
+    with pytest.raises(ValueError, match=f"decoded data has digest .* expected {expected}"):
         mnist.load_static_binarized(tmp_path, "valid")  # parses, but is not the registered data
     bad = tmp_path / "bad.amat"
     _write_amat(bad, [rows[0], rows[1, :783]])

@@ -275,8 +275,8 @@ def test_frey_real_npz_and_mat_layout(shared, tmp_path):
     _savemat(tmp_path / "frey_rawface.mat", {"ff": faces.reshape(-1, 560).T})  # one image per column
     assert frey.frey_remote(tmp_path) is ir.FREY_MAT and frey.frey_remote(shared) is ir.FREY_NPZ
     np.testing.assert_array_equal(frey.load_frey_faces(tmp_path), faces)  # the decoded digest matches
-    np.testing.assert_array_equal(frey.parse_frey(_savemat(tmp_path / "ten.mat", {"ff": faces[:10].reshape(10, 560).T})),
-                                  faces[:10])
+    ten = _savemat(tmp_path / "ten.mat", {"ff": faces[:10].reshape(10, 560).T})
+    np.testing.assert_array_equal(frey.parse_frey(ten), faces[:10])
     with pytest.raises(ValueError, match="uint8"):
         frey.parse_frey(_savemat(tmp_path / "bad.mat", {"ff": np.zeros((560, 2))}))
     with pytest.raises(ValueError, match="source"):

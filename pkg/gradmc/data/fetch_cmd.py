@@ -72,4 +72,6 @@ def list_datasets(folder: str | os.PathLike | None = None, out: Callable[[str], 
             here = "present" if (folder / remote.relpath).exists() else "missing"
             alt = " (accepted instead)" if name in ds.alternatives else ""
             where = remote.url or "no public URL"
+            if len(remote.urls) > 1:
+                where += f" (+{len(remote.urls) - 1} fallback)"
             out(f"    {remote.relpath:<48} {here:<8} {where}{alt}")
