@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
 from gradmc.evaluation.ais import BernoulliBase
 from gradmc.models import ResNetEBM
+from gradmc.samplers.base import Info
 from gradmc.samplers.discrete.registry import make_sampler
-from gradmc.training.ebm import EBMTrainer
+from gradmc.training.ebm import EBMTrainer, NonFiniteTrainingError
 
 
 class Independent(torch.nn.Module):
@@ -99,3 +102,87 @@ def test_resnet_ebm_shapes_and_errors():
         ResNetEBM(num_levels=1)
     with pytest.raises(ValueError, match="buffer_size"):
         _trainer(Independent(4), torch.zeros(10, 4, dtype=torch.float64), batch_size=32, buffer_size=16)
+
+
+class _TagChains:
+    """Stand-in kernel: chain c ends at the 8-bit binary code of c, so a written-back row names its chain."""
+
+    def init(self, x, log_prob):
+        return SimpleNamespace(x=x)
+
+    def step(self, state, log_prob, generator):
+        c, d = state.x.shape
+        codes = ((torch.arange(c)[:, None] >> torch.arange(d)) & 1).to(state.x.dtype)
+        ones = torch.ones(c)
+        return SimpleNamespace(x=codes), Info(ones, ones.bool(), torch.zeros(c, dtype=torch.long), 1, 0)
+
+
+def test_each_iteration_draws_distinct_buffer_rows():
+    """Root cause of the frey/GWG crash: with a repeated buffer index, ``buffer[idx] = samples`` is a data race
+    under intra-op threads that can interleave two one-hot chains into a non-one-hot row. Rows must be distinct,
+    so every chain of an iteration survives in the buffer (with draws with replacement, 32 of 40 always repeat)."""
+    data = torch.bernoulli(torch.full((100, 8), 0.5, dtype=torch.float64), generator=torch.Generator().manual_seed(4))
+    trainer = EBMTrainer(Independent(8), _TagChains(), data, BernoulliBase(torch.zeros(8)), num_steps=1,
+                         batch_size=32, buffer_size=40, lr=0.01, warmup=0, ema_decay=0.9,
+                         generator=torch.Generator().manual_seed(0))
+    for _ in range(5):
+        trainer.buffer.fill_(1.0)  # all-ones is no chain's code (codes 0..31 use 5 bits)
+        trainer.step()
+        written = trainer.buffer[(trainer.buffer != 1).any(1)]
+        codes = (written * (2 ** torch.arange(8, dtype=torch.float64))).sum(1).long()
+        assert sorted(codes.tolist()) == list(range(32))
+
+
+class _PoisonedInTraining(Independent):
+    """f finite for the sampler (eval mode), NaN in the loss (train mode) from train-mode call ``after + 1`` on."""
+
+    def __init__(self, d, after):
+        super().__init__(d)
+        self.after, self.calls = after, 0
+
+    def forward(self, x):
+        out = super().forward(x)
+        if self.training:
+            self.calls += 1
+            if self.calls > self.after:
+                out = out * float("nan")
+        return out
+
+
+def test_nonfinite_loss_stops_training_and_keeps_last_good_checkpoint(tmp_path):
+    data = torch.bernoulli(torch.full((100, 4), 0.7, dtype=torch.float64), generator=torch.Generator().manual_seed(3))
+    trainer = _trainer(_PoisonedInTraining(4, after=2 * 6), data)  # 2 train-mode calls per iteration: iteration 7
+    ckpt = tmp_path / "model.pt.partial"
+    with pytest.raises(NonFiniteTrainingError, match=r"iteration 7: non-finite f\(data batch\)") as err:
+        trainer.train(10, checkpoint_path=ckpt, checkpoint_every=3)
+    assert err.value.iteration == 7
+    assert trainer.iteration == 6 and len(trainer.history) == 6  # stopped before the update: state of iteration 6
+    state = torch.load(ckpt, weights_only=True)
+    assert state["iteration"] == 6 and torch.isfinite(state["model"]["b"]).all()
+    assert torch.equal(state["model"]["b"], trainer.model.b.detach())  # the failing iteration changed nothing
+    resumed = _trainer(Independent(4), data, seed=5)
+    resumed.load(ckpt)  # the kept checkpoint resumes
+    resumed.train(8)
+    assert resumed.iteration == 8 and all(torch.isfinite(p).all() for p in resumed.model.parameters())
+
+
+@pytest.mark.parametrize("poison_at, fails_at", [(4, 5), (6, 6)])
+def test_nonfinite_weights_stop_training_and_are_never_checkpointed(tmp_path, poison_at, fails_at):
+    """Weights set to NaN after iteration 4: iteration 5 stops (in the sampler or on the energies); after
+    iteration 6, a checkpoint iteration: the save is refused. Either way the file holds iteration 3."""
+    data = torch.bernoulli(torch.full((100, 4), 0.7, dtype=torch.float64), generator=torch.Generator().manual_seed(3))
+    trainer = _trainer(Independent(4), data)
+    ckpt = tmp_path / "model.pt.partial"
+
+    def progress(line):  # runs after each iteration, before that iteration's checkpoint
+        if f"iteration {poison_at}/" in line:
+            with torch.no_grad():
+                trainer.model.b[1] = float("nan")
+
+    with pytest.raises(NonFiniteTrainingError, match=rf"iteration {fails_at}: non-finite") as err:
+        trainer.train(10, checkpoint_path=ckpt, checkpoint_every=3, progress=progress, log_every=1)
+    assert err.value.iteration == fails_at
+    state = torch.load(ckpt, weights_only=True)
+    assert state["iteration"] == 3
+    assert all(torch.isfinite(v).all() for v in state["model"].values())
+    assert all(torch.isfinite(v).all() for v in state["ema"].values() if v.is_floating_point())

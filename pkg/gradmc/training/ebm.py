@@ -1,9 +1,13 @@
 """PCD training of deep EBMs with a replay buffer (GWG paper Sec. 5.5, Appendix I; EXPERIMENTS.md A7).
 
 Each iteration:
-  1. draw ``batch_size`` buffer rows uniformly (with the trainer's generator) and run ``num_steps``
-     sampler steps (GWG: 40 in the paper) on the current model from them; write the results back
-     (the buffer is initialised once from the data-fitted base distribution and never re-initialised);
+  1. draw ``batch_size`` DISTINCT buffer rows uniformly, without replacement (with the trainer's
+     generator; the reference code's ``np.random.choice(buffer_size, batch_size, replace=False)``), and run
+     ``num_steps`` sampler steps (GWG: 40 in the paper) on the current model from them; write the results
+     back (the buffer is initialised once from the data-fitted base distribution and never re-initialised).
+     Distinct rows matter: ``buffer[idx] = samples`` with a repeated index is a data race under intra-op
+     threads (torch splits the element-wise copy across threads, so two chains written to one row can
+     interleave into a state that is not one-hot, or not binary-consistent with either chain);
   2. loss = mean f(model samples) - mean f(data batch), whose gradient is minus the log-likelihood
      gradient (GWG paper eq. 12); one Adam step, learning rate warmed up linearly over ``warmup``
      iterations (paper: 1e-4, 10,000);
@@ -13,6 +17,13 @@ Every ``eval_every`` iterations an optional validation callback (AIS on the EMA 
 weights and the best ones are kept. Checkpoints hold everything needed to resume to the identical
 result (model, EMA, optimiser, scheduler, buffer, generator state, history, best weights) and are
 written atomically.
+
+Non-finite values stop training with :class:`NonFiniteTrainingError` naming the iteration and the
+quantity: f on the data batch or on the model samples, the loss, a parameter gradient (all checked before
+the optimiser step and before the buffer write-back, so the trainer's state stays that of the last good
+iteration), the parameters after the step, and a sampler's own non-finite error (re-raised with the
+iteration). :meth:`EBMTrainer.save` refuses to write non-finite weights, so a resume checkpoint is never
+overwritten with a poisoned state: the last good one stays on disk.
 """
 
 from __future__ import annotations
@@ -26,10 +37,46 @@ import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from gradmc.atomic import atomic_path
+from gradmc.samplers.base import NonFiniteError
 
-__all__ = ["EBMTrainer", "CHECKPOINT_FORMAT"]
+__all__ = ["EBMTrainer", "CHECKPOINT_FORMAT", "NonFiniteTrainingError"]
 
 CHECKPOINT_FORMAT = "gradmc.ebm_pcd.v1"
+
+
+class NonFiniteTrainingError(ValueError):
+    """NaN or inf in PCD iteration ``iteration`` (1-based, as in the progress lines); ``what`` names the
+    quantity (e.g. "loss", "f(model samples)", "gradient of the loss"), ``detail`` says where/how many."""
+
+    def __init__(self, iteration: int, what: str, detail: str = ""):
+        super().__init__(iteration, what, detail)  # args: picklable
+        self.iteration, self.what, self.detail = int(iteration), what, detail
+
+    def __str__(self) -> str:
+        return (f"EBM training stopped at iteration {self.iteration}: non-finite {self.what}"
+                f"{': ' + self.detail if self.detail else ''}. The model diverged (try a smaller lr, a larger "
+                "energy_l2 or more sampler steps); checkpoints already written hold the last good state")
+
+
+def _nonfinite_tensors(named) -> list[str]:
+    """Names of the floating tensors among ``(name, tensor)`` pairs that hold a NaN or inf (one host sync)."""
+    named = [(n, t) for n, t in named if t is not None and t.is_floating_point()]
+    if not named:
+        return []
+    flags = torch.stack([torch.isfinite(t).all() for _, t in named])
+    if bool(flags.all()):
+        return []
+    return [n for (n, _), ok in zip(named, flags.tolist(), strict=True) if not ok]
+
+
+def _check_values(iteration: int, what: str, values: torch.Tensor) -> None:
+    """Raise NonFiniteTrainingError unless every entry of ``values`` (e.g. (C,) energies) is finite."""
+    finite = torch.isfinite(values)
+    if bool(finite.all()):
+        return
+    bad = values[~finite]
+    raise NonFiniteTrainingError(iteration, what, f"{bad.numel()} of {values.numel()} values (first: "
+                                                  f"{float(bad.flatten()[0])})")
 
 
 class EBMTrainer:
@@ -91,10 +138,17 @@ class EBMTrainer:
                 "data_shape": list(self.data.shape)}
 
     def step(self) -> dict:
-        """One PCD iteration; returns {"iteration", "loss", "f_data", "f_model", "acceptance_rate"}."""
+        """One PCD iteration; returns {"iteration", "loss", "f_data", "f_model", "acceptance_rate"}.
+
+        Raises:
+            NonFiniteTrainingError: NaN/inf energies, loss, gradients or updated parameters (module
+                docstring); nothing but the generator has changed unless the parameters are the culprit.
+        """
         start = time.perf_counter()
-        idx = torch.randint(0, self.buffer_size, (self.batch_size,), generator=self.generator,
-                            device=self.buffer.device)
+        it = self.iteration + 1
+        # distinct rows: a repeated index would make the write-back below a data race (module docstring)
+        idx = torch.randperm(self.buffer_size, generator=self.generator,
+                             device=self.buffer.device)[:self.batch_size]
         rows = torch.randint(0, self.data.shape[0], (self.batch_size,), generator=self.generator,
                              device=self.data.device)
         self.model.eval()
@@ -105,22 +159,37 @@ class EBMTrainer:
             for _ in range(self.num_steps):
                 state, info = self.sampler.step(state, self.model, self.generator)
                 acc = acc + info.acceptance_prob.float().mean()
+        except NonFiniteError as err:  # the sampler's own check (samplers.base): say which iteration it was
+            raise NonFiniteTrainingError(it, "value in the sampler", str(err)) from err
+        except ValueError as err:
+            raise ValueError(f"EBM training iteration {it}: {err}") from err
         finally:
             self.model.requires_grad_(True)
         samples = state.x.detach()
-        self.buffer[idx] = samples
         self.model.train()
         batch = self.data[rows]
         if self.data_transform is not None:
             batch = self.data_transform(batch, self.generator)
         f_data_all, f_model_all = self.model(batch), self.model(samples)
+        _check_values(it, "f(data batch)", f_data_all.detach())
+        _check_values(it, "f(model samples)", f_model_all.detach())
         f_data, f_model = f_data_all.mean(), f_model_all.mean()
         loss = f_model - f_data
         if self.energy_l2:
             loss = loss + self.energy_l2 * (f_data_all.pow(2).mean() + f_model_all.pow(2).mean())
+        _check_values(it, "loss", loss.detach().reshape(1))
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        bad = _nonfinite_tensors((n, p.grad) for n, p in self.model.named_parameters())
+        if bad:
+            raise NonFiniteTrainingError(it, "gradient of the loss", f"in {len(bad)} parameter tensors "
+                                         f"({', '.join(bad[:4])}{', ...' if len(bad) > 4 else ''})")
         self.optimizer.step()
+        bad = _nonfinite_tensors(self.model.named_parameters())
+        if bad:
+            raise NonFiniteTrainingError(it, "parameters after the optimiser step", f"in {len(bad)} tensors "
+                                         f"({', '.join(bad[:4])}{', ...' if len(bad) > 4 else ''})")
+        self.buffer[idx] = samples
         self.scheduler.step()
         self.ema.update_parameters(self.model)
         self.iteration += 1
@@ -200,7 +269,18 @@ class EBMTrainer:
         self.seconds, self.best = float(state["seconds"]), state["best"]
 
     def save(self, path: str | Path) -> Path:
-        """Write :meth:`state_dict` atomically (a crash never leaves a half-written checkpoint)."""
+        """Write :meth:`state_dict` atomically (a crash never leaves a half-written checkpoint).
+
+        Raises:
+            NonFiniteTrainingError: the model or EMA weights hold NaN/inf; ``path`` is left untouched, so
+                an earlier (good) checkpoint there survives.
+        """
+        bad = _nonfinite_tensors([*(("model." + n, t) for n, t in self.model.state_dict().items()),
+                                  *(("ema." + n, t) for n, t in self.ema.state_dict().items())])
+        if bad:
+            raise NonFiniteTrainingError(self.iteration, "weights", f"{', '.join(bad[:4])}"
+                                         f"{', ...' if len(bad) > 4 else ''}; not writing {path} (an "
+                                         "earlier checkpoint there is kept)")
         path = Path(path)
         with atomic_path(path) as tmp:
             torch.save(self.state_dict(), tmp)
