@@ -274,7 +274,7 @@ def test_synthetic_loader(shared):
         load_synthetic_potts(shared, sample_key="samples")
 
 
-def test_missing_files_name_file_and_source(tmp_path):
+def test_missing_files_name_file_and_source(tmp_path, download_env):  # no mirror set: the canonical URLs
     with pytest.raises(FileNotFoundError, match=r"PF00018\.a2m not found at .*protein/persistent-vi.*github"):
         load_pf00018(tmp_path)
     with pytest.raises(FileNotFoundError, match="original_dataset.mat"):
