@@ -75,7 +75,7 @@ reproduce: $(STAMP)  ## run the whole pipeline with config/quick.yaml into resul
 reproduce-paper: $(STAMP)  ## run the whole pipeline with the papers' settings (GPU cluster scale)
 	$(SMK) --configfile config/paper.yaml
 
-reproduce-smoke: $(STAMP)  ## tiny end-to-end run (seconds, into results/smoke/), what the tests run
+reproduce-smoke: $(STAMP)  ## tiny end-to-end run (a few minutes, into results/smoke/), what the tests run
 	$(SMK) --configfile config/smoke.yaml
 
 bench: $(STAMP)  ## benchmarks, written to results/bench/

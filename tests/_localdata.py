@@ -1,6 +1,12 @@
 """Test helpers for real data: where ../shared/data is, and a local HTTP server for download tests.
 
-Downloads in tests only ever reach 127.0.0.1 (this server); no other address is contacted.
+Download tests only ever reach 127.0.0.1 (this server). The one exception is conftest's ``real_data`` on a
+machine WITHOUT ../shared/data (a user's clone): it fetches the real files through gradmc's fetch layer, from
+their public URLs (or ``$GRADMC_DATA_BASE_URL``) as the pipeline would, and skips the tests when that fails.
+CI has ../shared/data, so it never fetches.
+
+``python tests/_localdata.py MIRROR_DIR`` writes a canonical mirror of ../shared/data (see
+:func:`write_canonical_mirror`) and serves it on 127.0.0.1, printing its URL: a stand-in for the internet.
 """
 
 from __future__ import annotations

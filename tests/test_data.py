@@ -373,7 +373,7 @@ def test_fetch_command_without_network_names_urls_and_path(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert "could not download glass.data from any of 1 address(es)" in err and f"{url}/glass/glass.data" in err
-    assert f"place the file at {tmp_path / 'd' / 'glass' / 'glass.data'} by hand" in err
+    assert f"Place the file at {tmp_path / 'd' / 'glass' / 'glass.data'} by hand, or the mirror {url}" in err
     assert _files(tmp_path / "d") == set()  # no staging folder or partial file left
     assert main(["data", "fetch"]) == 2 and "name what to fetch" in capsys.readouterr().err
 
@@ -403,3 +403,39 @@ def test_fetch_extracts_a_zip_member(shared, tmp_path):
         path = download.fetch(remote, tmp_path / "d", progress=None)
     assert _sha(path) == registry.GLASS.sha256
     assert _files(tmp_path / "d") == {"glass/glass.data"}
+
+
+def test_fetch_command_tries_every_file_then_reports_all_failures(shared, tmp_path, capsys):
+    from gradmc.cli import main
+
+    mirror = tmp_path / "mirror"
+    (mirror / "glass").mkdir(parents=True)
+    (mirror / "glass" / "glass.data").write_bytes((shared / "glass" / "glass.data").read_bytes())
+    with serve(mirror) as url:  # the mirror lacks the MNIST files listed first
+        code = main(["data", "fetch", "mnist_test", "glass/glass.data", "--data-dir", str(tmp_path / "d"),
+                     "--base-url", url])
+    out, err = capsys.readouterr()
+    assert code == 2 and "3/3 glass: downloaded" in out  # glass is fetched although two files failed before it
+    assert "2 of 3 data file(s) could not be fetched" in err
+    assert "mnist_test_images (mnist/t10k-images-idx3-ubyte.gz)" in err and "mnist_test_labels" in err
+    assert _files(tmp_path / "d") == {"glass/glass.data"}
+
+
+def test_killed_fetch_leaves_no_litter_after_the_next_one(shared_url, tmp_path):
+    stale = tmp_path / "mnist" / ".t10k-labels-idx1-ubyte.gz.abc123.partial"  # what a SIGKILLed fetch leaves
+    stale.mkdir(parents=True)
+    (stale / "t10k-labels-idx1-ubyte.gz").write_bytes(b"half")
+    download.fetch(T10K_LABELS, tmp_path, base_url=shared_url, progress=None)
+    assert _files(tmp_path) == {"mnist/t10k-labels-idx1-ubyte.gz"} and not stale.exists()
+
+
+def test_unwritable_data_folder_is_named(tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(OSError, match="cannot write glass.data into the data folder .*file.*GRADMC_DATA_DIR"):
+        download.fetch(registry.GLASS, tmp_path / "file", base_url="http://127.0.0.1:9", progress=None)
+
+
+def test_data_dir_expands_tilde(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("GRADMC_DATA_DIR", "~/gd")
+    assert registry.data_dir() == tmp_path / "gd"

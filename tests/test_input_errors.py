@@ -30,12 +30,21 @@ def test_claims_reject_unknown_experiment_and_foreign_metrics(tmp_path):
         claims_frame({"kmc_banana": path})
 
 
-def test_figure_rejects_foreign_metrics(tmp_path, capsys):
-    path = _metrics(tmp_path, "kmc_abc")
-    code = main(["figure", "kmc_banana", "--metrics", str(path), "--out", str(tmp_path / "f"),
-                 "--table-out", str(tmp_path / "t")])
-    assert code == 2 and "not of 'kmc_banana'" in capsys.readouterr().err
-    assert not (tmp_path / "f.pdf").exists()
+@pytest.mark.parametrize("figure", ["kmc_banana", "rbm_sampling", "sampler_cost"])
+def test_figure_rejects_foreign_metrics(tmp_path, capsys, figure):
+    path = _metrics(tmp_path, "ising_sampling")
+    extra = [] if figure == "sampler_cost" else ["--table-out", str(tmp_path / "t")]
+    code = main(["figure", figure, "--metrics", str(path), "--out", str(tmp_path / "f"), *extra])
+    assert code == 2 and f"holds metrics of ['ising_sampling'], not of '{figure}'" in capsys.readouterr().err
+    assert not (tmp_path / "f.pdf").exists() and not (tmp_path / "f.md").exists()
+
+
+def test_config_that_is_not_yaml_is_named(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\n  device: [cpu\n")
+    assert main(["data", "fetch", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"config file {bad} is not valid YAML" in err and "line" in err and "Traceback" not in err
 
 
 def test_truncated_npz_is_a_clear_error_not_a_traceback(tmp_path, capsys):

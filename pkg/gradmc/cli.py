@@ -47,11 +47,13 @@ def _log(message: str) -> None:
     print(message, flush=True)
 
 
-def _config(path: str) -> dict:
+def _config(path: str, *, needs_device: bool = True) -> dict:
+    """The validated config; a cuda config on a machine without CUDA (and no Ray cluster) is refused
+    unless the command computes nothing (``needs_device=False``, e.g. fetching data)."""
     from gradmc.config import load_config
 
     config = load_config(path)
-    if config["device"] == "cuda":
+    if config["device"] == "cuda" and needs_device:
         import torch
 
         if not torch.cuda.is_available() and not os.environ.get("RAY_ADDRESS"):
@@ -231,7 +233,7 @@ def _cmd_data(args) -> None:
         names = list(args.names)
         if not names and not args.config:
             raise ValueError("name what to fetch: data sets (see `gradmc data list`), all, or --config FILE")
-        config = _config(args.config) if args.config else None
+        config = _config(args.config, needs_device=False) if args.config else None
         fetch_cmd.fetch_files(names, config=config, folder=args.data_dir, base_url=args.base_url, progress=_log)
         return
     if args.dataset in IMAGE_DATASETS:
@@ -418,15 +420,14 @@ def _cmd_figure(args) -> None:
         _log("[figure] wrote " + ", ".join(str(p) for p in paths))
         return
     _require_files(metrics=args.metrics)
+    from gradmc.results import read_parquet
+
+    df, _ = read_parquet(args.metrics)
+    found = sorted(set(df["experiment"].astype(str))) if "experiment" in df else []
+    if found != [args.figure]:  # every figure refuses another experiment's metrics
+        raise ValueError(f"{args.metrics} holds metrics of {found}, not of {args.figure!r}")
     if args.figure in GENERATED_EXPERIMENTS:
         import importlib
-
-        from gradmc.results import read_parquet
-
-        df, _ = read_parquet(args.metrics)
-        found = sorted(set(df["experiment"].astype(str))) if "experiment" in df else []
-        if found != [args.figure]:
-            raise ValueError(f"{args.metrics} holds metrics of {found}, not of {args.figure!r}")
 
         module = importlib.import_module(f"gradmc.figures.{args.figure}")
         paths = module.figure(args.metrics, args.out, args.table_out, config_name=args.config_name)
@@ -460,7 +461,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         handlers[args.command](args)
     except (FileNotFoundError, ValueError, KeyError, ConnectionError, RuntimeError) as err:
-        print(f"gradmc: error: {err}", file=sys.stderr, flush=True)
+        text = err.args[0] if isinstance(err, KeyError) and err.args else err  # str(KeyError) adds quotes
+        print(f"gradmc: error: {text}", file=sys.stderr, flush=True)
         return 2
     except (OSError, EOFError, zipfile.BadZipFile) as err:  # unreadable or truncated input file
         print(f"gradmc: error: an input file could not be read ({type(err).__name__}: {err}); check the files "

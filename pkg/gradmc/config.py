@@ -103,12 +103,16 @@ def load_config(path: str | Path) -> dict:
     """Read a YAML config file and validate it.
 
     Raises:
-        FileNotFoundError: if the file does not exist; ConfigError: if it is invalid.
+        FileNotFoundError: if the file does not exist; ConfigError: if it is not YAML (naming the file and the
+            line) or not a valid config.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"config file {path} not found (expected e.g. config/quick.yaml)")
-    config = yaml.safe_load(path.read_text()) or {}
+    try:
+        config = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
     if not isinstance(config, dict):
         raise ConfigError(f"config file {path} must hold a mapping, got {type(config).__name__}")
     return validate_config(config)

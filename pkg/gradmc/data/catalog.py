@@ -86,7 +86,8 @@ def dataset_files(name: str, folder: str | os.PathLike | None = None) -> list[Re
 
 
 def resolve_names(names: list[str], folder: str | os.PathLike | None = None) -> list[RemoteFile]:
-    """Registry entries for ``names``: data set names, registry file names, or ``all`` (every data set).
+    """Registry entries for ``names``: data set names, registry names (``frey_rawface``), file paths under the
+    data folder or file names (``glass/glass.data``, ``frey_rawface.mat``), or ``all`` (every data set).
 
     Raises:
         KeyError: a name that is neither, listing the known data sets.
@@ -100,8 +101,11 @@ def resolve_names(names: list[str], folder: str | os.PathLike | None = None) -> 
             found = dataset_files(name, folder)
         elif name in reg:
             found = [reg[name]]
+        elif by_path := [r for r in reg.values() if name in (r.relpath, r.filename)]:
+            found = by_path
         else:
-            raise KeyError(f"unknown data set or file {name!r}; data sets: all, {', '.join(DATASETS)}")
+            raise KeyError(f"unknown data set or file {name!r}; data sets: all, {', '.join(DATASETS)}; files: "
+                           "their registry names or paths, as `gradmc data list` shows them")
         out += [f for f in found if f not in out]
     return out
 

@@ -237,7 +237,15 @@ def fetch(
         return path
     if not allow_download or not urls:
         raise FileNotFoundError(missing_file_message(remote, folder, urls[0] if urls else None))
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in path.parent.glob(f".{remote.filename}.*.partial"):  # left by a killed earlier fetch
+            shutil.rmtree(stale, ignore_errors=True)
+        probe = Path(tempfile.mkdtemp(prefix=f".{remote.filename}.", suffix=".partial", dir=path.parent))
+        probe.rmdir()
+    except OSError as err:
+        raise OSError(f"cannot write {remote.filename} into the data folder {folder} ({err.strerror}: "
+                      f"{err.filename}); set GRADMC_DATA_DIR to a writable folder") from None
     failures: list[str] = []
     verification_failed = False
     for url in urls:
@@ -260,10 +268,12 @@ def fetch(
             _record(path, actual, say)
         say(f"{path} ready ({path.stat().st_size} bytes, sha256 {actual})")
         return path
+    mirror = base_url or os.environ.get(BASE_URL_ENV)
+    hint = (f"the mirror {mirror} ({BASE_URL_ENV}, which replaces the public URLs) must serve it at "
+            f"<mirror>/{remote.relpath}" if mirror else
+            f"without a network, point {BASE_URL_ENV} at a mirror that serves it at <mirror>/{remote.relpath}")
     message = (f"could not download {remote.filename} from any of {len(urls)} address(es):\n  "
-               + "\n  ".join(failures)
-               + f"\nWithout a network, place the file at {path} by hand, or point {BASE_URL_ENV} at a mirror "
-               "that serves it at <mirror>/" + remote.relpath)
+               + "\n  ".join(failures) + f"\nPlace the file at {path} by hand, or {hint}")
     raise (ValueError if verification_failed else OSError)(message)
 
 

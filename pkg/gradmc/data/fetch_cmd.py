@@ -34,29 +34,43 @@ def fetch_files(
     Returns:
         The verified local paths, in order.
 
+    Every file is tried; failures are reported together at the end (files fetched meanwhile stay: they
+    are verified).
+
     Raises:
-        KeyError: an unknown name. FileNotFoundError: a file with no public URL is missing.
-        ValueError: a present or downloaded file fails verification.
-        ConnectionError: every address of a file failed; the message lists each and where to place the
-            file by hand. Files fetched before the failure stay (they are verified).
+        KeyError: an unknown name (before anything is fetched).
+        ValueError: some file failed verification (present or downloaded); the message lists every failure.
+        FileNotFoundError: every failure is a missing file with no public URL.
+        ConnectionError: otherwise, some file could not be downloaded (or written); the message lists each
+            failed file with the addresses tried and where to place it by hand.
     """
     folder = Path(folder) if folder is not None else data_dir()
     remotes = catalog.resolve_names(names, folder)
     if config is not None:
         remotes += [r for r in catalog.config_files(config, folder) if r not in remotes]
     progress(f"[data] data folder {folder}: {len(remotes)} file(s)")
-    paths = []
+    paths, failed = [], []
     for i, remote in enumerate(remotes, 1):
         present = (folder / remote.relpath).exists()
         try:
             path = fetch(remote, folder, allow_download=True, base_url=base_url, progress=progress)
-        except OSError as err:
-            if isinstance(err, FileNotFoundError):
-                raise
-            raise ConnectionError(str(err)) from None
-        state = "verified" if present else "downloaded"
+        except (OSError, ValueError) as err:  # go on with the other files, then report every failure
+            failed.append((remote, err))
+            progress(f"[data] {i}/{len(remotes)} {remote.name}: FAILED ({err})")
+            continue
+        checked = remote.sha256 or remote.decoded_sha256 or remote.content_sha256
+        state = ("verified" if checked else "present (no registered digest: not verified)") if present else \
+            "downloaded"
         progress(f"[data] {i}/{len(remotes)} {remote.name}: {state}, {path} ({path.stat().st_size} bytes)")
         paths.append(path)
+    if failed:
+        summary = "\n".join(f"- {r.name} ({r.relpath}): {err}" for r, err in failed)
+        text = f"{len(failed)} of {len(remotes)} data file(s) could not be fetched into {folder}:\n{summary}"
+        if any(isinstance(e, ValueError) for _, e in failed):
+            raise ValueError(text)
+        if all(isinstance(e, FileNotFoundError) for _, e in failed):
+            raise FileNotFoundError(text)
+        raise ConnectionError(text)
     return paths
 
 

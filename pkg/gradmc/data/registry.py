@@ -188,6 +188,7 @@ def default_data_dir() -> Path:
 
 
 def data_dir() -> Path:
-    """The data folder: ``$GRADMC_DATA_DIR`` when set and not empty, else :func:`default_data_dir`."""
+    """The data folder: ``$GRADMC_DATA_DIR`` when set and not empty (``~`` expanded), else
+    :func:`default_data_dir`."""
     value = os.environ.get(DATA_DIR_ENV, "").strip()
-    return Path(value) if value else default_data_dir()
+    return Path(value).expanduser() if value else default_data_dir()
