@@ -160,10 +160,9 @@ def _pooch_download(remote: RemoteFile, url: str, staging: Path, timeout: float)
     if scheme not in _SCHEMES:
         raise ValueError(f"refusing to download {address!r}: scheme must be one of {_SCHEMES}")
     fname = Path(urllib.parse.urlsplit(address).path).name or remote.filename
-    # Verification is _verify's (the registry's rules: sha256, size, re-zipped .gz content, decoded arrays),
-    # so every failure reads the same and names both digests and the size; pooch fetches with retries.
-    known_hash = None
-    store = pooch.create(path=staging, base_url="", registry={fname: known_hash}, urls={fname: address},
+    # No hash for pooch: fetch verifies with the registry's rules (sha256, size, re-zipped .gz content,
+    # decoded arrays) in _verify, so every failure reads the same; pooch downloads with retries.
+    store = pooch.create(path=staging, base_url="", registry={fname: None}, urls={fname: address},
                          retry_if_failed=_RETRIES, allow_updates=False)
     downloader = pooch.HTTPDownloader(progressbar=sys.stderr.isatty(), timeout=timeout,
                                       headers={"User-Agent": "gradmc"})
