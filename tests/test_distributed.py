@@ -36,6 +36,7 @@ from gradmc.distributed import (
 from gradmc.distributed.address import ray_address_file
 from gradmc.distributed.localcluster import processes_using
 from gradmc.distributed.selftest import ToyShard, toy_shard, worker_info
+from gradmc.errors import ClusterError, ClusterResourceError, InputError
 from gradmc.results import validate_metrics
 
 SHARDS = [ToyShard(seed=i, sleep_s=0.3 if i in (0, 3) else 0.0) for i in range(6)]
@@ -174,8 +175,9 @@ def test_gpus_on_a_cpu_only_cluster_fail_fast(ray_session):
     if ray.cluster_resources().get("GPU", 0):
         pytest.skip("this Ray instance has GPUs")
     start = time.monotonic()
-    with pytest.raises(RuntimeError, match="no GPUs") as info:
+    with pytest.raises(ClusterResourceError, match="no GPUs") as info:
         run_shards(toy_shard, SHARDS[:2], num_gpus_per_shard=0.5, progress=None)
+    assert isinstance(info.value, RuntimeError)  # as before the user-error family
     message = str(info.value)
     assert "set device: cpu (or gpus_per_shard: 0) in the config" in message
     assert "RAY_ADDRESS" in message and "num_gpus_per_shard=0" in message
@@ -183,7 +185,7 @@ def test_gpus_on_a_cpu_only_cluster_fail_fast(ray_session):
 
 
 def test_too_many_threads_per_shard_fail_fast(ray_session):
-    with pytest.raises(RuntimeError, match="no Ray node can run a shard needing 64 CPU"):
+    with pytest.raises(ClusterResourceError, match="no Ray node can run a shard needing 64 CPU"):
         run_shards(toy_shard, SHARDS[:1], threads_per_worker=64, progress=None)
 
 
@@ -229,7 +231,7 @@ def test_unreachable_ray_address_raises_connection_error_quickly(monkeypatch):
     monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
     monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh driver process
     start = time.monotonic()
-    with pytest.raises(ConnectionError) as info:
+    with pytest.raises(ClusterError) as info:
         ensure_ray(connect_timeout_s=2)
     elapsed = time.monotonic() - start
     assert 1.5 <= elapsed < 10
@@ -254,7 +256,7 @@ def test_something_else_listening_is_not_a_ray_head(reply, problem, monkeypatch)
     monkeypatch.delenv("RAY_USE_TLS", raising=False)
     with fake_server(reply) as port:
         start = time.monotonic()
-        with pytest.raises(ConnectionError) as info:
+        with pytest.raises(ClusterError) as info:
             wait_for_address(f"127.0.0.1:{port}", timeout_s=1.5)
         assert 1.0 <= time.monotonic() - start < 6
         message = str(info.value)
@@ -270,12 +272,12 @@ def test_connect_timeout_from_the_environment(monkeypatch):
     monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh driver process
     monkeypatch.setenv(CONNECT_TIMEOUT_ENV_VAR, "1")
     start = time.monotonic()
-    with pytest.raises(ConnectionError, match="after 1 s"):
+    with pytest.raises(ClusterError, match="after 1 s"):
         ensure_ray()
     assert time.monotonic() - start < 5
     for bad in ("soon", "0", "-3"):
         monkeypatch.setenv(CONNECT_TIMEOUT_ENV_VAR, bad)
-        with pytest.raises(ValueError, match=f"{CONNECT_TIMEOUT_ENV_VAR}='{bad}': expected a positive number"):
+        with pytest.raises(InputError, match=f"{CONNECT_TIMEOUT_ENV_VAR}='{bad}': expected a positive number"):
             ensure_ray()
 
 
@@ -311,7 +313,7 @@ def test_auto_address_with_a_stale_recorded_cluster_fails_fast(tmp_path, monkeyp
     port = free_port()
     address_file.write_text(f"127.0.0.1:{port}")  # what a head that has since died left behind
     start = time.monotonic()
-    with pytest.raises(ConnectionError) as info:
+    with pytest.raises(ClusterError) as info:
         ensure_ray(connect_timeout_s=1)
     assert 0.5 <= time.monotonic() - start < 10
     message = str(info.value)
@@ -322,7 +324,7 @@ def test_auto_address_with_a_stale_recorded_cluster_fails_fast(tmp_path, monkeyp
 def test_auto_address_without_a_recorded_cluster(tmp_path, monkeypatch):
     monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
     start = time.monotonic()
-    with pytest.raises(ConnectionError, match="no local Ray cluster is running") as info:
+    with pytest.raises(ClusterError, match="no local Ray cluster is running") as info:
         wait_for_address("AUTO", timeout_s=30)
     assert time.monotonic() - start < 1
     message = str(info.value)
@@ -330,7 +332,7 @@ def test_auto_address_without_a_recorded_cluster(tmp_path, monkeypatch):
     assert "ray start --head" in message and "unset RAY_ADDRESS" in message
     (tmp_path / "ray").mkdir()
     (tmp_path / "ray" / "ray_current_cluster").write_text("not an address:x")
-    with pytest.raises(ConnectionError, match="holds no valid Ray address"):
+    with pytest.raises(ClusterError, match="holds no valid Ray address"):
         wait_for_address("auto", timeout_s=30)
 
 
@@ -353,7 +355,7 @@ def test_parse_address(address, expected):
 
 @pytest.mark.parametrize("address", ["", "host:port", "host:0", "host:70000", "http://head:8265", ":6379"])
 def test_parse_address_rejects_malformed(address):
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         parse_address(address)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
@@ -186,3 +187,51 @@ def test_nonfinite_weights_stop_training_and_are_never_checkpointed(tmp_path, po
     assert state["iteration"] == 3
     assert all(torch.isfinite(v).all() for v in state["model"].values())
     assert all(torch.isfinite(v).all() for v in state["ema"].values() if v.is_floating_point())
+
+
+def test_fig8_samples_file_holds_the_checkpoint_buffer(tmp_path):
+    """train_ebm writes the first buffer rows beside the checkpoint; they are the checkpoint's buffer rows
+    (what Fig. 8 used to read from model.pt), as grey images."""
+    from gradmc.training.ebm_samples import read_samples, samples_path, write_samples
+
+    data = torch.bernoulli(torch.full((50, 64), 0.3), generator=torch.Generator().manual_seed(2))
+    torch.manual_seed(0)
+    trainer = _trainer(ResNetEBM((8, 8), channels=4, num_blocks=2), data, batch_size=8, buffer_size=40, lr=1e-3)
+    trainer.train(2)
+    ckpt = trainer.save(tmp_path / "model.pt")
+    path = write_samples(trainer.buffer, samples_path(ckpt))
+    assert path == tmp_path / "model.samples.npz"
+    buffer = torch.load(ckpt, map_location="cpu", weights_only=True)["buffer"]
+    images = read_samples(path, (8, 8))
+    assert images.shape == (32, 8, 8)
+    assert (images == buffer[:32].reshape(-1, 8, 8).numpy()).all()
+    with pytest.raises(ValueError, match="8x4"):
+        read_samples(path, (8, 4))
+    with pytest.raises(ValueError, match="not an EBM samples file"):
+        read_samples(ckpt, (8, 8))
+
+
+def test_one_hot_buffer_rows_become_grey_levels():
+    from gradmc.training.ebm_samples import buffer_images
+
+    levels = torch.tensor([[0, 3, 1], [2, 2, 0]])
+    images = buffer_images(torch.nn.functional.one_hot(levels, 4).double(), num=1)
+    assert images.dtype == np.float32 and images.tolist() == [[0.0, 1.0, pytest.approx(1 / 3)]]
+
+
+def test_figure_ebm_draws_fig8_from_samples_files(tmp_path):
+    from gradmc.experiments.runner import tidy_frame
+    from gradmc.figures.ebm import figure
+    from gradmc.results import provenance, write_parquet
+    from gradmc.training.ebm_samples import write_samples
+
+    rows = [("GWG", 0, 0, 10, "test_log_likelihood", -90.0, 0, 0, 1.0), ("GWG", 0, 0, 10, "log_z_se", 0.5, 0, 0, 1.0),
+            ("GWG", 0, 0, 3, "convergence_log_likelihood", -95.0, 0, 0, 1.0),
+            ("GWG", 0, 0, 10, "convergence_log_likelihood", -90.0, 0, 0, 1.0)]
+    metrics = write_parquet(tidy_frame(rows, "ebm", "static_mnist"), tmp_path / "metrics.parquet",
+                            provenance({"name": "test"}), validate=True)
+    samples = write_samples(torch.bernoulli(torch.full((40, 28 * 28), 0.5)), tmp_path / "model.samples.npz")
+    paths = figure([metrics], tmp_path / "gwg", tmp_path / "table", config_name="test",
+                   samples={"static_mnist/GWG": (str(samples), (28, 28))})
+    assert {p.name for p in paths} == {"table.csv", "table.md", "gwg_fig14_ais.pdf", "gwg_fig14_ais.png",
+                                       "gwg_fig8_samples.pdf", "gwg_fig8_samples.png"}

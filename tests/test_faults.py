@@ -26,6 +26,7 @@ import torch
 from gradmc.distributed import CONNECT_TIMEOUT_ENV_VAR, ShardOutOfMemoryError, ensure_ray, run_shards, shutdown_ray
 from gradmc.distributed.memory import is_out_of_memory, run_guarded, shard_sizes
 from gradmc.distributed.selftest import ToyShard, toy_shard
+from gradmc.errors import InputError
 from gradmc.results import validate_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,7 +206,7 @@ def test_malformed_ray_address_fails_before_any_wait(monkeypatch):
     monkeypatch.setenv("RAY_ADDRESS", "http://head:8265")
     monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh driver process
     start = time.monotonic()
-    with pytest.raises(ValueError, match="Ray address 'http://head:8265': unsupported scheme 'http'"):
+    with pytest.raises(InputError, match="Ray address 'http://head:8265': unsupported scheme 'http'"):
         ensure_ray()
     assert time.monotonic() - start < 1
 

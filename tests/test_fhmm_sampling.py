@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from gradmc.claims.fhmm_sampling import claims
+from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.experiments import fhmm_sampling as exp
 from gradmc.figures.fhmm_sampling import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
@@ -21,19 +24,32 @@ def _config(**over) -> dict:
     spec = {"L": 8, "K": 3, "samplers": SAMPLERS, "seeds": [0, 1], "num_chains": 4, "num_steps": 30,
             "record_every": 10, "init": "uniform", "sigma": 0.5, "alpha": 0.1, "beta": 0.95}
     spec.update(over)
-    return {"name": "test", "device": "cpu", "fhmm_sampling": spec}
+    return fill_defaults({"name": "test", "device": "cpu", "fhmm_sampling": spec})
 
 
 def test_shards_enumerate_sampler_seed_pairs():
-    shards = exp.shards(_config())
+    shards = exp.shards(_config(), {})
     assert [(s.sampler, s.seed) for s in shards] == [(n, s) for n in SAMPLERS for s in (0, 1)]
     assert all(s.L == 8 and s.K == 3 and s.num_chains == 4 and s.init == "uniform" for s in shards)
-    with pytest.raises(ValueError, match="init"):
-        exp.shards(_config(init="zeros"))
+    partial = {k: v for k, v in _config()["fhmm_sampling"].items() if k not in ("init", "sigma", "alpha", "beta")}
+    defaults = exp.shards(fill_defaults({"device": "cpu", "fhmm_sampling": partial}), {})[0]
+    assert (defaults.init, defaults.sigma, defaults.alpha, defaults.beta) == ("uniform", 0.5, 0.1, 0.95)
+
+
+def test_schema_rejects_an_unknown_init():
+    with open(Path(__file__).resolve().parents[1] / "config" / "smoke.yaml") as fh:
+        config = yaml.safe_load(fh)
+    config["fhmm_sampling"]["init"] = "zeros"
+    with pytest.raises(ConfigError, match="fhmm_sampling.init"):
+        validate_config(config)
+
+
+def _shard(**fields) -> exp.Shard:
+    return exp.Shard(**{"init": "uniform", "sigma": 0.5, "alpha": 0.1, "beta": 0.95, "device": "cpu", **fields})
 
 
 def test_same_seed_same_problem_for_every_sampler():
-    a, b = exp.shards(_config())[0], exp.shards(_config())[2]  # Gibbs-1 and Gibbs-2, seed 0
+    a, b = exp.shards(_config(), {})[0], exp.shards(_config(), {})[2]  # Gibbs-1 and Gibbs-2, seed 0
     (_, xa, ya), (_, xb, yb) = exp.make_problem(a), exp.make_problem(b)
     assert a.seed == b.seed and (xa == xb).all() and (ya == yb).all()
     _, xc, _ = exp.make_problem(dataclasses.replace(a, seed=1))
@@ -42,7 +58,7 @@ def test_same_seed_same_problem_for_every_sampler():
 
 @pytest.mark.parametrize("sampler", SAMPLERS)
 def test_run_returns_tidy_rows(sampler):
-    shard = exp.Shard(sampler=sampler, seed=0, L=12, K=4, num_chains=4, num_steps=20, record_every=5)
+    shard = _shard(sampler=sampler, seed=0, L=12, K=4, num_chains=4, num_steps=20, record_every=5)
     df = exp.run(shard)
     validate_metrics(df)
     assert set(df["metric"]) == {"log_joint", "recon_error", "bit_error", "log_joint_true", "recon_error_true",
@@ -58,14 +74,14 @@ def test_run_returns_tidy_rows(sampler):
 def test_log_joint_improves_on_average():
     gains = []
     for sampler in SAMPLERS:
-        df = exp.run(exp.Shard(sampler=sampler, seed=0, L=10, K=3, num_chains=8, num_steps=40, record_every=40))
+        df = exp.run(_shard(sampler=sampler, seed=0, L=10, K=3, num_chains=8, num_steps=40, record_every=40))
         lj = df[df["metric"] == "log_joint"].set_index("step")["value"]
         gains.append(lj[40] - lj[0])
     assert np.mean(gains) > 0
 
 
 def test_run_is_deterministic():
-    shard = exp.Shard(sampler="GWG", seed=3, L=10, K=3, num_chains=4, num_steps=25, record_every=5, init="prior")
+    shard = _shard(sampler="GWG", seed=3, L=10, K=3, num_chains=4, num_steps=25, record_every=5, init="prior")
     a, b = exp.run(shard), exp.run(shard)
     pd.testing.assert_frame_equal(a.drop(columns="wall_time_s"), b.drop(columns="wall_time_s"))
 

@@ -27,6 +27,7 @@ from gradmc.data import image_remotes as ir
 from gradmc.data.image_common import column_major_to_images, fetch_and_parse, unit_to_levels
 from gradmc.data.image_splits import split_by_character
 from gradmc.data.prepare_images import load_prepared_images, prepare_image_dataset
+from gradmc.errors import DataError, InputError, MissingDataError
 from gradmc.seeding import make_generator
 
 pytestmark = pytest.mark.usefixtures("download_env")
@@ -94,9 +95,9 @@ def test_column_major_layout_and_levels():
     np.testing.assert_array_equal(column_major_to_images(img.ravel(order="F")[None], 3, 4)[0], img)
     np.testing.assert_array_equal(unit_to_levels(np.array([0, 0.3, 0.7, 128, 255]) / 255), [0, 0, 1, 128, 255])
     for bad, what in ((np.array([1.01]), r"\[0, 1\]"), (np.array([np.nan]), "finite"), (np.array([256]), "0..255")):
-        with pytest.raises(ValueError, match=what):
+        with pytest.raises(DataError, match=what):
             unit_to_levels(bad, where="x")
-    with pytest.raises(ValueError, match=r"\(N, 784\)"):
+    with pytest.raises(DataError, match=r"\(N, 784\)"):
         column_major_to_images(np.zeros((2, 783)))
 
 
@@ -130,7 +131,7 @@ def test_mnist_grey_t10k_and_missing_train(shared):
     assert images.shape == (10000, 28, 28) and images.dtype == np.uint8
     np.testing.assert_array_equal(images, mnist.load_idx_images(shared / "mnist/t10k-images-idx3-ubyte.gz"))
     assert tuple(np.bincount(labels)) == mnist.STATIC_TEST_CLASS_COUNTS
-    with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte.gz not found") as err:
+    with pytest.raises(MissingDataError, match="train-images-idx3-ubyte.gz not found") as err:
         dynamic_mnist.load_mnist_grey(shared, "train")
     assert registry.MNIST_IDX["train_images"].url in str(err.value)
     with pytest.raises(ValueError, match="split"):
@@ -149,10 +150,10 @@ def test_mnist_grey_reads_canonical_train_layout(tmp_path):
     images, got = dynamic_mnist.load_mnist_grey(tmp_path, "train", remotes=_tofu_mnist())
     np.testing.assert_array_equal(images, grey)
     np.testing.assert_array_equal(got, labels)
-    with pytest.raises(ValueError, match="train-images-idx3-ubyte.gz .*not the registered file"):
+    with pytest.raises(DataError, match="train-images-idx3-ubyte.gz .*not the registered file"):
         dynamic_mnist.load_mnist_grey(tmp_path, "train")  # the real entries' size/sha256 are enforced
     _write_idx(tmp_path / "mnist/train-labels-idx1-ubyte.gz", labels[:6])
-    with pytest.raises(ValueError, match="7 images but .* 6 labels"):
+    with pytest.raises(DataError, match="7 images but .* 6 labels"):
         dynamic_mnist.load_mnist_grey(tmp_path, "train", remotes=_tofu_mnist())
 
 
@@ -172,7 +173,7 @@ def test_chardata_layout(tmp_path):
     for arrays, what in (({"data": cols["data"][:783], "testdata": cols["testdata"]}, r"\(784, N\)"),
                          ({"data": cols["data"]}, r"missing key\(s\) \['testdata'\]"),
                          ({"data": 2 * cols["data"], "testdata": cols["testdata"]}, r"\[0, 1\]")):
-        with pytest.raises(ValueError, match=what):
+        with pytest.raises(DataError, match=what):
             omniglot.parse_chardata(_savemat(tmp_path / "bad.mat", arrays))
 
 
@@ -207,7 +208,7 @@ def test_resize_box_is_mean_ink_of_footprint(small1):
     assert got.shape == (200, 28, 28) and np.abs(got.astype(int) - expected).max() <= 1
     assert (omniglot.resize_ink(np.ones((1, 105, 105), bool)) == 255).all()
     assert omniglot.resize_ink(ink[:2], resample="lanczos").shape == (2, 28, 28)
-    with pytest.raises(ValueError, match="resample"):
+    with pytest.raises(InputError, match="resample"):
         omniglot.resize_ink(ink[:1], resample="nearest")
     with pytest.raises(ValueError, match="values in"):
         omniglot.resize_ink(np.full((1, 105, 105), 2))
@@ -229,15 +230,15 @@ def test_omniglot_npz_and_zip_errors(shared, tmp_path):
         (tmp_path / "omniglot").mkdir(exist_ok=True)
         with zipfile.ZipFile(tmp_path / "omniglot" / zname, "w") as zf:
             zf.writestr("top/Alpha/character01/0001_01.png", png[k])
-    with pytest.raises(ValueError, match="Alpha/character01/0001_01.png differs"):
+    with pytest.raises(DataError, match="Alpha/character01/0001_01.png differs"):
         omniglot.load_omniglot_zips(tmp_path)
-    with pytest.raises(ValueError, match="known"):
+    with pytest.raises(InputError, match="known"):
         omniglot.load_omniglot_zips(tmp_path, ("images_background_small3.zip",))
     with zipfile.ZipFile(tmp_path / "broken.zip", "w") as zf:
         zf.writestr("top/Alpha/character01/0001_01.png", b"not a png")
-    with pytest.raises(ValueError, match="cannot decode top/Alpha/character01/0001_01.png"):
+    with pytest.raises(DataError, match="cannot decode top/Alpha/character01/0001_01.png"):
         omniglot.read_omniglot_zip(tmp_path / "broken.zip")
-    with pytest.raises(ValueError, match="not a readable zip"):
+    with pytest.raises(DataError, match="not a readable zip"):
         omniglot.read_omniglot_zip(__file__)
 
 
@@ -259,11 +260,11 @@ def test_caltech_layout(tmp_path):
     for s in sil:
         assert out[s].dtype == np.uint8
         np.testing.assert_array_equal(out[s], sil[s])
-    with pytest.raises(ValueError, match="binary"):
+    with pytest.raises(DataError, match="binary"):
         caltech.parse_caltech(_savemat(tmp_path / "b.mat", {"train_data": np.full((1, 784), 0.5),
                                                             "val_data": np.zeros((1, 784)),
                                                             "test_data": np.zeros((1, 784))}))
-    with pytest.raises(ValueError, match=r"missing key\(s\) \['val_data'"):
+    with pytest.raises(DataError, match=r"missing key\(s\) \['val_data'"):
         caltech.parse_caltech(_savemat(tmp_path / "c.mat", {"train_data": np.zeros((1, 784))}))
 
 
@@ -277,9 +278,9 @@ def test_frey_real_npz_and_mat_layout(shared, tmp_path):
     np.testing.assert_array_equal(frey.load_frey_faces(tmp_path), faces)  # the decoded digest matches
     ten = _savemat(tmp_path / "ten.mat", {"ff": faces[:10].reshape(10, 560).T})
     np.testing.assert_array_equal(frey.parse_frey(ten), faces[:10])
-    with pytest.raises(ValueError, match="uint8"):
+    with pytest.raises(DataError, match="uint8"):
         frey.parse_frey(_savemat(tmp_path / "bad.mat", {"ff": np.zeros((560, 2))}))
-    with pytest.raises(ValueError, match="source"):
+    with pytest.raises(InputError, match="source"):
         frey.load_frey_faces(shared, source="pkl")
 
 
@@ -290,9 +291,9 @@ def _histo_data(seed=0) -> dict:
 
 
 def test_histopathology_opt_in_pickle_and_tar(tmp_path):
-    with pytest.raises(ValueError, match="allow_pickle=True"):
+    with pytest.raises(InputError, match="allow_pickle=True"):
         histopathology.parse_histopathology(tmp_path / "absent.pkl")  # refused before the file is touched
-    with pytest.raises(ValueError, match="unpickling can run code"):
+    with pytest.raises(InputError, match="unpickling can run code"):
         histopathology.load_histopathology(tmp_path)
     data, grey = _histo_data()
     raw = pickle.dumps(data, protocol=2)
@@ -321,10 +322,10 @@ def test_histopathology_refuses_code_and_bad_values(tmp_path):
     data, _ = _histo_data()
     path = tmp_path / "h.pkl"
     path.write_bytes(pickle.dumps({**data, "test": _RunsCode()}, protocol=2))
-    with pytest.raises(ValueError, match="forbidden global .*getcwd"):
+    with pytest.raises(DataError, match="forbidden global .*getcwd"):
         histopathology.parse_histopathology(path, allow_pickle=True)
     path.write_bytes(pickle.dumps({**data, "test": data["test"] * 1.5}, protocol=2))
-    with pytest.raises(ValueError, match=r"'test'.*\[0, 1\]"):
+    with pytest.raises(DataError, match=r"'test'.*\[0, 1\]"):
         histopathology.parse_histopathology(path, allow_pickle=True)
 
 
@@ -337,7 +338,7 @@ def test_download_checksummed_zip(shared_url, tmp_path):
     assert ink.shape[0] == 2720 and _files(tmp_path) == {remote.relpath}
     assert _sha(tmp_path / remote.relpath) == remote.sha256
     wrong = dataclasses.replace(remote, sha256="0" * 64)
-    with pytest.raises(ValueError, match=f"expected sha256 {'0' * 64}"):
+    with pytest.raises(DataError, match=f"expected sha256 {'0' * 64}"):
         download.fetch(wrong, tmp_path / "w", base_url=shared_url, progress=None)
     assert not (tmp_path / "w").exists() or _files(tmp_path / "w") == set()
 
@@ -352,10 +353,10 @@ def test_truncated_downloads_leave_nothing(shared, tmp_path):
     (mirror / "caltech").mkdir()
     (mirror / ir.CALTECH_MAT.relpath).write_bytes(full[: len(full) // 2])
     with serve(mirror) as url:
-        with pytest.raises(ValueError, match="size 500000 bytes, expected 1319022"):
+        with pytest.raises(DataError, match="size 500000 bytes, expected 1319022"):
             omniglot.load_omniglot_zips(dest, SMALL[:1], allow_download=True, base_url=url)
         assert not dest.exists() or _files(dest) == set()
-        with pytest.raises(ValueError, match="not a readable MATLAB .*removed again"):  # no digest known: TOFU
+        with pytest.raises(DataError, match="not a readable MATLAB .*removed again"):  # no digest known: TOFU
             caltech.load_caltech(dest, allow_download=True, base_url=url)
         assert _files(dest) == set()
         (mirror / ir.CALTECH_MAT.relpath).write_bytes(full)
@@ -373,7 +374,7 @@ def test_truncated_downloads_leave_nothing(shared, tmp_path):
     (lambda d: dynamic_mnist.load_mnist_grey(d, "test"), registry.MNIST_IDX["test_images"], None),
 ])
 def test_missing_file_names_it_and_its_source(tmp_path, load, remote, also):
-    with pytest.raises(FileNotFoundError) as err:
+    with pytest.raises(MissingDataError) as err:
         load(tmp_path)
     msg = str(err.value)
     assert f"{remote.filename} not found at {tmp_path / remote.relpath} " in msg and remote.url in msg
@@ -382,10 +383,10 @@ def test_missing_file_names_it_and_its_source(tmp_path, load, remote, also):
 
 
 def test_missing_npz_points_to_canonical_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match="images_background.npz not found") as err:
+    with pytest.raises(MissingDataError, match="images_background.npz not found") as err:
         omniglot.load_omniglot_npz(tmp_path)
     assert ir.OMNIGLOT_CHARDATA.url in str(err.value)
-    with pytest.raises(FileNotFoundError, match="frey_faces_uint8.npz not found") as err:
+    with pytest.raises(MissingDataError, match="frey_faces_uint8.npz not found") as err:
         frey.load_frey_faces(tmp_path, source="npz")
     assert ir.FREY_MAT.url in str(err.value)
 
@@ -487,7 +488,7 @@ def test_prepare_caltech_and_histopathology(tmp_path):
     data, grey = _histo_data()
     (tmp_path / "histopathology").mkdir()
     (tmp_path / ir.HISTOPATHOLOGY_PKL.relpath).write_bytes(pickle.dumps(data, protocol=2))
-    with pytest.raises(ValueError, match="allow_pickle=True"):
+    with pytest.raises(InputError, match="allow_pickle=True"):
         prepare_image_dataset("histopathology", tmp_path / "h.npz", data_dir=tmp_path)
     assert not (tmp_path / "h.npz").exists()
     m = prepare_image_dataset("histopathology", tmp_path / "h.npz", data_dir=tmp_path, allow_pickle=True)
@@ -497,17 +498,17 @@ def test_prepare_caltech_and_histopathology(tmp_path):
 
 
 def test_prepare_errors(tmp_path):
-    with pytest.raises(ValueError, match="allowed: static_mnist, dynamic_mnist, omniglot, caltech, frey, histo"):
+    with pytest.raises(InputError, match="allowed: static_mnist, dynamic_mnist, omniglot, caltech, frey, histo"):
         prepare_image_dataset("cifar", tmp_path / "x.npz")
-    with pytest.raises(ValueError, match=r"unknown option\(s\) \['n_test'\] for caltech"):
+    with pytest.raises(InputError, match=r"unknown option\(s\) \['n_test'\] for caltech"):
         prepare_image_dataset("caltech", tmp_path / "x.npz", n_test=3)
-    with pytest.raises(ValueError, match="max_train"):
+    with pytest.raises(InputError, match="max_train"):
         prepare_image_dataset("caltech", tmp_path / "x.npz", max_train=0)
-    with pytest.raises(FileNotFoundError, match="caltech101_silhouettes_28_split1.mat not found"):
+    with pytest.raises(MissingDataError, match="caltech101_silhouettes_28_split1.mat not found"):
         prepare_image_dataset("caltech", tmp_path / "out/x.npz", data_dir=tmp_path)
     assert _files(tmp_path) == set()
     np.savez(tmp_path / "plain.npz", train=np.zeros(3))
-    with pytest.raises(ValueError, match="no 'manifest'"):
+    with pytest.raises(InputError, match="no 'manifest'"):
         load_prepared_images(tmp_path / "plain.npz")
 
 

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 
 from gradmc.claims.ising_pcd import claims
+from gradmc.config import ConfigError, fill_defaults, validate_config
+from gradmc.errors import InputError
 from gradmc.experiments import ising_pcd as exp
 from gradmc.experiments import ising_pcd_data as data_stage
+from gradmc.experiments.standard import collect
 from gradmc.figures.ising_pcd import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
+from gradmc.samplers.discrete import chromatic_gibbs as chromatic
 from gradmc.targets import DenseIsing, LatticeIsing
 from gradmc.targets.exact import enumerate_binary, exact_distribution
 
@@ -35,7 +41,7 @@ def _config(**over) -> dict:
             "samplers": ["Gibbs-1", "GWG"], "steps": [2, 4], "seeds": [0], "num_iterations": 20, "batch_size": 16,
             "buffer_size": 16, "lr": 0.01, "l1": 0.01, "log_every": 5}
     spec.update(over)
-    return {"name": "test", "device": "cpu", "ising_pcd": spec}
+    return fill_defaults({"name": "test", "device": "cpu", "ising_pcd": spec})
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +58,7 @@ def test_model_specs_and_true_couplings():
                                       "lattice25_theta0.25", "er200_deg4_std0.5"]
     assert [s.dim for s in specs] == [100, 100, 625, 625, 200]
     with pytest.raises(ValueError, match="twice"):
-        data_stage.model_specs({"lattice_sides": [4, 4], "thetas": [0.1]})
+        data_stage.model_specs({"lattice_sides": [4, 4], "thetas": [0.1], "erdos_renyi": None})
     small = LatticeIsing(5, 0.3)
     assert torch.equal(data_stage.dense_couplings(small), small.couplings_dense())
     big = data_stage.dense_couplings(LatticeIsing(25, 0.25))
@@ -64,7 +70,7 @@ def test_model_specs_and_true_couplings():
 @pytest.mark.parametrize("side", [3, 4, 25])
 def test_greedy_colouring_is_proper(side):
     J = data_stage.dense_couplings(LatticeIsing(side, 0.2))
-    classes = data_stage.greedy_colouring(J)
+    classes = chromatic.greedy_colouring(J)
     assert sorted(torch.cat(classes).tolist()) == list(range(side * side))
     for c in classes:
         assert not J[c][:, c].any()  # no coupling inside a class
@@ -78,7 +84,7 @@ def _class_kernel(target, classes, states):
     index = {tuple(s.tolist()): i for i, s in enumerate(states.long())}
     for sites in classes:
         T = torch.zeros(len(states), len(states), dtype=torch.float64)
-        p1 = torch.sigmoid(data_stage.colour_logits(target, states, sites))  # (S, |c|)
+        p1 = torch.sigmoid(chromatic.colour_logits(target, states, sites))  # (S, |c|)
         for pattern in enumerate_binary(len(sites), torch.float64):
             new = states.clone()
             new[:, sites] = pattern
@@ -100,7 +106,7 @@ def test_chromatic_gibbs_leaves_the_exact_distribution_invariant(kind):
         W[torch.rand(7, 7, generator=g) < 0.5] = 0.0
         target = DenseIsing(W + W.T, torch.randn(7, generator=g, dtype=torch.float64))
         J = target.J
-    classes = data_stage.greedy_colouring(J)
+    classes = chromatic.greedy_colouring(J)
     states, probs = exact_distribution(target, target.num_dims)
     T = _class_kernel(target, classes, states)
     assert torch.allclose(T.sum(1), torch.ones(len(states), dtype=torch.float64))
@@ -109,7 +115,7 @@ def test_chromatic_gibbs_leaves_the_exact_distribution_invariant(kind):
     # slowly); E[x] per site within 5 standard errors
     gen = torch.Generator().manual_seed(1)
     x0 = torch.bernoulli(torch.full((10000, target.num_dims), 0.5, dtype=torch.float64), generator=gen)
-    x = data_stage.chromatic_gibbs(target, x0, classes, 30 if kind == "lattice" else 150, gen)
+    x = chromatic.chromatic_gibbs(target, x0, classes, 30 if kind == "lattice" else 150, gen)
     exact_mean = probs @ states
     se = (exact_mean * (1 - exact_mean) / 10000).sqrt()
     assert ((x.mean(0) - exact_mean).abs() < 5 * se).all()
@@ -126,7 +132,7 @@ def test_write_and_read_data(data_file):
     assert torch.equal(lat["J"], data_stage.dense_couplings(LatticeIsing(4, 0.25)))
     er = data_stage.read_model(data_file, "er10_deg2_std0.5")
     assert torch.equal(er["J"], data_stage.true_target(data_stage.model_specs(_config()["ising_pcd"]["data"])[1]).J)
-    with pytest.raises(KeyError, match="lattice9_theta0.25"):
+    with pytest.raises(InputError, match="lattice9_theta0.25"):
         data_stage.read_model(data_file, "lattice9_theta0.25")
 
 
@@ -137,17 +143,23 @@ def test_shards_enumerate_and_check(data_file):
     assert {(s.target, s.sampler, s.K, s.seed) for s in shards} == {
         (t, n, k, r) for t in ("lattice4_theta0.25", "er10_deg2_std0.5") for n in ("Gibbs-1", "GWG")
         for k in (2, 4) for r in (0, 1)}
-    with pytest.raises(ValueError, match="unknown"):
-        exp.shards(_config(samplers=["HB-10-1"]), {"data": str(data_file)})
     bigger = _config()
     bigger["ising_pcd"]["data"]["thetas"] = [0.25, 0.5]
     with pytest.raises(ValueError, match="lattice4_theta0.5"):
         exp.shards(bigger, {"data": str(data_file)})
 
 
+def test_schema_rejects_unknown_samplers():
+    with open(Path(__file__).resolve().parents[1] / "config" / "smoke.yaml") as fh:
+        config = yaml.safe_load(fh)
+    config["ising_pcd"]["samplers"] = ["HB-10-1"]
+    with pytest.raises(ConfigError, match="ising_pcd.samplers"):
+        validate_config(config)
+
+
 @pytest.fixture(scope="module")
 def results(data_file):
-    return exp.collect([exp.run(s) for s in exp.shards(_config(), {"data": str(data_file)})])
+    return collect("ising_pcd", [exp.run(s) for s in exp.shards(_config(), {"data": str(data_file)})])
 
 
 def test_run_rows_follow_the_schema(results, data_file):

@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 
 from gradmc.claims.ising_sampling import claims
+from gradmc.config import fill_defaults
 from gradmc.experiments import ising_sampling as exp
+from gradmc.experiments.standard import collect
 from gradmc.figures.ising_sampling import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
 
@@ -18,11 +20,11 @@ SPEC = {"sides": [4, 6], "thetas": [-0.1, 0.3], "samplers": ["Gibbs-1", "GWG"], 
 
 
 def _config(**over) -> dict:
-    return {"name": "test", "device": "cpu", "ising_sampling": {**SPEC, **over}}
+    return fill_defaults({"name": "test", "device": "cpu", "ising_sampling": {**SPEC, **over}})
 
 
 def test_shards_enumerate_and_chunk():
-    shards = exp.shards(_config())
+    shards = exp.shards(_config(), {})
     assert len(shards) == 2 * 2 * 2 * 2 * 3  # sides x thetas x samplers x seeds x ceil(5 / 2) chunks
     assert len(set(shards)) == len(shards)
     groups: dict[tuple, list[int]] = {}
@@ -31,13 +33,13 @@ def test_shards_enumerate_and_chunk():
         groups.setdefault((s.side, s.theta, s.sampler, s.seed), []).extend(
             range(s.chain_start, s.chain_start + s.num_chains))
     assert all(sorted(chains) == list(range(5)) for chains in groups.values())
-    assert len(exp.shards(_config(chains_per_shard=8))) == 16
+    assert len(exp.shards(_config(chains_per_shard=8), {})) == 16
 
 
 @pytest.fixture(scope="module")
 def tiny_shard() -> exp.Shard:
     return exp.Shard(side=4, theta=0.3, sampler="GWG", seed=0, chain_start=2, num_chains=3, total_chains=3,
-                     num_steps=40, burn_in_fraction=0.1)
+                     num_steps=40, burn_in_fraction=0.1, device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -100,10 +102,10 @@ def _synthetic(gwg_gain: dict[float, float], sides=(10, 40)) -> pd.DataFrame:
 def test_collect_sorts_stably():
     df = _synthetic({0.0: 1.0, 0.5: 2.0})
     shuffled = [part for _, part in df.sample(frac=1.0, random_state=0).groupby("seed")]
-    a = exp.collect(shuffled)
-    b = exp.collect(shuffled[::-1])
+    a = collect("ising_sampling", shuffled)
+    b = collect("ising_sampling", shuffled[::-1])
     pd.testing.assert_frame_equal(a, b)
-    assert list(a.sort_values(exp.SORT_KEYS, kind="stable").index) == list(a.index)
+    assert list(a.sort_values(exp.META["sort_by"], kind="stable").index) == list(a.index)
 
 
 def test_claims_pass_and_fail():

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import copy
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 
 from gradmc.claims.kmc_abc import claims, marginal_error
+from gradmc.config import ConfigError, fill_defaults, validate_config
+from gradmc.evaluation.autocorrelation import autocorrelation
 from gradmc.evaluation.ess import ess
 from gradmc.experiments import kmc_abc as exp
 from gradmc.experiments.runner import tidy_frame
+from gradmc.experiments.standard import collect
 from gradmc.figures.kmc_abc import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
-from gradmc.targets.abc_skew_normal import ABCSkewNormalPosterior
 
 SMALL = dict(num_burn_in=20, num_iterations=60, num_steps=5, kmc_history_size=50, kmc_sigma_grid=(10.0, 30.0),
              kmc_lambda_grid=(1.0, 10.0), kmc_cv_folds=2, max_lag=20)
@@ -36,28 +41,39 @@ def _config(**over) -> dict:
             "kmc_lambda_grid": [1.0, 10.0], "kmc_cv_folds": 2, "habc_step_size_range": [0.01, 0.05],
             "habc_num_sims": 10, "max_lag": 20}
     spec.update(over)
-    return {"name": "test", "device": "cpu", "kmc_abc": spec}
+    return fill_defaults({"name": "test", "device": "cpu", "kmc_abc": spec})
+
+
+def _shard(sampler: str, runs: tuple[int, ...], **over) -> exp.Shard:
+    """A shard of ``_config()`` (the schema defaults otherwise: the paper's B4 target) with SMALL sizes."""
+    return replace(exp.shards(_config(), {})[0], sampler=sampler, runs=runs, **{**SMALL, **over})
 
 
 def test_shards_enumerate_and_reject_bad_config():
-    shards = exp.shards(_config())
+    shards = exp.shards(_config(), {})
     expected = [("KMC", (r,)) for r in range(3)] + [("RW", (r,)) for r in range(3)]
     assert [(s.sampler, s.runs) for s in shards] == expected + [("HABC", (0, 1, 2)), ("reference", (0,))]
     assert all(s.num_steps == 5 and s.d == 10 and s.epsilon == 0.55 and s.step_size_range == (0.01, 0.1)
-               for s in shards)
-    chunked = exp.shards(_config(samplers=["HABC"], habc_chains_per_shard=2))
+               and s.adaptation == "vanishing" and s.rw_initial_scale == 0.3 for s in shards)
+    chunked = exp.shards(_config(samplers=["HABC"], habc_chains_per_shard=2), {})
     assert [s.runs for s in chunked] == [(0, 1), (2,), (0,)]
-    for over, match in (({"samplers": ["NUTS"]}, "unknown sampler"), ({"adaptation": "always"}, "adaptation"),
-                        ({"num_iterations": 20}, "max_lag"), ({"kmc_sigma_grid": []}, "kmc_sigma_grid"),
-                        ({"kmc_lambda_grid": [0.0]}, "kmc_lambda_grid"), ({"habc_chains_per_shard": -1}, "chains")):
-        with pytest.raises(ValueError, match=match):
-            exp.shards(_config(**over))
+    with pytest.raises(ValueError, match="max_lag"):
+        exp.shards(_config(num_iterations=20), {})
+
+
+@pytest.mark.parametrize(("key", "value"), [("samplers", ["NUTS"]), ("adaptation", "always"), ("kmc_sigma_grid", []),
+                                            ("kmc_lambda_grid", [0.0]), ("habc_chains_per_shard", -1)])
+def test_schema_rejects_bad_config(key, value):
+    config = yaml.safe_load(open("config/smoke.yaml"))
+    config["kmc_abc"][key] = value
+    with pytest.raises(ConfigError, match=f"kmc_abc.{key}"):
+        validate_config(copy.deepcopy(config))
 
 
 @pytest.fixture(scope="module")
 def smoke_frames() -> dict[str, pd.DataFrame]:
-    shards = {"KMC": exp.Shard("KMC", (0,), **SMALL), "RW": exp.Shard("RW", (1,), **SMALL),
-              "HABC": exp.Shard("HABC", (0, 1), **SMALL), "reference": exp.Shard("reference", (0,), **SMALL)}
+    shards = {"KMC": _shard("KMC", (0,)), "RW": _shard("RW", (1,)),
+              "HABC": _shard("HABC", (0, 1)), "reference": _shard("reference", (0,))}
     return {name: exp.run(shard) for name, shard in shards.items()}
 
 
@@ -89,101 +105,13 @@ def test_run_returns_tidy_rows(smoke_frames, sampler):
 
 
 def test_run_is_deterministic_and_rejects_bad_shards(smoke_frames):
-    again = exp.run(exp.Shard("KMC", (0,), **SMALL))
+    again = exp.run(_shard("KMC", (0,)))
     pd.testing.assert_frame_equal(again.drop(columns="wall_time_s"), smoke_frames["KMC"].drop(columns="wall_time_s"))
-    for shard, match in ((exp.Shard("KMC", (0, 1), **SMALL), "exactly one run"),
-                         (exp.Shard("MALA", (0,), **SMALL), "unknown sampler"),
-                         (exp.Shard("KMC", (0,), **{**SMALL, "num_burn_in": 0}), "num_burn_in"),
-                         (exp.Shard("RW", (0,), **{**SMALL, "adaptation": "x"}), "adaptation"),
-                         (exp.Shard("RW", (0,), **{**SMALL, "max_lag": 60}), "max_lag")):
+    for shard, match in ((_shard("KMC", (0, 1)), "exactly one run"),
+                         (_shard("KMC", (0,), num_burn_in=0), "num_burn_in"),
+                         (_shard("RW", (0,), max_lag=60), "max_lag")):
         with pytest.raises(ValueError, match=match):
             exp.run(shard)
-
-
-# ------------------------------------------------------------------------------ exactness of the helpers
-
-
-def test_autocorrelation_matches_ar1_closed_form():
-    """AR(1) x_t = phi x_{t-1} + e_t has rho_k = phi^k; Bartlett's SE at T = 2e5 is < 0.004 here."""
-    phi, T = 0.7, 200_000
-    rng = np.random.default_rng(0)
-    e = rng.standard_normal(T)
-    x = np.empty(T)
-    x[0] = e[0] / math.sqrt(1 - phi**2)
-    for t in range(1, T):
-        x[t] = phi * x[t - 1] + e[t]
-    acf = exp.autocorrelation(x, 30)
-    np.testing.assert_allclose(acf, phi ** np.arange(31), atol=0.02)
-    assert np.isnan(exp.autocorrelation(np.ones(50), 10)).all()
-    with pytest.raises(ValueError, match="max_lag"):
-        exp.autocorrelation(x[:10], 10)
-    with pytest.raises(ValueError, match="NaN"):
-        exp.autocorrelation(np.array([1.0, np.nan, 2.0]), 1)
-
-
-def test_half_normal_mean_pmf_moments():
-    """A = mean of n |N(0,1)|: E[A] = sqrt(2/pi), Var[A] = (1 - 2/pi) / n; grid error O(h^2)."""
-    for n in (1, 10):
-        a, p = exp.half_normal_mean_pmf(n, h=5e-3)
-        np.testing.assert_allclose(p.sum(), 1.0)
-        mean = p @ a
-        np.testing.assert_allclose(mean, math.sqrt(2 / math.pi), atol=1e-5)
-        np.testing.assert_allclose(p @ (a - mean) ** 2, (1 - 2 / math.pi) / n, rtol=1e-3)
-    with pytest.raises(ValueError, match="n >= 1"):
-        exp.half_normal_mean_pmf(0)
-
-
-def test_reference_is_exact_gaussian_when_alpha_is_zero():
-    """alpha = 0: summary ~ N(theta, I / n), ABC likelihood N(s_obs; theta, (1/n + eps^2) I): conjugate."""
-    target = ABCSkewNormalPosterior(d=3, alpha_value=0.0, num_obs=4, epsilon=0.5, prior_var=2.0, seed=3)
-    s2 = 1 / 4 + 0.25
-    var = 1 / (1 / 2.0 + 1 / s2)
-    ref = exp.reference_marginal(target, coord=1)
-    np.testing.assert_allclose(ref["mean"], var / s2 * float(target.s_obs[1]), rtol=1e-10)
-    np.testing.assert_allclose(ref["std"], math.sqrt(var), rtol=1e-10)
-    np.testing.assert_allclose(ref["density"], np.exp(-0.5 * (ref["grid"] - ref["mean"]) ** 2 / var)
-                               / math.sqrt(2 * math.pi * var), rtol=1e-8)
-    with pytest.raises(ValueError, match="coord"):
-        exp.reference_marginal(target, coord=3)
-
-
-def test_reference_abc_likelihood_matches_brute_force():
-    """The mixture formula for p_eps(s_obs | theta) vs the mean kernel over 100k simulated summaries (SE ~1%)."""
-    target = ABCSkewNormalPosterior()
-    g = torch.Generator().manual_seed(5)
-    theta = torch.stack([target.theta_true - 0.3, target.theta_true + 0.1 * torch.arange(10.0, dtype=torch.float64)])
-    exact = exp.abc_log_likelihood(target, theta)
-    for c in range(2):
-        k = torch.cat([target.log_kernel(target.simulate_summaries(theta[c:c + 1], 50_000, g))[0] for _ in range(2)])
-        w = torch.exp(k - exact[c])  # ratio to the exact likelihood, mean 1
-        se = float(w.std()) / math.sqrt(w.numel())
-        assert abs(float(w.mean()) - 1) < 4 * se and se < 0.02, (float(w.mean()), se)
-    with pytest.raises(ValueError, match="theta"):
-        exp.abc_log_likelihood(target, theta[:, :3])
-
-
-def test_reference_marginal_matches_quadrature_in_one_dimension():
-    """d = 1, alpha = 3: posterior prop. to prior x exact ABC likelihood, integrated on a theta grid (an
-    independent route through Bayes' rule; the prior is informative here, so the mixture weights matter)."""
-    target = ABCSkewNormalPosterior(d=1, alpha_value=3.0, num_obs=4, epsilon=0.5, prior_var=0.5, seed=2)
-    ref = exp.reference_marginal(target)
-    grid = np.linspace(ref["mean"] - 8 * ref["std"], ref["mean"] + 8 * ref["std"], 601)
-    theta = torch.tensor(grid[:, None])
-    log_post = (exp.abc_log_likelihood(target, theta) + target.log_prior(theta)).numpy()
-    post = np.exp(log_post - log_post.max())
-    post /= np.trapezoid(post, grid)
-    mean = np.trapezoid(post * grid, grid)
-    np.testing.assert_allclose(ref["mean"], mean, atol=1e-6)
-    np.testing.assert_allclose(ref["std"] ** 2, np.trapezoid(post * (grid - mean) ** 2, grid), rtol=1e-5)
-    np.testing.assert_allclose(exp.reference_marginal(target, grid=grid)["density"], post, atol=1e-6)
-
-
-def test_reference_density_consistent_with_its_moments():
-    ref = exp.reference_marginal(ABCSkewNormalPosterior())
-    x, f = ref["grid"], ref["density"]
-    np.testing.assert_allclose(np.trapezoid(f, x), 1.0, atol=1e-6)
-    np.testing.assert_allclose(np.trapezoid(f * x, x), ref["mean"], atol=1e-6)
-    np.testing.assert_allclose(np.trapezoid(f * (x - ref["mean"]) ** 2, x), ref["std"] ** 2, rtol=1e-5)
 
 
 # ---------------------------------------------------------------------------------- figure and claims
@@ -211,14 +139,14 @@ def _synthetic(kmc_sd: float, habc_sd: float, T: int = 3000, runs: int = 4) -> p
             else:
                 x = 9.5 + sd * rng.standard_normal(T)
             rows = [(name, seed, 0, t + 1, "theta1", v, t + 1, 0, 0.0) for t, v in enumerate(x)]
-            rows += [(name, seed, 0, k, "acf_theta1", v, T, 0, 0.0) for k, v in enumerate(exp.autocorrelation(x, 30))]
+            rows += [(name, seed, 0, k, "acf_theta1", v, T, 0, 0.0) for k, v in enumerate(autocorrelation(x, 30))]
             rows += [(name, seed, 0, T, m, v, T, 0, 0.0) for m, v in (
                 ("mean_theta1", x.mean()), ("std_theta1", x.std(ddof=1)), ("ess_theta1", ess(x[None])),
                 ("acceptance_rate", 0.5), ("simulations_per_iteration", sims))]
             df = tidy_frame(rows, exp.EXPERIMENT, exp.TARGET)
             df["x"] = np.nan
             frames.append(df)
-    out = exp.collect(frames)
+    out = collect("kmc_abc", frames)
     validate_metrics(out)
     return out
 
@@ -237,7 +165,7 @@ def test_claims_pass_and_fail():
 
 
 def test_figure_writes_files_and_table(tmp_path, smoke_frames):
-    metrics = write_parquet(exp.collect(list(smoke_frames.values())), tmp_path / "m.parquet",
+    metrics = write_parquet(collect("kmc_abc", list(smoke_frames.values())), tmp_path / "m.parquet",
                             provenance({"name": "test"}), validate=True)
     paths = figure(metrics, tmp_path / "fig" / "fig4", tmp_path / "tab" / "fig4", config_name="test")
     assert sorted(p.name for p in paths) == ["fig4.csv", "fig4.md", "fig4.pdf", "fig4.png"]
@@ -251,9 +179,9 @@ def test_figure_writes_files_and_table(tmp_path, smoke_frames):
     summ = table[(table["panel"] == "summary") & (table["metric"] == "mean_theta1")].set_index("sampler")
     ref = smoke_frames["reference"].set_index("metric")["value"]
     np.testing.assert_allclose(summ.loc["reference", "pooled"], ref["mean_theta1"])
-    for c in claims(exp.collect(list(smoke_frames.values()))):
+    for c in claims(collect("kmc_abc", list(smoke_frames.values()))):
         assert c.experiment == "kmc_abc" and c.measured
-    no_ref = write_parquet(exp.collect([smoke_frames["KMC"]]), tmp_path / "n.parquet", provenance({"name": "t"}),
+    no_ref = write_parquet(collect("kmc_abc", [smoke_frames["KMC"]]), tmp_path / "n.parquet", provenance({"name": "t"}),
                            validate=True)
     with pytest.raises(ValueError, match="reference"):
         figure(no_ref, tmp_path / "x", tmp_path / "y")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from gradmc.claims.kmc_banana import claims
+from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.experiments import kmc_banana as exp
 from gradmc.figures.kmc_banana import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
@@ -17,31 +22,39 @@ def _config(**over) -> dict:
             "num_iterations": 20, "step_size_range": [0.6, 1.3], "num_steps_range": [5, 10], "lengthscale": 5.0,
             "lam": 1e-3, "history": "target"}
     spec.update(over)
-    return {"name": "test", "device": "cpu", "kmc_banana": spec}
+    return fill_defaults({"name": "test", "device": "cpu", "kmc_banana": spec})
+
+
+def _shard(sampler: str, n: int, run: int, **over) -> exp.Shard:
+    """A shard of the schema defaults (history "target", adaptation "none"), fields overridden by ``over``."""
+    return replace(exp.shards(_config(samplers=["HMC"]), {})[0], sampler=sampler, n=n, run=run, **over)
 
 
 def test_shards_enumerate_sampler_n_run():
-    shards = exp.shards(_config())
+    shards = exp.shards(_config(), {})
     assert [(s.sampler, s.n, s.run) for s in shards] == (
         [("HMC", 0, 0), ("HMC", 0, 1)] + [("KMC", n, r) for n in (20, 40) for r in (0, 1)]
         + [("RW", 0, 0), ("RW", 0, 1)])
-    assert all(s.num_steps_range == (5, 10) and s.d == 8 and s.V == 100.0 for s in shards)
-    kamh = exp.shards(_config(samplers=["KMC", "KAMH"]))
+    assert all(s.num_steps_range == (5, 10) and s.d == 8 and s.V == 100.0 and s.rw_initial_scale == 1.0
+               and s.adaptation == "none" for s in shards)
+    kamh = exp.shards(_config(samplers=["KMC", "KAMH"]), {})
     assert [(s.sampler, s.n) for s in kamh if s.run == 0] == [("KMC", 20), ("KMC", 40), ("KAMH", 20), ("KAMH", 40)]
-    with pytest.raises(ValueError, match="adaptation"):
-        exp.shards(_config(adaptation="always"))
-    with pytest.raises(ValueError, match="unknown sampler"):
-        exp.shards(_config(samplers=["NUTS"]))
-    with pytest.raises(ValueError, match="history"):
-        exp.shards(_config(history="oracle"))
+
+
+@pytest.mark.parametrize(("key", "value"), [("adaptation", "always"), ("samplers", ["NUTS"]), ("history", "oracle")])
+def test_schema_rejects_unknown_enumerations(key, value):
+    config = yaml.safe_load(open("config/smoke.yaml"))
+    config["kmc_banana"][key] = value
+    with pytest.raises(ConfigError, match=f"kmc_banana.{key}"):
+        validate_config(copy.deepcopy(config))
 
 
 @pytest.mark.parametrize(("sampler", "n", "history"), [("HMC", 0, "target"), ("RW", 0, "target"),
                                                         ("KMC", 30, "target"), ("KMC", 30, "burn_in"),
                                                         ("KAMH", 30, "target"), ("KAMH", 30, "burn_in")])
 def test_run_returns_tidy_rows(sampler, n, history):
-    shard = exp.Shard(sampler, n, 0, num_burn_in=20, num_iterations=40, num_steps_range=(5, 10), lengthscale=5.0,
-                      history=history)
+    shard = _shard(sampler, n, 0, num_burn_in=20, num_iterations=40, num_steps_range=(5, 10), lengthscale=5.0,
+                   history=history)
     df = exp.run(shard)
     validate_metrics(df)
     assert set(df["metric"]) == {"acceptance_rate", "mean_norm", "min_ess", "min_ess_per_second",
@@ -59,8 +72,8 @@ def test_vanishing_adaptation_updates_the_history(sampler):
     """a_t = 1/sqrt(t+1): a_0 = 1 forces an adaptation at the first kept step; over 40 steps the count is
     random but at least 1 and far below 40 (E = sum a_t ~ 11.4); without adaptation it is exactly 0."""
     common = dict(num_burn_in=20, num_iterations=40, num_steps_range=(5, 10), lengthscale=5.0, history="burn_in")
-    on = exp.run(exp.Shard(sampler, 30, 0, adaptation="vanishing", **common)).set_index("metric")["value"]
-    off = exp.run(exp.Shard(sampler, 30, 0, **common)).set_index("metric")["value"]
+    on = exp.run(_shard(sampler, 30, 0, adaptation="vanishing", **common)).set_index("metric")["value"]
+    off = exp.run(_shard(sampler, 30, 0, **common)).set_index("metric")["value"]
     assert 1 <= on["adaptations"] < 30 and off["adaptations"] == 0
     assert 0.0 <= on["acceptance_rate"] <= 1.0
 
@@ -82,7 +95,7 @@ def test_adaptation_probability_schedule():
 
 
 def test_run_is_deterministic():
-    shard = exp.Shard("KMC", 25, 3, num_burn_in=10, num_iterations=20, num_steps_range=(5, 8), lengthscale=5.0)
+    shard = _shard("KMC", 25, 3, num_burn_in=10, num_iterations=20, num_steps_range=(5, 8), lengthscale=5.0)
     a, b = exp.run(shard), exp.run(shard)
     cols = ["wall_time_s"]
     a = a.drop(columns=cols)

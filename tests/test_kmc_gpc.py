@@ -7,16 +7,19 @@ torch.distributions, cost accounting, the shard grid, and the errors. Real data:
 
 from __future__ import annotations
 
-import numpy as np
+import copy
+
 import pandas as pd
 import pytest
 import torch
+import yaml
 
 from gradmc.claims.kmc_gpc import claims
+from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.evaluation.ess import ess
-from gradmc.evaluation.mmd import mmd2, polynomial_kernel
 from gradmc.experiments import kmc_gpc as exp
 from gradmc.experiments import kmc_gpc_benchmark as bench
+from gradmc.experiments.standard import collect
 from gradmc.figures.kmc_gpc import figure
 from gradmc.results import provenance, read_parquet, validate_metrics, write_parquet
 from gradmc.samplers.continuous import KAMH
@@ -47,15 +50,15 @@ def _config(**over) -> dict:
             "num_history": 15, "step_size_range": [0.01, 0.1], "num_steps_range": [1, 10], "kmc_sigmas": [10.0, 100.0],
             "kmc_lambdas": [0.1, 1.0], "cv_folds": 3, "kamh_gamma": 0.3, "benchmark": dict(BENCH)}
     spec.update(over)
-    return {"name": "test", "device": "cpu", "kmc_gpc": spec}
+    return fill_defaults({"name": "test", "device": "cpu", "kmc_gpc": spec})
 
 
 @pytest.fixture(scope="module")
 def benchmark_file(shared, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRADMC_DATA_DIR", str(shared))
-        shards = bench.shards(_config())
-        df = bench.collect([bench.run(s) for s in shards])
+        shards = bench.shards(_config(), {})
+        df = collect("kmc_gpc_benchmark", [bench.run(s) for s in shards])
     return write_parquet(df, tmp_path_factory.mktemp("bench") / "benchmark.parquet", provenance({"name": "test"}),
                          validate=True)
 
@@ -87,12 +90,24 @@ def test_benchmark_file_round_trip(benchmark_file):
 
 
 def test_benchmark_shards_and_errors(data_env):
-    shards = bench.shards(_config())
+    shards = bench.shards(_config(), {})
     assert [s.chain for s in shards] == [0, 1] and all(s.thin == 5 and s.num_importance_samples == 20 for s in shards)
+    assert all((s.start, s.initial_scale, s.target_acceptance) == ("zero", 1.0, 0.234) for s in shards)  # defaults
     with pytest.raises(ValueError, match="at least 4 kept samples"):
-        bench.shards(_config(benchmark={**BENCH, "thin": 20}))
-    with pytest.raises(ValueError, match="start"):
-        bench.shards(_config(benchmark={**BENCH, "start": "somewhere"}))
+        bench.shards(_config(benchmark={**BENCH, "thin": 20}), {})
+
+
+@pytest.mark.parametrize(("key", "value"), [("samplers", ["KMC", "HMC"]), ("history", "oracle"),
+                                            ("start", "somewhere"), ("benchmark.start", "somewhere")])
+def test_schema_rejects_unknown_enumerations(key, value):
+    config = yaml.safe_load(open("config/smoke.yaml"))
+    node = config["kmc_gpc"]
+    *parents, last = key.split(".")
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    with pytest.raises(ConfigError, match=f"kmc_gpc.{key}"):
+        validate_config(copy.deepcopy(config))
 
 
 def test_load_benchmark_rejects_missing_and_ill_shaped_files(benchmark_file, tmp_path):
@@ -107,21 +122,6 @@ def test_load_benchmark_rejects_missing_and_ill_shaped_files(benchmark_file, tmp
         path = write_parquet(bad.reset_index(drop=True), tmp_path / f"{name}.parquet", prov)
         with pytest.raises(ValueError, match=str(path)):
             bench.load_benchmark(path)
-
-
-def test_mmd2_prefixes_equals_library_mmd2():
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(1100, 3, generator=g, dtype=torch.float64)  # > 2 blocks of 512 rows
-    y = 0.5 + torch.randn(300, 3, generator=g, dtype=torch.float64)
-    steps = [1, 7, 600, 1100]
-    got = exp.mmd2_prefixes(x, y, steps)
-    want = [float(mmd2(x[:t], y, polynomial_kernel)) for t in steps]
-    np.testing.assert_allclose(got, want, rtol=1e-10)
-    scale = float(polynomial_kernel(y, y).mean())
-    assert abs(exp.mmd2_prefixes(y, y, [300])[0]) < 1e-12 * scale  # the benchmark against itself: 0
-    for bad in ([0, 5], [5, 5], [10, 1101]):
-        with pytest.raises(ValueError, match="steps"):
-            exp.mmd2_prefixes(x, y, bad)
 
 
 def test_kamh_proposal_hastings_term_matches_torch_distributions():
@@ -140,10 +140,6 @@ def test_sampling_shards_grid_and_errors(benchmark_file, data_env, tmp_path):
     shards = exp.shards(_config(), inputs)
     assert [(s.sampler, s.run) for s in shards] == [(n, r) for n in ("KMC", "KAMH", "RW") for r in (0, 1)]
     assert all(s.kmc_sigmas == (10.0, 100.0) and s.num_importance_samples == 20 and s.mmd_every == 10 for s in shards)
-    with pytest.raises(ValueError, match="unknown sampler 'HMC'"):
-        exp.shards(_config(samplers=["KMC", "HMC"]), inputs)
-    with pytest.raises(ValueError, match="history"):
-        exp.shards(_config(history="oracle"), inputs)
     with pytest.raises(ValueError, match="pilot_iterations"):
         exp.shards(_config(history="pilot"), inputs)
     with pytest.raises(ValueError, match="only 20 samples"):
@@ -159,7 +155,7 @@ def sampling_metrics(benchmark_file, shared):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRADMC_DATA_DIR", str(shared))
         shards = exp.shards(_config(runs=[0]), {"benchmark": str(benchmark_file)})
-    return exp.collect([exp.run(s) for s in shards])
+    return collect("kmc_gpc", [exp.run(s) for s in shards])
 
 
 def test_sampling_run_rows_and_costs(sampling_metrics):

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 
 from gradmc.claims.kmc_trajectories import claims
+from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.experiments import kmc_trajectories as exp
 from gradmc.figures.kmc_trajectories import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
@@ -20,22 +24,33 @@ def _config(**over) -> dict:
     spec = {"dims": [2, 4], "num_samples": [50, 100], "num_trials": 5, "trials_per_shard": 2, "eps": 0.1,
             "L_min": 10, "L_max": 100, "lengthscale": "median", "shape": 1.0, "lam": 1e-3}
     spec.update(over)
-    return {"name": "test", "device": "cpu", "kmc_trajectories": spec}
+    return fill_defaults({"name": "test", "device": "cpu", "kmc_trajectories": spec})
 
 
 def test_shards_enumerate_d_n_chunks():
-    shards = exp.shards(_config())
+    shards = exp.shards(_config(), {})
     assert len(shards) == 2 * 2 * 3
     assert [(s.d, s.n, s.chunk) for s in shards[:3]] == [(2, 50, 0), (2, 50, 1), (2, 50, 2)]
     assert [(s.first_trial, s.num_trials) for s in shards[:3]] == [(0, 2), (2, 2), (4, 1)]
-    with pytest.raises(ValueError, match="lengthscale"):
-        exp.shards(_config(lengthscale="mean"))
+    with pytest.raises(ValueError, match="L_min"):
+        exp.shards(_config(L_min=20, L_max=10), {})
+    defaults = exp.shards(fill_defaults({"device": "cpu", "kmc_trajectories": {
+        "dims": [2], "num_samples": [50], "num_trials": 1, "trials_per_shard": 1}}), {})[0]
+    assert (defaults.eps, defaults.L_min, defaults.L_max, defaults.lengthscale, defaults.shape, defaults.lam) == (
+        0.1, 10, 100, "median", 1.0, 1e-3)
+
+
+def test_schema_rejects_a_lengthscale_other_than_a_number_or_median():
+    config = yaml.safe_load(open("config/smoke.yaml"))
+    config["kmc_trajectories"]["lengthscale"] = "mean"
+    with pytest.raises(ConfigError, match="kmc_trajectories.lengthscale"):
+        validate_config(copy.deepcopy(config))
 
 
 def _shard(**over) -> exp.Shard:
     kw = {"d": 3, "n": 60, "chunk": 1, "first_trial": 2, "num_trials": 2, "L_min": 5, "L_max": 20}
     kw.update(over)
-    return exp.Shard(**kw)
+    return replace(exp.shards(_config(), {})[0], **kw)
 
 
 def test_run_returns_tidy_rows():

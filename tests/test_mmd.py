@@ -1,13 +1,16 @@
-"""Kernel MMD between binary sample sets (gradmc.evaluation.mmd)."""
+"""Kernel MMD between sample sets (gradmc.evaluation.mmd): binary sets, and chain prefixes vs a benchmark."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from gradmc.evaluation import hamming_kernel, log_mmd, mmd2
+from gradmc.evaluation import mmd as mmd_module
+from gradmc.evaluation.mmd import mmd2_prefixes, polynomial_kernel
 
 
 def _bits(n: int, d: int, p: float, seed: int) -> torch.Tensor:
@@ -148,3 +151,30 @@ def test_polynomial_kernel_rejects_bad_input():
         polynomial_kernel(x, torch.full((2, 2), float("nan"), dtype=torch.float64))
     with pytest.raises(ValueError, match="degree"):
         polynomial_kernel(x, x, degree=0)
+
+
+def test_mmd2_prefixes_equals_library_mmd2():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1100, 3, generator=g, dtype=torch.float64)  # > 2 blocks of 512 rows
+    y = 0.5 + torch.randn(300, 3, generator=g, dtype=torch.float64)
+    steps = [1, 7, 600, 1100]
+    got = mmd2_prefixes(x, y, steps)
+    want = [float(mmd2(x[:t], y, polynomial_kernel)) for t in steps]
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+    scale = float(polynomial_kernel(y, y).mean())
+    assert abs(mmd2_prefixes(y, y, [300])[0]) < 1e-12 * scale  # the benchmark against itself: 0
+    # the block boundaries do not matter: a block of 7 rows gives the same values to rounding
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mmd_module, "PREFIX_BLOCK", 7)
+        np.testing.assert_allclose(mmd2_prefixes(x, y, steps), got, rtol=1e-12)
+    for bad in ([0, 5], [5, 5], [10, 1101]):
+        with pytest.raises(ValueError, match="steps"):
+            mmd2_prefixes(x, y, bad)
+
+
+def test_mmd2_prefixes_by_hand_on_one_dimension():
+    """x = (0, 1), y = (2,), kernel (1 + a b)^3: prefix 1: k(0,0) + k(2,2) - 2 k(0,2) = 1 + 125 - 2 = 124;
+    prefix 2: (1 + 1 + 1 + 8) / 4 + 125 - 2 (1 + 27) / 2 = 2.75 + 125 - 28 = 99.75."""
+    x = torch.tensor([[0.0], [1.0]], dtype=torch.float64)
+    y = torch.tensor([[2.0]], dtype=torch.float64)
+    assert mmd2_prefixes(x, y, [1, 2]) == [124.0, 99.75]

@@ -26,6 +26,7 @@ from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
 from gradmc.distributed.localcluster import local_cluster, processes_using
 from gradmc.distributed.selftest import ToyShard, toy_shard
 from gradmc.experiments import kmc_trajectories
+from gradmc.experiments.standard import collect, job_config
 from gradmc.results import PROVENANCE_COLUMNS, read_parquet, validate_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +52,8 @@ def local_run(config: dict) -> pd.DataFrame:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return kmc_trajectories.collect([kmc_trajectories.run(s) for s in kmc_trajectories.shards(config)])
+        shards = kmc_trajectories.shards(job_config("kmc_trajectories", config), {})
+        return collect("kmc_trajectories", [kmc_trajectories.run(s) for s in shards])
     finally:
         torch.set_num_threads(threads)
 

@@ -29,9 +29,8 @@ from gradmc.samplers.continuous import (
     GaussianRandomWalkProposal,
     PseudoMarginalMH,
 )
-from gradmc.samplers.continuous import RandomWalkMetropolis as ContinuousRWM
+from gradmc.samplers.continuous import GaussianRandomWalkMetropolis as ContinuousRWM
 from gradmc.samplers.discrete import CATEGORICAL_SAMPLERS, SAMPLERS, make_sampler
-from gradmc.samplers.relaxed import z_from_bits
 from gradmc.targets import RBM
 
 DIM, HIDDEN, CHAINS, BAD = 8, 3, 6, 2
@@ -143,7 +142,7 @@ def categorical_start():
 
 def init(kernel, name, x, target):
     if name in RELAXED:
-        return kernel.init(x, target, z=z_from_bits(x, torch.Generator().manual_seed(3)))
+        return kernel.init(x, target, torch.Generator().manual_seed(3))
     return kernel.init(x, target)
 
 

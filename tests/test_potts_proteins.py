@@ -17,11 +17,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 
 from gradmc.claims.potts_proteins import claims
+from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.experiments import potts_proteins as exp
+from gradmc.experiments.standard import collect
 from gradmc.figures.potts_proteins import figure, matrix, summary_table
 from gradmc.proteins import contact_curve, coupling_norms, load_synthetic_potts
+from gradmc.proteins.scoring import k_grid
 from gradmc.results import provenance, validate_metrics, write_parquet
 from gradmc.samplers.base import Info
 from gradmc.samplers.discrete.onehot import enumerate_onehot
@@ -144,7 +148,7 @@ def _config(**over) -> dict:
             "pcd": {"num_iterations": 6, "num_steps": 2, "batch_size": 16, "buffer_size": 32, "lr": 0.01,
                     "block_l1": 0.01, "log_every": 3}}
     spec.update(over)
-    return {"name": "test", "device": "cpu", "potts_proteins": spec}
+    return fill_defaults({"name": "test", "device": "cpu", "potts_proteins": spec})
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +159,7 @@ def protein_dir(real_data):
 def test_missing_files_stop_before_any_work(tmp_path, monkeypatch, protein_dir):
     monkeypatch.setenv("GRADMC_DATA_DIR", str(protein_dir))
     with pytest.raises(FileNotFoundError) as err:
-        exp.shards(_config(proteins=["synthetic", "OPSD_BOVIN", "CADH1_HUMAN"]))
+        exp.shards(_config(proteins=["synthetic", "OPSD_BOVIN", "CADH1_HUMAN"]), {})
     msg = str(err.value)
     for name in ("OPSD_BOVIN_full_b03.a2m", "OPSD_BOVIN_full_b03_distance_map_monomer.npy",
                  "CADH1_HUMAN_full_b02.a2m", "CADH1_HUMAN_full_b02_distance_map_monomer.csv"):
@@ -163,28 +167,45 @@ def test_missing_files_stop_before_any_work(tmp_path, monkeypatch, protein_dir):
     assert "EVcouplings" in msg and "GRADMC_DATA_DIR" in msg and "original_dataset.mat" not in msg
     monkeypatch.setenv("GRADMC_DATA_DIR", str(tmp_path))
     with pytest.raises(FileNotFoundError, match=r"PF00018\.a2m \(download https://"):
-        exp.shards(_config())
-    with pytest.raises(ValueError, match="unknown"):
-        exp.shards(_config(methods=["PCD-HMC"]))
-    pcd = {k: v for k, v in _config()["potts_proteins"]["pcd"].items() if k != "lr"}
-    with pytest.raises(ValueError, match=r"pcd\.lr \(missing\)"):
-        exp.shards(_config(pcd=pcd, plm={"max_iterations": 2}))
+        exp.shards(_config(), {})
+    pcd = {**_config()["potts_proteins"]["pcd"], "batch_size": 64}
+    with pytest.raises(ValueError, match="must be <= buffer_size"):
+        exp.shards(_config(pcd=pcd), {})
+
+
+def _smoke_config() -> dict:
+    with open(Path(__file__).resolve().parents[1] / "config" / "smoke.yaml") as fh:
+        return yaml.safe_load(fh)
+
+
+def test_schema_checks_methods_and_pcd_keys():
+    config = _smoke_config()
+    config["potts_proteins"]["methods"] = ["PCD-HMC"]
+    with pytest.raises(ConfigError, match="potts_proteins.methods"):
+        validate_config(config)
+    config = _smoke_config()
+    del config["potts_proteins"]["pcd"]["lr"]
+    with pytest.raises(ConfigError, match="lr"):
+        validate_config(config)
 
 
 def test_k_grid_holds_the_standard_cutoffs():
-    ks = exp.k_grid(48, 946, 2.0, 10)
+    ks = k_grid(48, 946, 2.0, 10)
     assert ks[0] == 1 and ks[-1] == 96 and {9, 24, 48} <= set(ks.tolist()) and np.all(np.diff(ks) > 0)
-    assert exp.k_grid(48, 30, 2.0, 10)[-1] == 30
+    assert k_grid(48, 30, 2.0, 10)[-1] == 30
+    # kmax = 20; linspace(1, 20, 3) = 1, 10.5, 20 rounds (half to even) to 1, 10, 20; plus L/5, L/2, L = 2, 5, 10
+    assert k_grid(10, 100, 2.0, 3).tolist() == [1, 2, 5, 10, 20]
+    assert k_grid(10, 4, 2.0, 3).tolist() == [1, 2, 4]  # capped at the 4 candidate pairs
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory, protein_dir):
     mp = pytest.MonkeyPatch()
     mp.setenv("GRADMC_DATA_DIR", str(protein_dir))
-    shards = exp.shards(_config())
+    shards = exp.shards(_config(), {})
     mp.undo()
     results = [exp.run(s) for s in shards]
-    return shards, exp.collect(results), tmp_path_factory.mktemp("potts")
+    return shards, collect("potts_proteins", results), tmp_path_factory.mktemp("potts")
 
 
 def test_module_rows_are_consistent(smoke, protein_dir):
@@ -199,7 +220,7 @@ def test_module_rows_are_consistent(smoke, protein_dir):
         F = matrix(df, protein, method, "coupling_norm")
         contacts = matrix(df, protein, method, "contact")
         curve = contact_curve(F, contacts == 1, min_separation=6)
-        top = d[(d["metric"] == "precision") & (d["step"] == L)]["value"].iloc[0]
+        top = d[(d["metric"] == "precision") & (d["k"] == L)]["value"].iloc[0]
         assert top == pytest.approx(curve["precision"].iloc[L - 1])
         assert d[d["metric"] == "num_sequences"]["value"].iloc[0] == 300
         if protein == "synthetic":
@@ -221,9 +242,9 @@ def test_run_is_deterministic_with_and_without_checkpoints(smoke):
     assert folder.is_dir() and not any(folder.iterdir())  # saved during the run, removed at its end
     first = df[(df["target"] == "synthetic") & (df["sampler"] == "PCD-GWG")]
     keep = ~first["metric"].isin(["train_time_s", "sampler_time_s"])
-    a = first[keep].sort_values(["metric", "step"])["value"].to_numpy()
+    a = first[keep].sort_values(["metric", "step", "k", "i", "j"])["value"].to_numpy()
     keep2 = ~again["metric"].isin(["train_time_s", "sampler_time_s"])
-    b = again[keep2].sort_values(["metric", "step"])["value"].to_numpy()
+    b = again[keep2].sort_values(["metric", "step", "k", "i", "j"])["value"].to_numpy()
     np.testing.assert_array_equal(a, b)
 
 
@@ -243,8 +264,8 @@ def test_figure_and_claims(smoke):
 
 def test_claim_verdicts_follow_the_numbers():
     def frame(gwg: float, plm: float) -> pd.DataFrame:
-        rows = [("PCD-GWG", "recall", 10, gwg), ("PLM", "recall", 10, plm), ("PCD-GWG", "num_iterations", 0, 10_000)]
-        d = pd.DataFrame(rows, columns=["sampler", "metric", "step", "value"])
+        rows = [("PCD-GWG", "recall", 10, gwg), ("PLM", "recall", 10, plm), ("PCD-GWG", "num_iterations", -1, 10_000)]
+        d = pd.DataFrame(rows, columns=["sampler", "metric", "k", "value"]).assign(step=0)
         return d.assign(target="PF00018", length=10)
 
     (win,) = claims(frame(0.5, 0.4))

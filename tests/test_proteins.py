@@ -322,3 +322,39 @@ def test_evcouplings_errors(tmp_path):
     bad = _write(tmp_path, ">X/10-20\nMKV\n", "bad.a2m")
     with pytest.raises(ValueError, match="region 10-20"):
         load_evcouplings_protein(bad, prefix)
+
+
+# ---------------------------------------------------------------------------------------------------
+# gradmc.proteins.scoring (moved out of the potts_proteins experiment)
+
+
+def test_coupling_rmse_is_gauge_invariant_and_exact():
+    from gradmc.proteins.scoring import coupling_rmse
+
+    L, q, c = 3, 2, 0.7
+    zero_J, zero_h = torch.zeros(L, L, q, q, dtype=torch.float64), torch.zeros(L, q, dtype=torch.float64)
+    J = zero_J.clone()
+    block = c * torch.tensor([[1.0, -1.0], [-1.0, 1.0]], dtype=torch.float64)  # already zero-sum
+    J[0, 1], J[1, 0] = block, block.T
+    # 4 entries of +-c in block (0, 1), zeros in (0, 2), (1, 2): RMSE = sqrt(4 c^2 / 12); norms 2c, 0, 0
+    rmse, norm_rmse = coupling_rmse(J, zero_h, zero_J, zero_h)
+    assert rmse == pytest.approx(c / np.sqrt(3.0)) and norm_rmse == pytest.approx(2.0 * c / np.sqrt(3.0))
+    # a gauge move (J_12(a, b) + u(a), a field on site 1 moved into the coupling) vanishes in the zero-sum gauge
+    shifted = J.clone()
+    u = torch.tensor([0.3, -1.1], dtype=torch.float64)
+    shifted[1, 2] += u[:, None]
+    shifted[2, 1] += u[None, :]
+    assert coupling_rmse(shifted, zero_h, J, zero_h) == pytest.approx((0.0, 0.0), abs=1e-12)
+
+
+def test_top_l_precision_apc_counts_contacts_among_all_candidates():
+    from gradmc.proteins.scoring import top_l_precision_apc
+
+    L = 8  # with min_separation 6 the candidates are (0, 6), (0, 7), (1, 7): top-L takes all three
+    J = torch.randn(L, L, 3, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    J = J + J.permute(1, 0, 3, 2)
+    contacts = np.zeros((L, L), dtype=bool)
+    contacts[0, 6] = contacts[6, 0] = True
+    observed = np.ones((L, L), dtype=bool)
+    assert top_l_precision_apc(J, contacts, observed, 6) == pytest.approx(1 / 3)
+    assert np.isnan(top_l_precision_apc(torch.zeros_like(J), contacts, observed, 6))  # APC undefined at J = 0

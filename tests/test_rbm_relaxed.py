@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from gradmc.claims.rbm_relaxed import claims
+from gradmc.config import fill_defaults
 from gradmc.experiments import rbm_relaxed as exp
 from gradmc.figures.rbm_relaxed import best_settings, figure
 from gradmc.results import provenance, validate_metrics, write_parquet
@@ -17,7 +18,7 @@ SPEC = {"dims": [8, 16], "num_hidden": 6, "weight_variance": 0.05, "samplers": [
         "step_sizes": [0.1, 0.01], "learning_rates": [0.1], "temperatures": [1.0, 0.5], "num_leapfrog_steps": 5,
         "seeds": [0, 1], "num_chains": 20, "num_steps": 40, "record_every": 10,
         "reference": {"num_samples": 60, "num_steps": 30}}
-CONFIG = {"device": "cpu", "rbm_relaxed": SPEC}
+CONFIG = fill_defaults({"device": "cpu", "rbm_relaxed": SPEC})
 
 TINY = {"R-MALA": (("step_size", 0.1), ("temperature", 1.0)), "R-HMC": (("step_size", 0.1), ("temperature", 1.0)),
         "D-SVGD": (("learning_rate", 0.1), ("temperature", 1.0)), "GWG": ()}
@@ -26,11 +27,11 @@ TINY = {"R-MALA": (("step_size", 0.1), ("temperature", 1.0)), "R-HMC": (("step_s
 def _tiny(sampler: str, seed: int = 0) -> exp.Shard:
     return exp.Shard(num_visible=12, sampler=sampler, hyper=TINY[sampler], seed=seed, num_hidden=6,
                      weight_variance=0.05, num_chains=30, num_steps=60, record_every=20, reference_samples=80,
-                     reference_steps=30)
+                     reference_steps=30, num_leapfrog_steps=5, device="cpu")
 
 
 def test_shards_expand_the_grid_uniquely():
-    out = exp.shards(CONFIG)
+    out = exp.shards(CONFIG, {})
     # per (D, seed): GWG 1 + R-MALA 2x2 + R-HMC 2x2 + D-SVGD 1x2 = 11 settings
     assert len(out) == 2 * 2 * 11
     keys = {(s.num_visible, s.sampler, s.setting, s.seed) for s in out}
@@ -39,7 +40,7 @@ def test_shards_expand_the_grid_uniquely():
     assert settings == {"learning_rate=0.1,temperature=1", "learning_rate=0.1,temperature=0.5"}
     assert {s.setting for s in out if s.sampler == "GWG"} == {"-"}
     with pytest.raises(ValueError, match="duplicate"):
-        exp.shards({"device": "cpu", "rbm_relaxed": {**SPEC, "seeds": [0, 0]}})
+        exp.shards(fill_defaults({"device": "cpu", "rbm_relaxed": {**SPEC, "seeds": [0, 0]}}), {})
 
 
 def test_random_rbm_is_deterministic_with_normal_biases():

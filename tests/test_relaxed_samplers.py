@@ -110,7 +110,7 @@ def test_mcmc_matches_exact_moments(sampler, rbm, exact_moments):
     """
     g = torch.Generator().manual_seed(1)
     x0 = torch.bernoulli(torch.full((NUM_CHAINS, D), 0.5), generator=g)
-    state = sampler.init(x0, rbm, z=z_from_bits(x0, g))
+    state = sampler.init(x0, rbm, g)
     acc = torch.zeros(NUM_CHAINS, dtype=torch.float64)
     sums = torch.zeros(NUM_CHAINS, D + IU.shape[1], dtype=torch.float64)
     for t in range(BURN_IN + NUM_KEEP):
@@ -186,7 +186,7 @@ def _toy_after_steps(sampler, seed: int = 3):
     marg = probs @ states
     g = torch.Generator().manual_seed(seed)
     x0 = states[torch.multinomial(probs, N_KS, replacement=True, generator=g)]
-    state = sampler.init(x0, toy_log_prob, z=z_from_bits(x0, g))
+    state = sampler.init(x0, toy_log_prob, g)
     accept = []
     for _ in range(KS_STEPS):
         state, info = sampler.step(state, toy_log_prob, g)
@@ -226,7 +226,7 @@ def test_rhmc_moves_on_paper_rbm():
         model.c.copy_(torch.randn(100, generator=g))
     sampler = RHMC(step_size=0.1, temperature=1.0)
     x0 = torch.bernoulli(torch.full((32, 50), 0.5), generator=g)
-    state = sampler.init(x0, model, z=z_from_bits(x0, g))
+    state = sampler.init(x0, model, g)
     z0 = state.z.clone()
     accepted = []
     for _ in range(10):
@@ -270,7 +270,7 @@ def _svgd_errors(cls, rbm, exact_moments, seed=0):
     g = torch.Generator().manual_seed(seed)
     x0 = torch.bernoulli(torch.full((NUM_PARTICLES, D), 0.5), generator=g)
     sampler = cls(learning_rate=0.1, temperature=2.0)
-    state = sampler.init(x0, rbm, z=z_from_bits(x0, g))
+    state = sampler.init(x0, rbm, g)
     exact = torch.cat(exact_moments)
     err0 = (moments(state.x).mean(0) - exact).abs()
     for _ in range(SVGD_STEPS):
@@ -299,7 +299,7 @@ def test_dsvgd_adam_matches_torch_optim(rbm):
     g = torch.Generator().manual_seed(2)
     x0 = torch.bernoulli(torch.full((16, D), 0.5), generator=g)
     sampler = DSVGD(learning_rate=0.05, temperature=1.0)
-    state = sampler.init(x0, rbm, z=z_from_bits(x0, g))
+    state = sampler.init(x0, rbm, g)
     param = torch.nn.Parameter(state.z.clone())
     opt = torch.optim.Adam([param], lr=0.05, betas=sampler.betas, eps=sampler.eps)
     for _ in range(3):
@@ -325,10 +325,23 @@ def test_rbf_kernel_median():
 
 def test_dsvgd_init_checks(rbm):
     x = torch.zeros(4, D)
-    with pytest.raises(ValueError, match="z_from_bits"):
+    with pytest.raises(ValueError, match="generator"):
         DSVGD(learning_rate=0.1, temperature=1.0).init(x, rbm)
     with pytest.raises(ValueError, match="n >= 2"):
-        DSVGD(learning_rate=0.1, temperature=1.0).init(x[:1], rbm, z=-torch.ones(1, D))
+        DSVGD(learning_rate=0.1, temperature=1.0).init_from_z(x[:1], rbm, -torch.ones(1, D))
+    with pytest.raises(ValueError, match="n >= 2"):
+        DSVGD(learning_rate=0.1, temperature=1.0).init(x[:1], rbm, torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("sampler", [RMALA(step_size=0.3, temperature=1.0), RHMC(step_size=0.3, temperature=1.0),
+                                     DSVGD(learning_rate=0.1, temperature=1.0)], ids=["R-MALA", "R-HMC", "D-SVGD"])
+def test_init_with_a_generator_draws_z_from_bits(sampler, rbm):
+    """init(x, f, g) starts at z = z_from_bits(x, g), the same draw as init_from_z with that z."""
+    x = torch.bernoulli(torch.full((6, D), 0.5), generator=torch.Generator().manual_seed(2))
+    state = sampler.init(x, rbm, torch.Generator().manual_seed(9))
+    z = z_from_bits(x, torch.Generator().manual_seed(9))
+    assert torch.equal(state.z, z) and torch.equal(state.x, x)
+    assert torch.equal(sampler.init_from_z(x, rbm, z).z, z)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -337,7 +350,7 @@ def test_dsvgd_init_checks(rbm):
 def _run(sampler, rbm, seed: int, steps: int = 5) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     x0 = torch.bernoulli(torch.full((16, D), 0.5), generator=g)
-    state = sampler.init(x0, rbm, z=z_from_bits(x0, g))
+    state = sampler.init(x0, rbm, g)
     for _ in range(steps):
         state, _ = sampler.step(state, rbm, g)
     return state.z
@@ -373,7 +386,7 @@ def test_info_and_costs(rbm):
     g = torch.Generator().manual_seed(6)
     x = torch.bernoulli(torch.full((8, D), 0.5), generator=g)
     for sampler, evals in [(RMALA(0.3, 1.0), (4, 2)), (RHMC(0.3, 1.0, num_leapfrog_steps=3), (6, 4))]:
-        state = sampler.init(x, rbm, z=z_from_bits(x, g))
+        state = sampler.init(x, rbm, g)
         new, info = sampler.step(state, rbm, g)
         assert (info.energy_evals, info.grad_evals) == evals
         torch.testing.assert_close(info.sites_changed, (new.x != state.x).sum(-1))
@@ -398,10 +411,10 @@ def test_init_rejects_inconsistent_z(rbm):
     x = torch.ones(3, D)
     sampler = RHMC(step_size=0.1, temperature=1.0)
     with pytest.raises(ValueError, match="1\\[z > 0\\]"):
-        sampler.init(x, rbm, z=-torch.ones(3, D))
+        sampler.init_from_z(x, rbm, -torch.ones(3, D))
     with pytest.raises(ValueError, match="shape"):
-        sampler.init(x, rbm, z=torch.ones(3, D + 1))
+        sampler.init_from_z(x, rbm, torch.ones(3, D + 1))
     with pytest.raises(ValueError, match="finite"):
-        sampler.init(x, rbm, z=torch.full((3, D), float("inf")))
+        sampler.init_from_z(x, rbm, torch.full((3, D), float("inf")))
     with pytest.raises(ValueError):
         sampler.init(torch.full((3, D), 0.5), rbm)

@@ -19,6 +19,7 @@ import pytest
 
 import gradmc
 from gradmc.atomic import atomic_path
+from gradmc.errors import InputError, MissingInputError, OutputError
 from gradmc.results import (
     PROVENANCE_COLUMNS,
     PROVENANCE_KEY,
@@ -258,7 +259,7 @@ def test_killed_write_never_leaves_a_file_at_the_output_path(tmp_path, hook):
     assert not path.exists()
     assert all(name.startswith(".") and name.endswith(".tmp") for name in stray_files(tmp_path))
     if hook == "partial_data":  # the stale temp file is not even readable
-        with pytest.raises(ValueError, match="not a valid Parquet"):
+        with pytest.raises(InputError, match="not a valid Parquet"):
             read_parquet(tmp_path / temps[0])
 
 
@@ -269,10 +270,10 @@ def test_truncated_file_raises_value_error_naming_it(tmp_path):
     path = write_parquet(metrics_frame(), tmp_path / "m.parquet", provenance(CONFIG))
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
-    with pytest.raises(ValueError, match="not a valid Parquet") as info:
+    with pytest.raises(InputError, match="not a valid Parquet") as info:
         read_parquet(path)
     assert str(path) in str(info.value)
-    with pytest.raises(ValueError, match="not a valid Parquet"):
+    with pytest.raises(InputError, match="not a valid Parquet"):
         read_provenance(path)
 
 
@@ -280,14 +281,14 @@ def test_truncated_file_raises_value_error_naming_it(tmp_path):
 def test_garbage_file_raises_value_error_naming_it(tmp_path, content):
     path = tmp_path / "garbage.parquet"
     path.write_bytes(content)
-    with pytest.raises(ValueError, match="garbage.parquet"):
+    with pytest.raises(InputError, match="garbage.parquet"):
         read_parquet(path)
 
 
 def test_missing_file_raises_file_not_found(tmp_path):
     path = tmp_path / "absent.parquet"
     for read in (read_parquet, read_provenance):
-        with pytest.raises(FileNotFoundError) as info:
+        with pytest.raises(MissingInputError) as info:
             read(path)
         assert str(info.value) == f"results file {path} not found"
 
@@ -311,17 +312,26 @@ def test_atomic_write_has_the_mode_of_a_plain_open(tmp_path):
     assert stat.S_IMODE((tmp_path / "strict.bin").stat().st_mode) == 0o640
 
 
+def test_unwritable_output_folder_is_an_output_error(tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    out = tmp_path / "file" / "sub" / "m.parquet"  # its folder cannot be created: a file is in the way
+    with pytest.raises(OutputError, match=r"cannot write .*m\.parquet: .*choose an output path") as info:
+        write_parquet(metrics_frame(), out, provenance(CONFIG))
+    assert isinstance(info.value, OSError) and "Traceback" not in str(info.value)
+    assert stray_files(tmp_path) == ["file"]
+
+
 def test_parquet_without_provenance_is_rejected(tmp_path):
     path = tmp_path / "plain.parquet"
     pq.write_table(pa.Table.from_pandas(metrics_frame()), path)
-    with pytest.raises(ValueError, match=r"plain\.parquet.*no gradmc provenance"):
+    with pytest.raises(InputError, match=r"plain\.parquet.*no gradmc provenance"):
         read_parquet(path)
 
 
 def test_unsupported_schema_version_is_rejected(tmp_path):
     prov = {**provenance(CONFIG), "schema_version": 99}
     path = write_parquet(metrics_frame(), tmp_path / "future.parquet", prov)
-    with pytest.raises(ValueError, match=r"future\.parquet.*schema_version 99"):
+    with pytest.raises(InputError, match=r"future\.parquet.*schema_version 99"):
         read_parquet(path)
 
 

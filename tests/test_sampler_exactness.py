@@ -20,7 +20,10 @@ Checks:
     systematic Gibbs sampler separately, and a whole systematic sweep;
 (e) the real ``step`` from a fixed state reproduces the enumerated row (chi-square), per kernel;
 (f) teeth: GWG / GWG-N with a flipped sign, a different temperature, a dropped or miscounted reverse
-    term in the acceptance (shared by step and enumeration) break pi P = pi by far more than 1e-4.
+    term in the acceptance (shared by step and enumeration) break pi P = pi by far more than 1e-4;
+(g) chromatic Gibbs (the sampler of the Fig. 6 true-model data) on the 3x3 torus Ising model: every
+    colour-class update is pi-invariant and reversible, a sweep is pi-invariant, ``step`` reproduces the
+    sweep's row; teeth: one "class" holding coupled sites breaks invariance.
 
 All seeds are fixed, so the statistical tests are deterministic: a pass is not a flaky pass.
 """
@@ -36,6 +39,7 @@ from scipy import stats
 
 from gradmc.samplers.base import log_prob_and_grad, metropolis_hastings_accept, sample_categorical
 from gradmc.samplers.discrete import GWG, make_sampler
+from gradmc.samplers.discrete.chromatic_gibbs import ChromaticGibbs, greedy_colouring
 from gradmc.samplers.discrete.flips import log_draws_probability, log_flip_probability
 from gradmc.samplers.discrete.gibbs import Gibbs
 from gradmc.samplers.discrete.gwg import GWGState
@@ -547,3 +551,51 @@ def test_mutated_gwg_multi_fails_in_step_too(exact_all):
     z_max = float(((counts / N_STATIONARY - pi).abs() / (pi * (1 - pi) / N_STATIONARY).sqrt()).max())
     print(f"mutated GWG-3 reverse_distinct one step from pi: max z={z_max:.1f}")
     assert z_max > Z_MAX
+
+
+# ---------------------------------------------------------------------------------------------------
+# (g) chromatic Gibbs on the 3x3 torus Ising model
+
+
+def _chromatic_sweep_matrix(kernel: ChromaticGibbs, target, states: torch.Tensor, pi: torch.Tensor,
+                            check_classes: bool = True) -> torch.Tensor:
+    """The exact sweep matrix: the product of the class updates in colour order (each checked if asked)."""
+    sweep = torch.eye(states.shape[0], dtype=torch.float64)
+    for colour in range(len(kernel.classes)):
+        P = transition_matrix(lambda x, c=colour: kernel.transition_probabilities(x, target, c), states)
+        if check_classes:
+            _check_kernel(P, pi, f"ising/chromatic class {kernel.classes[colour].tolist()}")
+        sweep = sweep @ P
+    return sweep
+
+
+def test_chromatic_gibbs_is_stationary(exact_all):
+    target, states, pi = exact_all["ising"]
+    classes = greedy_colouring(target.K)
+    assert len(classes) >= 3 and sorted(torch.cat(classes).tolist()) == list(range(ISING_SIDE**2))  # odd torus
+    assert all(float(target.K[c][:, c].abs().max()) == 0.0 for c in classes)  # a proper colouring
+    sweep = _chromatic_sweep_matrix(ChromaticGibbs(tuple(classes)), target, states, pi)
+    stat = stationarity_error(sweep, pi)
+    print(f"ising/chromatic sweep: max|pi P - pi|={stat:.1e}")
+    assert stat < STAT_TOL
+    # teeth: updating coupled sites together from their conditionals at the old state is not Gibbs
+    broken = ChromaticGibbs((torch.arange(ISING_SIDE**2),))
+    assert stationarity_error(_chromatic_sweep_matrix(broken, target, states, pi, check_classes=False), pi) > TEETH_TOL
+
+
+def test_chromatic_gibbs_step_matches_sweep_row(exact_all):
+    target, states, pi = exact_all["ising"]
+    kernel = ChromaticGibbs(tuple(greedy_colouring(target.K)))
+    sweep = _chromatic_sweep_matrix(kernel, target, states, pi, check_classes=False)
+    x0 = states[torch.argsort(pi)[3 * states.shape[0] // 4]][None]
+    row = sweep[state_index(x0)[0]]
+    gen = torch.Generator().manual_seed(77)
+    state = kernel.init(x0.expand(N_ROW_KERNEL, states.shape[1]).clone(), target, gen)
+    state, info = kernel.step(state, target, gen)
+    assert info.energy_evals == info.grad_evals == len(kernel.classes) and bool(info.accepted.all())
+    counts = torch.bincount(state_index(state.x), minlength=states.shape[0]).double()
+    support = row > 1e-15
+    assert counts[~support].sum() == 0
+    p_value = _chisquare_pvalue(counts[support], N_ROW_KERNEL * row[support])
+    print(f"ising/chromatic sweep: row chi2 p={p_value:.3g} support={int(support.sum())}")
+    assert p_value > P_MIN

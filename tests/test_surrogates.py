@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -118,11 +119,13 @@ def test_finite_online_updates_equal_batch_fit():
     batch = fit_finite(x, feats, 1e-3)
     online = FiniteSurrogate(feats, 1e-3)
     for i in range(x.shape[0]):
-        online.update(x[i : i + 1])
+        online = online.update(x[i : i + 1])
         if i == 10:
-            early = online.theta.clone()  # a solve mid-stream must not corrupt later ones
+            early, early_theta = online, online.theta.clone()
     assert online.num_points == 300
-    assert not torch.allclose(early, batch.theta)
+    assert not torch.allclose(early_theta, batch.theta)
+    # update returns a new value: the surrogate of step 10 is unchanged by the 289 later updates
+    assert early.num_points == 11 and torch.equal(early.theta, early_theta)
     torch.testing.assert_close(online.b, batch.b, rtol=0, atol=1e-10)
     torch.testing.assert_close(online.c, batch.c, rtol=0, atol=1e-10)
     assert float((online.theta - batch.theta).abs().max()) < 1e-8
@@ -130,6 +133,28 @@ def test_finite_online_updates_equal_batch_fit():
     # batches of points give the same statistics as single points
     chunked = FiniteSurrogate(feats, 1e-3).update(x[:100]).update(x[100:])
     assert float((chunked.theta - batch.theta).abs().max()) < 1e-8
+
+
+def test_finite_surrogate_is_immutable_and_update_adds_exact_sums():
+    """update(x) = a new surrogate whose sums are the old sums plus those of x (finite_system times N)."""
+    _, _, x, _ = _gaussian(2, 40, 9)
+    feats = gaussian_random_features(2, 30, 1.5, torch.Generator().manual_seed(2))
+    first = fit_finite(x[:25], feats, 0.1)
+    before = (first.num_points, first.b_sum.clone(), first.c_sum.clone(), first.theta.clone())
+    second = first.update(x[25:])
+    assert second is not first and (first.num_points, second.num_points) == (25, 40)
+    assert torch.equal(first.b_sum, before[1]) and torch.equal(first.c_sum, before[2])
+    assert torch.equal(first.theta, before[3])
+    b, c = finite_system(x[25:], feats)
+    torch.testing.assert_close(second.b_sum, before[1] + 15 * b, rtol=0, atol=1e-10)
+    torch.testing.assert_close(second.c_sum, before[2] + 15 * c, rtol=0, atol=1e-10)
+    a = second.c + 0.1 * torch.eye(30, dtype=torch.float64)
+    torch.testing.assert_close(second.theta, torch.linalg.solve(a, second.b), rtol=1e-9, atol=1e-12)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.num_points = 0
+    empty = FiniteSurrogate(feats, 0.1)
+    with pytest.raises(ValueError, match="no points"):
+        empty.grad(x)
 
 
 # ---------------------------------------------------------------- (c) order invariance
@@ -258,3 +283,42 @@ def test_bad_inputs_raise_value_errors():
     b, c, k = lite_system(x, 1.0)
     assert b.shape == (10,) and c.shape == k.shape == (10, 10)
     assert finite_system(x, feats)[1].shape == (5, 5)
+
+
+def test_median_heuristic_exact_values_and_options():
+    """Points 0, 1, 3, 7 on a line: the 6 distances 1, 3, 7, 2, 6, 4 have lower median 3."""
+    from gradmc.surrogates import median_heuristic
+
+    x = torch.tensor([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0], [7.0, 0.0]], dtype=torch.float64)
+    assert median_heuristic(x) == 3.0 and median_heuristic(x, pairwise="cdist") == 3.0
+    assert median_heuristic(x, max_points=3) == 2.0  # 0, 1, 3: distances 1, 3, 2
+    same = torch.ones(5, 2, dtype=torch.float64)
+    assert median_heuristic(same, fallback=1.0) == 1.0 and median_heuristic(same) == 0.0
+    assert median_heuristic(x[:1], fallback=2.5) == 2.5
+    with pytest.raises(ValueError, match="at least 2 points"):
+        median_heuristic(x[:1])
+    with pytest.raises(ValueError, match="pairwise"):
+        median_heuristic(x, pairwise="manhattan")
+    # over 25 rows cdist takes the matrix-product route: the same median to rounding
+    z = torch.randn(60, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert median_heuristic(z, pairwise="cdist") == pytest.approx(median_heuristic(z), rel=1e-12)
+
+
+def test_fit_lite_on_history_uses_the_distinct_states_and_the_cv_choice():
+    """Exact: repeats are dropped (the fit equals fit_lite on the distinct rows), a cap draws one permutation,
+    given params skip the CV, a one-point grid needs none, else the CV winner is used."""
+    from gradmc.surrogates import cross_validate_lite, fit_lite_on_history
+
+    _, _, x, _ = _gaussian(2, 30, 4)
+    history = torch.cat([x, x[:10], x[5:8]])  # 43 rows, 30 distinct
+    sur, params = fit_lite_on_history(history, 100, (2.0,), (0.1,), 3, torch.Generator().manual_seed(0))
+    want = fit_lite(torch.unique(x, dim=0), 2.0, 0.1)
+    assert params == (2.0, 0.1) and torch.equal(sur.z, want.z) and torch.equal(sur.alpha, want.alpha)
+    g = torch.Generator().manual_seed(1)
+    capped, _ = fit_lite_on_history(history, 12, (2.0,), (0.1,), 3, g, params=(3.0, 0.5))
+    perm = torch.randperm(30, generator=torch.Generator().manual_seed(1))[:12]
+    assert torch.equal(capped.z, torch.unique(x, dim=0)[perm]) and (capped.sigma, capped.lam) == (3.0, 0.5)
+    grid = ((1.0, 4.0), (0.01, 1.0))
+    _, chosen = fit_lite_on_history(history, 100, *grid, 3, torch.Generator().manual_seed(2))
+    cv = cross_validate_lite(torch.unique(x, dim=0), *grid, 3, torch.Generator().manual_seed(2))
+    assert chosen == (cv.best_width, cv.best_lambda)

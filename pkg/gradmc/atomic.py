@@ -12,6 +12,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from gradmc.errors import OutputError
+
 __all__ = ["atomic_path"]
 
 
@@ -23,10 +25,19 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     rename is atomic). On any exception it is removed and ``path`` is left untouched. Parent
     directories are created. The result gets the mode a plain ``open(path, "w")`` would give it
     (``0o666`` less the umask), not the owner-only ``0o600`` of ``tempfile.mkstemp``.
+
+    Raises:
+        gradmc.errors.OutputError: (an OSError) the folder of ``path`` cannot be created or written (before
+            the block runs); the message names ``path`` and the reason. Errors inside the block, and of the
+            final fsync/rename, propagate unchanged.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise OutputError(f"cannot write {path}: {err.strerror} ({err.filename}); choose an output path in a "
+                          "writable folder") from err
     os.close(fd)
     tmp = Path(tmp_name)
     try:

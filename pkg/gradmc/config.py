@@ -3,23 +3,28 @@ per-experiment schemas in ``workflow/schemas/experiments/``).
 
 An invalid key or value stops a run before any job starts, with a message naming the key, the bad
 value and what the schema allows.
+
+Every default has one home: the schema's ``default:`` entries. :func:`load_config` fills them in before
+validating, so code reads ``spec[key]`` and never carries a default of its own. A stage reads only its part
+of the config (:func:`select`), and that same part is its rerun trigger in the pipeline.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-__all__ = ["ConfigError", "SCHEMA_PATH", "load_config", "validate_config"]
+from gradmc.errors import ConfigError, MissingInputError
+
+__all__ = ["ConfigError", "SCHEMA_PATH", "fill_defaults", "load_config", "select", "validate_config"]
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
-class ConfigError(ValueError):
-    """A configuration value that the schema rejects; the message names key, value and expectation."""
 
 
 def _load_schema() -> dict:
@@ -36,6 +41,57 @@ def _load_schema() -> dict:
         schema["properties"][part.stem] = yaml.safe_load(part.read_text())
         schema["required"].append(part.stem)
     return schema
+
+
+def _fill(schema: dict, instance) -> None:
+    """Fill the ``default:`` of every property missing from ``instance`` (in place), recursing into the
+    objects present. Only plain ``properties`` are followed: a default never hides inside a combinator."""
+    if not isinstance(instance, dict) or not isinstance(schema, dict):
+        return
+    for key, sub in schema.get("properties", {}).items():
+        if key not in instance and isinstance(sub, dict) and "default" in sub:
+            instance[key] = copy.deepcopy(sub["default"])
+        if key in instance:
+            _fill(sub, instance[key])
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):  # a mapping of named entries (e.g. data.images.<dataset>) shares one schema
+        for key, value in instance.items():
+            if key not in schema.get("properties", {}):
+                _fill(extra, value)
+
+
+def fill_defaults(config: dict) -> dict:
+    """A deep copy of ``config`` with the schema's defaults filled in for every key left out.
+
+    Works on a partial config too (only the sections present are filled), so tests can build one section by
+    hand and get what :func:`load_config` would give. Nothing is validated here.
+    """
+    config = copy.deepcopy(config)
+    _fill(_load_schema(), config)
+    return config
+
+
+def select(config: dict, keys) -> dict:
+    """The part of ``config`` at the dotted ``keys``, nested as in ``config``.
+
+    ``select(c, ["kmc_gpc.benchmark", "device"])`` is ``{"kmc_gpc": {"benchmark": ...}, "device": ...}``. A
+    stage that reads only its selection cannot depend on a key that does not trigger its rerun.
+
+    Raises:
+        KeyError: a key that ``config`` lacks (naming it).
+    """
+    out: dict = {}
+    for key in keys:
+        parts = key.split(".")
+        node, target = config, out
+        for i, part in enumerate(parts):
+            if not isinstance(node, dict) or part not in node:
+                raise KeyError(f"config key {'.'.join(parts[:i + 1])!r} is not in the config")
+            node = node[part]
+            if i < len(parts) - 1:
+                target = target.setdefault(part, {})
+        target[parts[-1]] = copy.deepcopy(node)
+    return out
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
@@ -80,13 +136,16 @@ def _semantic_errors(config: dict) -> list[str]:
 
 
 def validate_config(config: dict) -> dict:
-    """Validate ``config`` against the schema and the cross-key constraints; return it.
+    """Fill in the schema's defaults (in place), validate ``config`` against the schema and the cross-key
+    constraints; return it.
 
     Raises:
         ConfigError: naming the most relevant violation (key, value, expectation), followed by any
             unknown keys (a misspelt key otherwise shows up only as a missing required one).
     """
-    validator = jsonschema.Draft202012Validator(_load_schema())
+    schema = _load_schema()
+    _fill(schema, config)
+    validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), e.message))
     if errors:
         best = jsonschema.exceptions.best_match(errors)
@@ -103,12 +162,12 @@ def load_config(path: str | Path) -> dict:
     """Read a YAML config file and validate it.
 
     Raises:
-        FileNotFoundError: if the file does not exist; ConfigError: if it is not YAML (naming the file and the
-            line) or not a valid config.
+        MissingInputError: (a FileNotFoundError) if the file does not exist.
+        ConfigError: if it is not YAML (naming the file and the line) or not a valid config.
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"config file {path} not found (expected e.g. config/quick.yaml)")
+        raise MissingInputError(f"config file {path} not found (expected e.g. config/quick.yaml)")
     try:
         config = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:

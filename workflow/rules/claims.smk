@@ -1,16 +1,17 @@
-# results/<config>/claims.md: every claim of the papers listed in EXPERIMENTS.md, measured, PASS/FAIL.
-ALL_TARGETS += [f"{RESULTS}/claims.md"]
+# results/<config>/claims.md: every claim of the papers listed in EXPERIMENTS.md, measured, PASS/FAIL. One input per
+# claims module gradmc.claims.<experiment>: that experiment's results/<config>/<experiment>/metrics.parquet.
+_CLAIMS_INPUTS = {name: f"{RESULTS}/{name}/metrics.parquet" for name in _registry.claims_experiments()}
 
 
 rule claims:
     input:
-        **CLAIMS_INPUTS,
+        **_CLAIMS_INPUTS,
     output:
         md=report(f"{RESULTS}/claims.md", caption="../report/claims.rst", category="Claims"),
         csv=f"{RESULTS}/claims.csv",
         parquet=f"{RESULTS}/claims.parquet",
     params:
-        code=digest(*(f"gradmc.claims.{name}" for name in CLAIMS_INPUTS)),
+        code=digest(*(f"gradmc.claims.{name}" for name in _CLAIMS_INPUTS)),
         prefix=lambda wildcards, output: output.md.removesuffix(".md"),
         metrics=lambda wildcards, input: " ".join(f"{name}={path}" for name, path in input.items()),
         name=config["name"],

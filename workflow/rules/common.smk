@@ -4,8 +4,10 @@ import sys
 
 sys.path.insert(0, str(REPO / "pkg"))  # gradmc from this checkout, even outside the venv
 
+from gradmc import registry as _registry  # noqa: E402
 from gradmc.codedigest import source_digest  # noqa: E402
-from gradmc.config import ConfigError, load_config, validate_config  # noqa: E402
+from gradmc.config import load_config, select  # noqa: E402
+from gradmc.errors import UserError  # noqa: E402
 
 
 def _config_file():
@@ -24,7 +26,7 @@ CONFIG_FILE = _config_file()
 try:
     config.clear()
     config.update(load_config(CONFIG_FILE))
-except (ConfigError, FileNotFoundError) as err:
+except UserError as err:
     raise WorkflowError(f"invalid configuration {CONFIG_FILE}: {err}") from None
 
 # Every config writes under its own folder, so a smoke or paper run never overwrites the quick results.
@@ -64,8 +66,6 @@ joblog() {
 """
 _JOBLOG = _JOBLOG.replace("{", "{{").replace("}", "}}")  # shell.prefix formats its text like a shell command
 shell.prefix(f"set -euo pipefail; export PYTHONUNBUFFERED=1; {_JOBLOG}")
-ALL_TARGETS = []
-CLAIMS_INPUTS = {}  # experiment -> metrics Parquet checked by gradmc.claims.<experiment> (claims.smk)
 
 
 def digest(*modules):
@@ -82,3 +82,31 @@ def data_inputs(*datasets):
 def config_data_inputs(section):
     """data_inputs of what config section ``section`` reads (e.g. "potts_proteins", "kmc_gpc")."""
     return data_inputs(*_catalog.config_datasets({section: config[section]}))
+
+
+def job_config(name):
+    """The part of the config standard experiment ``name``'s job reads (its META config_keys plus device and
+    gpus_per_shard): its rerun trigger, and all that `gradmc run` gives the job."""
+    return select(config, _registry.standard(name).job_keys)
+
+
+def stage_config(stage):
+    """The part of the config hand-written stage ``stage`` reads (its module's META stages entry)."""
+    return select(config, _registry.stage_config_keys(stage))
+
+
+def job_message(exp):
+    """The Snakemake message of experiment ``exp``: its META message formatted with its config section (the value
+    at its first config key), braces escaped for Snakemake."""
+    node = config
+    for part in exp.config_keys[0].split("."):
+        node = node[part]
+    section = config[exp.name] if exp.name in config else node
+    return exp.message.format(**section).replace("{", "{{").replace("}", "}}")
+
+
+def final_outputs():
+    """What a plain `snakemake` makes (the all target): every output of the figure_*, table_* and claims rules.
+    Called after every rule file is included; no rule file keeps a list of targets."""
+    return [str(path) for r in workflow.rules if r.name.startswith(("figure_", "table_")) or r.name == "claims"
+            for path in r.output]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from gradmc.atomic import atomic_path
+from gradmc.errors import InputError
 from gradmc.results import read_parquet
 
 __all__ = ["Claim", "claims_frame", "write_claims"]
@@ -54,12 +55,12 @@ def claims_frame(metrics: dict[str, str | Path]) -> pd.DataFrame:
                    if m.name != "base")
     for experiment, path in metrics.items():
         if experiment not in known:
-            raise ValueError(f"no claims for experiment {experiment!r}; known: {', '.join(known)}")
+            raise InputError(f"no claims for experiment {experiment!r}; known: {', '.join(known)}")
         module = importlib.import_module(f"gradmc.claims.{experiment}")
         df, _ = read_parquet(path)
         found = sorted(set(df["experiment"].astype(str))) if "experiment" in df else []
         if found != [experiment]:
-            raise ValueError(f"{path} holds metrics of {found}, not of {experiment!r}")
+            raise InputError(f"{path} holds metrics of {found}, not of {experiment!r}")
         rows += [asdict(c) for c in module.claims(df)]
     frame = pd.DataFrame(rows, columns=["experiment", "paper", "claim", "measured", "passed", "note"])
     frame["status"] = frame["passed"].map({True: "PASS", False: "FAIL"})

@@ -22,7 +22,7 @@ _FIG = {"PF00018": "GWG Fig. 12", "synthetic": "GWG App. H"}
 
 def _at_l(df: pd.DataFrame, protein: str, method: str, metric: str) -> float:
     m = df[(df["target"] == protein) & (df["sampler"] == method) & (df["metric"] == metric)]
-    m = m[m["step"] == m["length"]]
+    m = m[m["k"] == m["length"]]
     return float(m["value"].iloc[0]) if len(m) else float("nan")
 
 

@@ -2,6 +2,14 @@
 
 The data folder is ``$GRADMC_DATA_DIR`` (default ``data``); ``$GRADMC_DATA_BASE_URL`` points downloads at
 a mirror. Loaders never download unless asked (``allow_download=True``).
+
+Errors a user can cause are of the :mod:`gradmc.errors` family (the ``gradmc`` command prints them in one
+line): a data file that is missing (:class:`~gradmc.errors.MissingDataError`, a FileNotFoundError), not the
+registered file or malformed (:class:`~gradmc.errors.DataError`, a ValueError), not downloadable
+(:class:`~gradmc.errors.DownloadError`, a ConnectionError), an unusable data folder
+(:class:`~gradmc.errors.DataFolderError`, an OSError), and a bad name or option
+(:class:`~gradmc.errors.InputError`, a ValueError). Checks that only a caller's bug can fail (a split name, an
+argument's type) stay plain ValueError / TypeError.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import numpy as np
 
 from gradmc.data.image_common import check_binary_images, column_major_to_images, fetch_and_parse, read_mat
 from gradmc.data.image_remotes import CALTECH_MAT
+from gradmc.errors import DataError
 
 __all__ = ["CALTECH_KEYS", "parse_caltech", "load_caltech"]
 
@@ -36,7 +37,7 @@ def parse_caltech(path: str | os.PathLike) -> dict[str, np.ndarray]:
         where = f"{path}[{key!r}]"
         x = mat[key]
         if x.size and not np.isin(x, (0, 1)).all():
-            raise ValueError(f"{where}: expected binary values in {{0, 1}}, found {np.unique(x)[:8]}")
+            raise DataError(f"{where}: expected binary values in {{0, 1}}, found {np.unique(x)[:8]}")
         images = column_major_to_images(x, where=where)
         out[split] = check_binary_images(1 - images.astype(np.int16), where=where)
     return out

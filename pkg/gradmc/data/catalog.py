@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gradmc.data.registry import REGISTRY, RemoteFile, data_dir
+from gradmc.errors import InputError
 
 __all__ = ["DataSet", "DATASETS", "resolve_names", "dataset_files", "config_files", "config_datasets",
            "image_datasets", "fetchable_files"]
@@ -74,10 +75,10 @@ def dataset_files(name: str, folder: str | os.PathLike | None = None) -> list[Re
     all of them are present there, else its canonical files.
 
     Raises:
-        KeyError: unknown data set, naming the known ones.
+        gradmc.errors.InputError: (a ValueError) unknown data set, naming the known ones.
     """
     if name not in DATASETS:
-        raise KeyError(f"unknown data set {name!r}; known: {', '.join(DATASETS)}")
+        raise InputError(f"unknown data set {name!r}; known: {', '.join(DATASETS)}")
     reg, ds = _registry(), DATASETS[name]
     where = data_dir() if folder is None else Path(folder)
     if ds.alternatives and all((where / reg[a].relpath).exists() for a in ds.alternatives):
@@ -90,7 +91,7 @@ def resolve_names(names: list[str], folder: str | os.PathLike | None = None) -> 
     data folder or file names (``glass/glass.data``, ``frey_rawface.mat``), or ``all`` (every data set).
 
     Raises:
-        KeyError: a name that is neither, listing the known data sets.
+        gradmc.errors.InputError: (a ValueError) a name that is neither, listing the known data sets.
     """
     reg = _registry()
     out: list[RemoteFile] = []
@@ -104,7 +105,7 @@ def resolve_names(names: list[str], folder: str | os.PathLike | None = None) -> 
         elif by_path := [r for r in reg.values() if name in (r.relpath, r.filename)]:
             found = by_path
         else:
-            raise KeyError(f"unknown data set or file {name!r}; data sets: all, {', '.join(DATASETS)}; files: "
+            raise InputError(f"unknown data set or file {name!r}; data sets: all, {', '.join(DATASETS)}; files: "
                            "their registry names or paths, as `gradmc data list` shows them")
         out += [f for f in found if f not in out]
     return out

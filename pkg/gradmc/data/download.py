@@ -26,6 +26,7 @@ import numpy as np
 
 from gradmc.data import registry as _registry
 from gradmc.data.registry import RemoteFile
+from gradmc.errors import DataError, DataFolderError, DownloadError, MissingDataError
 
 __all__ = ["fetch", "resolve_url", "candidate_urls", "sha256_file", "array_sha256", "missing_file_message",
            "BASE_URL_ENV"]
@@ -78,7 +79,7 @@ def resolve_url(remote: RemoteFile, base_url: str | None = None) -> str | None:
 
 
 def missing_file_message(remote: RemoteFile, folder: Path, url: str | None) -> str:
-    """The FileNotFoundError text for ``remote`` missing from ``folder``: what, where, how to get it.
+    """The MissingDataError (FileNotFoundError) text for ``remote`` missing from ``folder``: what, where, how to get it.
 
     Names the full expected path (``folder / remote.relpath``, e.g. ``data/mnist/<file>``), not just the
     folder, since canonical files may live in subfolders of the data folder.
@@ -110,20 +111,20 @@ def _decode(remote: RemoteFile, path: Path) -> np.ndarray:
 
 
 def _check_decoded(remote: RemoteFile, path: Path, origin: str) -> None:
-    """Raise ValueError unless ``path`` decodes to the registered array digest."""
+    """Raise DataError (a ValueError) unless ``path`` decodes to the registered array digest."""
     try:
         actual = array_sha256(_decode(remote, path))
     except ValueError as err:
-        raise ValueError(f"{remote.filename} ({origin}) does not decode: {err}") from None
+        raise DataError(f"{remote.filename} ({origin}) does not decode: {err}") from None
     if actual != remote.decoded_sha256:
-        raise ValueError(
+        raise DataError(
             f"{remote.filename} ({origin}) failed verification: its decoded data has digest {actual}, "
             f"expected {remote.decoded_sha256} (gradmc.data.download.array_sha256)"
         )
 
 
 def _verify(remote: RemoteFile, path: Path, actual: str, expected: str | None, origin: str) -> None:
-    """Raise ValueError unless ``path`` (whose sha256 is ``actual``) is the registered file.
+    """Raise DataError (a ValueError) unless ``path`` (whose sha256 is ``actual``) is the registered file.
 
     ``expected`` is the file digest to enforce (the registry's, or the one recorded at first use), or
     None. With a ``decoded_sha256`` and no matching file digest, the decoded arrays are checked instead.
@@ -144,7 +145,7 @@ def _verify(remote: RemoteFile, path: Path, actual: str, expected: str | None, o
     if expected is None and size_ok:
         return
     size_note = f"; size {size} bytes, expected {remote.size}" if remote.size not in (None, size) else ""
-    raise ValueError(
+    raise DataError(
         f"{remote.filename} ({origin}) failed verification: expected sha256 {expected or 'unknown'}, "
         f"actual {actual}{size_note}"
     )
@@ -209,13 +210,17 @@ def fetch(
         later calls check it by a plain digest.
 
     Raises:
-        ValueError: an existing file fails verification (the message names the file and both digests;
-            it is neither used nor overwritten), or every download failed and at least one because the
-            file was not the registered one. Nothing is left at the final path.
-        FileNotFoundError: the file is missing and ``allow_download`` is False or no URL is known; the
-            message names the file, its full expected path and how to get it.
-        OSError: every address failed to download (unreachable host, HTTP error); the message lists each
-            address with its error and where to place the file by hand.
+        gradmc.errors.DataError: (a ValueError) an existing file fails verification (the message names the
+            file and both digests; it is neither used nor overwritten), or every download failed and at
+            least one because the file was not the registered one. Nothing is left at the final path.
+        gradmc.errors.MissingDataError: (a FileNotFoundError) the file is missing and ``allow_download``
+            is False or no URL is known; the message names the file, its full expected path and how to
+            get it.
+        gradmc.errors.DataFolderError: (an OSError) the data folder cannot be written, or an existing
+            file cannot be read.
+        gradmc.errors.DownloadError: (a ConnectionError, an OSError) every address failed to download
+            (unreachable host, HTTP error); the message lists each address with its error and where to
+            place the file by hand.
     """
     say = progress or (lambda _msg: None)
     folder = _registry.data_dir() if data_dir is None else Path(data_dir)
@@ -226,16 +231,20 @@ def fetch(
             actual = sha256_file(path)
             _verify(remote, path, actual, remote.sha256 or _recorded_digest(path), "existing file")
         except ValueError as err:
-            raise ValueError(
+            raise DataError(
                 f"{path} exists but is not the registered file: {err}. It was neither used nor "
                 "overwritten: delete it to download a fresh copy, or check where it came from."
             ) from None
+        except OSError as err:  # unreadable (permissions, a folder in its place)
+            raise DataFolderError(f"cannot read {path} in the data folder {folder} ({err.strerror}: "
+                                  f"{err.filename}); fix its permissions, or delete it to download a fresh "
+                                  "copy") from None
         if remote.decoded_sha256 is not None and remote.sha256 is None:  # cache the verified file digest
             if _recorded_digest(path) != actual:
                 _record(path, actual, say)
         return path
     if not allow_download or not urls:
-        raise FileNotFoundError(missing_file_message(remote, folder, urls[0] if urls else None))
+        raise MissingDataError(missing_file_message(remote, folder, urls[0] if urls else None))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         for stale in path.parent.glob(f".{remote.filename}.*.partial"):  # left by a killed earlier fetch
@@ -243,8 +252,8 @@ def fetch(
         probe = Path(tempfile.mkdtemp(prefix=f".{remote.filename}.", suffix=".partial", dir=path.parent))
         probe.rmdir()
     except OSError as err:
-        raise OSError(f"cannot write {remote.filename} into the data folder {folder} ({err.strerror}: "
-                      f"{err.filename}); set GRADMC_DATA_DIR to a writable folder") from None
+        raise DataFolderError(f"cannot write {remote.filename} into the data folder {folder} ({err.strerror}: "
+                              f"{err.filename}); set GRADMC_DATA_DIR to a writable folder") from None
     failures: list[str] = []
     verification_failed = False
     for url in urls:
@@ -257,7 +266,7 @@ def fetch(
             os.chmod(got, 0o666 & ~_umask())  # pooch's temporary files are private (0600)
             os.replace(got, path)
         except _download_errors() as err:
-            verification_failed |= isinstance(err, ValueError)
+            verification_failed |= isinstance(err, ValueError)  # _verify's DataError, a bad address
             failures.append(f"{url}: {type(err).__name__}: {err}")
             say(f"{remote.filename}: {url} failed ({type(err).__name__}: {err})")
             continue
@@ -273,7 +282,7 @@ def fetch(
             f"without a network, point {BASE_URL_ENV} at a mirror that serves it at <mirror>/{remote.relpath}")
     message = (f"could not download {remote.filename} from any of {len(urls)} address(es):\n  "
                + "\n  ".join(failures) + f"\nPlace the file at {path} by hand, or {hint}")
-    raise (ValueError if verification_failed else OSError)(message)
+    raise (DataError if verification_failed else DownloadError)(message)
 
 
 def _umask() -> int:

@@ -21,6 +21,7 @@ from gradmc.data.download import fetch
 from gradmc.data.image_common import folder
 from gradmc.data.mnist import load_idx_images, load_idx_labels
 from gradmc.data.registry import RemoteFile
+from gradmc.errors import DataError
 
 __all__ = ["NUM_TRAIN", "NUM_VALID", "dynamic_binarize", "mnist_grey_paths", "load_mnist_grey"]
 
@@ -119,7 +120,7 @@ def load_mnist_grey(
                                                 base_url=base_url, remotes=remotes)
     images, labels = load_idx_images(images_path), load_idx_labels(labels_path)
     if images.shape[0] != labels.shape[0]:
-        raise ValueError(f"{images_path} has {images.shape[0]} images but {labels_path} {labels.shape[0]} labels")
+        raise DataError(f"{images_path} has {images.shape[0]} images but {labels_path} {labels.shape[0]} labels")
     if labels.size and labels.max() > 9:
-        raise ValueError(f"{labels_path}: labels must be digits 0..9, found {labels.max()}")
+        raise DataError(f"{labels_path}: labels must be digits 0..9, found {labels.max()}")
     return images, labels

@@ -10,6 +10,7 @@ from pathlib import Path
 from gradmc.data import catalog
 from gradmc.data.download import fetch
 from gradmc.data.registry import data_dir
+from gradmc.errors import DataError, DownloadError, MissingDataError
 
 __all__ = ["fetch_files", "list_datasets"]
 
@@ -38,11 +39,14 @@ def fetch_files(
     are verified).
 
     Raises:
-        KeyError: an unknown name (before anything is fetched).
-        ValueError: some file failed verification (present or downloaded); the message lists every failure.
-        FileNotFoundError: every failure is a missing file with no public URL.
-        ConnectionError: otherwise, some file could not be downloaded (or written); the message lists each
-            failed file with the addresses tried and where to place it by hand.
+        gradmc.errors.InputError: an unknown name (before anything is fetched).
+        gradmc.errors.DataError: (a ValueError) some file failed verification (present or downloaded); the
+            message lists every failure.
+        gradmc.errors.MissingDataError: (a FileNotFoundError) every failure is a missing file with no
+            public URL.
+        gradmc.errors.DownloadError: (a ConnectionError) otherwise, some file could not be downloaded (or
+            written); the message lists each failed file with the addresses tried and where to place it by
+            hand.
     """
     folder = Path(folder) if folder is not None else data_dir()
     remotes = catalog.resolve_names(names, folder)
@@ -66,11 +70,13 @@ def fetch_files(
     if failed:
         summary = "\n".join(f"- {r.name} ({r.relpath}): {err}" for r, err in failed)
         text = f"{len(failed)} of {len(remotes)} data file(s) could not be fetched into {folder}:\n{summary}"
-        if any(isinstance(e, ValueError) for _, e in failed):
-            raise ValueError(text)
+        # A verification failure is a ValueError that is no OSError: the family's missing-file, folder and
+        # download classes (MissingDataError, DataFolderError, DownloadError) are ValueErrors and OSErrors.
+        if any(isinstance(e, ValueError) and not isinstance(e, OSError) for _, e in failed):
+            raise DataError(text)
         if all(isinstance(e, FileNotFoundError) for _, e in failed):
-            raise FileNotFoundError(text)
-        raise ConnectionError(text)
+            raise MissingDataError(text)
+        raise DownloadError(text)
     return paths
 
 

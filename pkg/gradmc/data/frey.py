@@ -21,6 +21,7 @@ import numpy as np
 from gradmc.data.image_common import check_level_images, fetch_and_parse, folder, read_mat
 from gradmc.data.image_remotes import FREY_MAT, FREY_NPZ
 from gradmc.data.registry import RemoteFile
+from gradmc.errors import DataError, InputError, MissingDataError
 
 __all__ = ["FREY_SHAPE", "parse_frey", "frey_remote", "load_frey_faces"]
 
@@ -43,14 +44,14 @@ def parse_frey(path: str | os.PathLike) -> np.ndarray:
     if path.suffix == ".npz":
         with np.load(path, allow_pickle=False) as npz:
             if "images" not in npz.files:
-                raise ValueError(f"{path}: missing key 'images'; the file has {npz.files}")
+                raise DataError(f"{path}: missing key 'images'; the file has {npz.files}")
             images = npz["images"]
         if images.shape[1:] != FREY_SHAPE:
-            raise ValueError(f"{path}['images']: expected shape (N, 28, 20), got {images.shape}")
+            raise DataError(f"{path}['images']: expected shape (N, 28, 20), got {images.shape}")
         return check_level_images(images, where=f"{path}['images']")
     ff = read_mat(path, ("ff",))["ff"]
     if ff.ndim != 2 or ff.shape[0] != _PIXELS or ff.dtype != np.uint8:
-        raise ValueError(f"{path}['ff']: expected uint8 of shape ({_PIXELS}, N), got {ff.dtype} {ff.shape}")
+        raise DataError(f"{path}['ff']: expected uint8 of shape ({_PIXELS}, N), got {ff.dtype} {ff.shape}")
     return np.ascontiguousarray(ff.T.reshape(-1, *FREY_SHAPE))
 
 
@@ -62,7 +63,7 @@ def frey_remote(data_dir: str | os.PathLike | None = None, source: str = "auto")
         ValueError: unknown ``source``.
     """
     if source not in ("auto", "npz", "mat"):
-        raise ValueError(f"source must be 'auto', 'npz' or 'mat', got {source!r}")
+        raise InputError(f"source must be 'auto', 'npz' or 'mat', got {source!r}")
     if source == "npz" or (source == "auto" and (folder(data_dir) / FREY_NPZ.relpath).exists()):
         return FREY_NPZ
     return FREY_MAT
@@ -84,8 +85,8 @@ def load_frey_faces(
         return fetch_and_parse(remote, data_dir, parse_frey, allow_download=allow_download, base_url=base_url)
     except FileNotFoundError as err:
         if remote is FREY_NPZ:
-            raise FileNotFoundError(f"{err} (or read the canonical {FREY_MAT.filename} from {FREY_MAT.url} "
+            raise MissingDataError(f"{err} (or read the canonical {FREY_MAT.filename} from {FREY_MAT.url} "
                                     "with source='mat')") from None
         if source == "auto":
-            raise FileNotFoundError(f"{err} ({FREY_NPZ.filename} is also accepted)") from None
+            raise MissingDataError(f"{err} ({FREY_NPZ.filename} is also accepted)") from None
         raise

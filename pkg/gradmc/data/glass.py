@@ -15,6 +15,7 @@ import numpy as np
 
 from gradmc.data.download import fetch
 from gradmc.data.registry import GLASS, RemoteFile
+from gradmc.errors import DataError
 
 __all__ = ["GLASS", "parse_glass", "load_glass", "COLUMNS", "WINDOW_TYPES"]
 
@@ -36,23 +37,23 @@ def parse_glass(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     try:
         table = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
     except ValueError as err:
-        raise ValueError(f"{path}: not a numeric comma-separated glass table ({err})") from None
+        raise DataError(f"{path}: not a numeric comma-separated glass table ({err})") from None
     if table.shape != (_NUM_ROWS, len(COLUMNS)):
-        raise ValueError(
+        raise DataError(
             f"{path}: expected {_NUM_ROWS} rows x {len(COLUMNS)} columns {COLUMNS}, got "
             f"{table.shape[0]} x {table.shape[1]}"
         )
     if not np.isfinite(table).all():
-        raise ValueError(f"{path}: contains non-finite values")
+        raise DataError(f"{path}: contains non-finite values")
     if not np.array_equal(table[:, 0], np.arange(1, _NUM_ROWS + 1)):
-        raise ValueError(f"{path}: the id column must be 1..{_NUM_ROWS} in order")
+        raise DataError(f"{path}: the id column must be 1..{_NUM_ROWS} in order")
     raw = table[:, 1:10]
     if (raw < 0).any():
-        raise ValueError(f"{path}: refractive index and oxide percentages must be >= 0")
+        raise DataError(f"{path}: refractive index and oxide percentages must be >= 0")
     types = table[:, 10]
     if not (np.isin(types, np.arange(1, 8))).all():
         bad = sorted(set(types[~np.isin(types, np.arange(1, 8))].tolist()))
-        raise ValueError(f"{path}: glass types must be integers 1..7, found {bad}")
+        raise DataError(f"{path}: glass types must be integers 1..7, found {bad}")
     return raw, types.astype(np.int64)
 
 
@@ -83,7 +84,7 @@ def load_glass(
     raw, types = parse_glass(path)
     std = raw.std(axis=0)
     if (std == 0).any():
-        raise ValueError(f"{path}: constant input column(s) {[COLUMNS[1 + i] for i in np.flatnonzero(std == 0)]}")
+        raise DataError(f"{path}: constant input column(s) {[COLUMNS[1 + i] for i in np.flatnonzero(std == 0)]}")
     X = (raw - raw.mean(axis=0)) / std
     y = np.isin(types, WINDOW_TYPES).astype(np.int64)
     return X, y

@@ -26,6 +26,7 @@ import numpy as np
 from gradmc.data.image_common import fetch_and_parse, folder, unit_to_levels
 from gradmc.data.image_remotes import HISTOPATHOLOGY_PKL, HISTOPATHOLOGY_TGZ
 from gradmc.data.registry import RemoteFile
+from gradmc.errors import DataError, InputError, MissingDataError
 
 __all__ = ["HISTOPATHOLOGY_KEYS", "parse_histopathology", "histopathology_remote", "load_histopathology"]
 
@@ -42,8 +43,8 @@ _ALLOWED = {
 }
 
 
-def _opt_in_error(what: str) -> ValueError:
-    return ValueError(
+def _opt_in_error(what: str) -> InputError:
+    return InputError(
         f"{what}: Histopathology is a Python pickle, and unpickling can run code stored in the file. "
         "Pass allow_pickle=True (CLI: --allow-pickle) only for a file from a source you trust."
     )
@@ -67,11 +68,11 @@ def _pickle_bytes(path: Path) -> bytes:
         with tarfile.open(path, "r:gz") as tar:
             members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(".pkl")]
             if len(members) != 1 or members[0].size > _MAX_PICKLE_BYTES:
-                raise ValueError(f"{path}: expected exactly one .pkl file (< 1 GiB) inside, found "
+                raise DataError(f"{path}: expected exactly one .pkl file (< 1 GiB) inside, found "
                                  f"{[(m.name, m.size) for m in members]}")
             return tar.extractfile(members[0]).read()
     except (tarfile.TarError, EOFError, OSError) as err:
-        raise ValueError(f"{path}: not a readable .tar.gz ({err})") from err
+        raise DataError(f"{path}: not a readable .tar.gz ({err})") from err
 
 
 def parse_histopathology(path: str | os.PathLike, *, allow_pickle: bool = False) -> dict[str, np.ndarray]:
@@ -95,16 +96,16 @@ def parse_histopathology(path: str | os.PathLike, *, allow_pickle: bool = False)
     try:
         obj = _ArrayUnpickler(io.BytesIO(data), encoding="latin1").load()
     except Exception as err:  # UnpicklingError, EOFError, ValueError, ... from a broken or hostile stream
-        raise ValueError(f"{path}: could not unpickle ({type(err).__name__}: {err})") from err
+        raise DataError(f"{path}: could not unpickle ({type(err).__name__}: {err})") from err
     if not isinstance(obj, dict) or not all(k in obj for k in HISTOPATHOLOGY_KEYS.values()):
         found = sorted(map(str, obj)) if isinstance(obj, dict) else type(obj).__name__
-        raise ValueError(f"{path}: expected a dict with keys {list(HISTOPATHOLOGY_KEYS.values())}, found {found}")
+        raise DataError(f"{path}: expected a dict with keys {list(HISTOPATHOLOGY_KEYS.values())}, found {found}")
     out = {}
     for split, key in HISTOPATHOLOGY_KEYS.items():
         where = f"{path}[{key!r}]"
         x = np.asarray(obj[key])
         if x.dtype == object or x.size % 784:
-            raise ValueError(f"{where}: expected numeric 28x28 patches, got {x.dtype} {x.shape}")
+            raise DataError(f"{where}: expected numeric 28x28 patches, got {x.dtype} {x.shape}")
         out[split] = unit_to_levels(x, where=where).reshape(-1, 28, 28)
     return out
 
@@ -135,5 +136,5 @@ def load_histopathology(
                                allow_download=allow_download, base_url=base_url)
     except FileNotFoundError as err:
         where = folder(data_dir) / HISTOPATHOLOGY_PKL.relpath
-        raise FileNotFoundError(f"{err} (an extracted {HISTOPATHOLOGY_PKL.filename} at {where} is also "
+        raise MissingDataError(f"{err} (an extracted {HISTOPATHOLOGY_PKL.filename} at {where} is also "
                                 "accepted)") from None

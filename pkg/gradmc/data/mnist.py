@@ -22,6 +22,7 @@ import numpy as np
 
 from gradmc.data import registry
 from gradmc.data.download import fetch
+from gradmc.errors import DataError, MissingDataError
 
 __all__ = [
     "NUM_PIXELS",
@@ -54,9 +55,9 @@ def binarize(grey: np.ndarray, threshold: float = 0.5) -> np.ndarray:
 
 def _check_binary(x: np.ndarray, where: str) -> np.ndarray:
     if x.ndim != 2 or x.shape[1] != NUM_PIXELS:
-        raise ValueError(f"{where}: expected shape (N, {NUM_PIXELS}), got {x.shape}")
+        raise DataError(f"{where}: expected shape (N, {NUM_PIXELS}), got {x.shape}")
     if x.dtype != np.uint8 or (x.size and x.max() > 1):
-        raise ValueError(f"{where}: expected uint8 values in {{0, 1}}, got dtype {x.dtype}")
+        raise DataError(f"{where}: expected uint8 values in {{0, 1}}, got dtype {x.dtype}")
     return x
 
 
@@ -102,7 +103,7 @@ def parse_amat(path: str | os.PathLike) -> np.ndarray:
     if bad.any():
         pos = int(np.argmax(bad))
         line = int(np.count_nonzero(raw[:pos] == ord("\n"))) + 1
-        raise ValueError(f"{path}: line {line}: only space-separated 0/1 values are allowed")
+        raise DataError(f"{path}: line {line}: only space-separated 0/1 values are allowed")
     ends = np.flatnonzero(raw == ord("\n"))
     if raw.size and raw[-1] != ord("\n"):
         ends = np.append(ends, raw.size - 1)
@@ -111,7 +112,7 @@ def parse_amat(path: str | os.PathLike) -> np.ndarray:
     wrong = np.flatnonzero((counts != 0) & (counts != NUM_PIXELS))
     if wrong.size:
         i = int(wrong[0])
-        raise ValueError(f"{path}: line {i + 1} has {counts[i]} values, expected {NUM_PIXELS}")
+        raise DataError(f"{path}: line {i + 1} has {counts[i]} values, expected {NUM_PIXELS}")
     x = (raw[is_digit] - _DIGITS[0]).reshape(-1, NUM_PIXELS)
     return _check_binary(x, str(path))
 
@@ -153,7 +154,7 @@ def load_static_binarized(
     try:
         path = fetch(registry.STATIC_AMAT[split], folder, allow_download=allow_download, base_url=base_url)
     except FileNotFoundError as err:
-        raise FileNotFoundError(f"{err} ({registry.STATIC_NPZ.filename} is also accepted)") from None
+        raise MissingDataError(f"{err} ({registry.STATIC_NPZ.filename} is also accepted)") from None
     return parse_amat(path)
 
 
@@ -171,21 +172,21 @@ def _read_idx(path: str | os.PathLike, ndim: int) -> np.ndarray:
         with gzip.open(path, "rb") if gzipped else open(path, "rb") as f:
             data = f.read()
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
-        raise ValueError(f"{path}: truncated or corrupt gzip stream ({err})") from err
+        raise DataError(f"{path}: truncated or corrupt gzip stream ({err})") from err
     expected = 0x0800 | ndim  # 0, 0, type 0x08 (unsigned byte), ndim
     header = 4 + 4 * ndim
     if len(data) < header:
-        raise ValueError(f"{path}: truncated IDX file ({len(data)} bytes, header needs {header})")
+        raise DataError(f"{path}: truncated IDX file ({len(data)} bytes, header needs {header})")
     magic = int.from_bytes(data[:4], "big")
     if magic != expected:
-        raise ValueError(
+        raise DataError(
             f"{path}: IDX magic number {magic:#010x}, expected {expected:#010x} (unsigned bytes, "
             f"{ndim} dimensions); is it the right file?"
         )
     dims = struct.unpack(f">{ndim}I", data[4:header])
     payload = len(data) - header
     if payload != int(np.prod(dims)):
-        raise ValueError(f"{path}: header says shape {dims} ({np.prod(dims)} bytes), found {payload} bytes")
+        raise DataError(f"{path}: header says shape {dims} ({np.prod(dims)} bytes), found {payload} bytes")
     return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(dims).copy()
 
 
@@ -232,5 +233,5 @@ def load_mnist_thresholded(
     ]
     images, labels = load_idx_images(paths[0]), load_idx_labels(paths[1])
     if images.shape[0] != labels.shape[0]:
-        raise ValueError(f"{paths[0]} has {images.shape[0]} images but {paths[1]} {labels.shape[0]} labels")
+        raise DataError(f"{paths[0]} has {images.shape[0]} images but {paths[1]} {labels.shape[0]} labels")
     return binarize(images, threshold), labels

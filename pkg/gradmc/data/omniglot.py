@@ -34,6 +34,7 @@ import numpy as np
 from gradmc.data.download import fetch
 from gradmc.data.image_common import column_major_to_images, fetch_and_parse, folder, read_mat, unit_to_levels
 from gradmc.data.image_remotes import OMNIGLOT_CHARDATA, OMNIGLOT_NPZ, OMNIGLOT_ZIPS
+from gradmc.errors import DataError, InputError, MissingDataError
 
 __all__ = [
     "RAW_SIDE",
@@ -63,7 +64,7 @@ def resize_ink(ink: np.ndarray, size: int = 28, resample: str = "box") -> np.nda
     from PIL import Image
 
     if resample not in _RESAMPLE:
-        raise ValueError(f"resample must be one of {_RESAMPLE}, got {resample!r}")
+        raise InputError(f"resample must be one of {_RESAMPLE}, got {resample!r}")
     ink = np.asarray(ink)
     if ink.ndim != 3 or (ink.dtype != np.bool_ and ink.size and not ((ink == 0) | (ink == 1)).all()):
         raise ValueError(f"ink must be (N, H, W) with values in {{0, 1}}, got {ink.dtype} {ink.shape}")
@@ -91,7 +92,7 @@ def parse_chardata(path: str | os.PathLike) -> dict[str, np.ndarray]:
     for key, split in (("data", "train"), ("testdata", "test")):
         where = f"{path}[{key!r}]"
         if mat[key].ndim != 2 or mat[key].shape[0] != 784:
-            raise ValueError(f"{where}: expected shape (784, N) (one image per column), got {mat[key].shape}")
+            raise DataError(f"{where}: expected shape (784, N) (one image per column), got {mat[key].shape}")
         out[split] = column_major_to_images(unit_to_levels(mat[key].T, where=where), where=where)
     return out
 
@@ -126,25 +127,25 @@ def read_omniglot_zip(path: str | os.PathLike) -> tuple[np.ndarray, list[str]]:
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as err:
-        raise ValueError(f"{path}: not a readable zip file ({err})") from err
+        raise DataError(f"{path}: not a readable zip file ({err})") from err
     with zf:
         members = sorted((i for i in zf.infolist() if i.filename.lower().endswith(".png")), key=lambda i: i.filename)
         if not members:
-            raise ValueError(f"{path}: no .png files inside")
+            raise DataError(f"{path}: no .png files inside")
         ink = np.empty((len(members), RAW_SIDE, RAW_SIDE), dtype=bool)
         names = []
         for k, info in enumerate(members):
             parts = info.filename.split("/")
             if len(parts) != 4 or info.file_size > _MAX_PNG_BYTES:
-                raise ValueError(f"{path}: unexpected member {info.filename!r} ({info.file_size} bytes); "
+                raise DataError(f"{path}: unexpected member {info.filename!r} ({info.file_size} bytes); "
                                  "expected <top>/<alphabet>/<character>/<file>.png")
             try:
                 with Image.open(io.BytesIO(zf.read(info))) as img:
                     grey = np.asarray(img.convert("L"))
             except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as err:  # corrupt member or PNG
-                raise ValueError(f"{path}: cannot decode {info.filename} ({err})") from err
+                raise DataError(f"{path}: cannot decode {info.filename} ({err})") from err
             if grey.shape != (RAW_SIDE, RAW_SIDE):
-                raise ValueError(f"{path}: {info.filename} is {grey.shape}, expected (105, 105)")
+                raise DataError(f"{path}: {info.filename} is {grey.shape}, expected (105, 105)")
             ink[k] = grey < 128
             names.append("/".join(parts[1:]))
     return ink, names
@@ -174,14 +175,14 @@ def load_omniglot_zips(
     """
     unknown = [z for z in zips if z not in OMNIGLOT_ZIPS]
     if unknown or not zips:
-        raise ValueError(f"unknown Omniglot zip(s) {unknown or list(zips)}; known: {sorted(OMNIGLOT_ZIPS)}")
+        raise InputError(f"unknown Omniglot zip(s) {unknown or list(zips)}; known: {sorted(OMNIGLOT_ZIPS)}")
     drawings: dict[str, np.ndarray] = {}
     for name in zips:
         ink, names = fetch_and_parse(OMNIGLOT_ZIPS[name], data_dir, read_omniglot_zip,
                                      allow_download=allow_download, base_url=base_url)
         for img, member in zip(ink, names, strict=True):
             if member in drawings and not np.array_equal(drawings[member], img):
-                raise ValueError(f"{member} differs between the zips {list(zips)}")
+                raise DataError(f"{member} differs between the zips {list(zips)}")
             drawings[member] = img
     members = sorted(drawings)
     char_of = [m.rsplit("/", 1)[0] for m in members]
@@ -211,13 +212,13 @@ def load_omniglot_npz(
     try:
         path = Path(fetch(OMNIGLOT_NPZ[which], folder(data_dir), allow_download=False))
     except FileNotFoundError as err:
-        raise FileNotFoundError(f"{err} (or read the canonical {OMNIGLOT_CHARDATA.filename} from "
+        raise MissingDataError(f"{err} (or read the canonical {OMNIGLOT_CHARDATA.filename} from "
                                 f"{OMNIGLOT_CHARDATA.url}, or the PNG zips)") from None
     with np.load(path, allow_pickle=False) as npz:
         background, labels = npz["images"], npz["labels"]
     if background.dtype != np.bool_ or background.ndim != 4 or background.shape[2:] != (RAW_SIDE, RAW_SIDE) \
             or labels.shape != background.shape[:2]:
-        raise ValueError(f"{path}: expected bool images (n_char, 20, 105, 105) and labels (n_char, 20), got "
+        raise DataError(f"{path}: expected bool images (n_char, 20, 105, 105) and labels (n_char, 20), got "
                          f"{background.dtype} {background.shape} and {labels.shape}")
     ink = ~background.reshape(-1, RAW_SIDE, RAW_SIDE)
     return resize_ink(ink, resample=resample), labels.reshape(-1).astype(np.int64)

@@ -15,6 +15,7 @@ import numpy as np
 from gradmc.atomic import atomic_path
 from gradmc.data.download import sha256_file
 from gradmc.data.mnist import load_mnist_quick, load_mnist_thresholded, load_static_binarized
+from gradmc.errors import InputError
 
 __all__ = ["SOURCES", "prepare_mnist"]
 
@@ -66,9 +67,9 @@ def prepare_mnist(
         FileNotFoundError: missing input files, naming them and where to get them.
     """
     if source not in SOURCES:
-        raise ValueError(f"unknown MNIST source {source!r}; allowed: {', '.join(SOURCES)}")
+        raise InputError(f"unknown MNIST source {source!r}; allowed: {', '.join(SOURCES)}")
     if max_train is not None and max_train < 1:
-        raise ValueError(f"max_train must be a positive int or None, got {max_train}")
+        raise InputError(f"max_train must be a positive int or None, got {max_train}")
     out_path = Path(out_path)
     splits = _splits(source, data_dir, allow_download, base_url, seed)
     if max_train is not None and max_train < splits["train"].shape[0]:

@@ -23,6 +23,7 @@ from gradmc.data import dynamic_mnist
 from gradmc.data.download import sha256_file
 from gradmc.data.image_common import folder
 from gradmc.data.image_splits import BUILDERS, LEVELS, OPTIONS, SPLITS
+from gradmc.errors import InputError
 from gradmc.seeding import make_generator, seed_from
 
 __all__ = ["DATASETS", "LEVELS", "FORMAT", "prepare_image_dataset", "load_prepared_images"]
@@ -66,12 +67,12 @@ def prepare_image_dataset(
             missing pickle opt-in. FileNotFoundError: a missing input, naming it and where to get it.
     """
     if name not in BUILDERS:
-        raise ValueError(f"unknown image data set {name!r}; allowed: {', '.join(DATASETS)}")
+        raise InputError(f"unknown image data set {name!r}; allowed: {', '.join(DATASETS)}")
     bad = sorted(set(opts) - set(OPTIONS[name]) - {"base_url"})
     if bad:
-        raise ValueError(f"unknown option(s) {bad} for {name}; allowed: {sorted(OPTIONS[name]) + ['base_url']}")
+        raise InputError(f"unknown option(s) {bad} for {name}; allowed: {sorted(OPTIONS[name]) + ['base_url']}")
     if max_train is not None and (not isinstance(max_train, int) or max_train < 1):
-        raise ValueError(f"max_train must be a positive int or None, got {max_train!r}")
+        raise InputError(f"max_train must be a positive int or None, got {max_train!r}")
     o = {**OPTIONS[name], "base_url": None, **opts}
     built = BUILDERS[name](folder(data_dir), allow_download, seed, o)
     splits = built.splits
@@ -114,12 +115,12 @@ def load_prepared_images(path: str | os.PathLike) -> tuple[dict[str, np.ndarray]
     """
     with np.load(path, allow_pickle=False) as npz:
         if "manifest" not in npz.files:
-            raise ValueError(f"{path}: no 'manifest' key; not a prepared image data set")
+            raise InputError(f"{path}: no 'manifest' key; not a prepared image data set")
         manifest = json.loads(str(npz["manifest"]))
         splits = {s: npz[s] for s in SPLITS if s in npz.files}
     if manifest.get("format") != FORMAT:
-        raise ValueError(f"{path}: manifest format {manifest.get('format')!r}, expected {FORMAT!r}")
+        raise InputError(f"{path}: manifest format {manifest.get('format')!r}, expected {FORMAT!r}")
     for s in SPLITS:
         if s not in splits or list(splits[s].shape) != manifest["splits"][s]["shape"]:
-            raise ValueError(f"{path}: split {s!r} missing or not of the manifest's shape")
+            raise InputError(f"{path}: split {s!r} missing or not of the manifest's shape")
     return splits, manifest

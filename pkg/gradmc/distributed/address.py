@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from gradmc.errors import ClusterError, InputError
+
 __all__ = [
     "RAY_GCS_DEFAULT_PORT",
     "RAY_CLIENT_DEFAULT_PORT",
@@ -41,19 +43,19 @@ def parse_address(address: str) -> tuple[str, int] | None:
     brackets (``"[::1]:6379"``).
 
     Raises:
-        ValueError: if the address is empty, has another scheme, or its port is not an int in
-            [1, 65535].
+        gradmc.errors.InputError: (a ValueError) if the address is empty, has another scheme, or its port
+            is not an int in [1, 65535].
     """
     text = address.strip()
     if not text:
-        raise ValueError("empty Ray address")
+        raise InputError("empty Ray address")
     if text.lower() == "auto":
         return None
     default_port = RAY_GCS_DEFAULT_PORT
     if "://" in text:
         scheme, _, text = text.partition("://")
         if scheme.lower() != "ray":
-            raise ValueError(
+            raise InputError(
                 f"Ray address {address!r}: unsupported scheme {scheme!r} (use host:port or ray://)"
             )
         default_port = RAY_CLIENT_DEFAULT_PORT
@@ -66,7 +68,7 @@ def parse_address(address: str) -> tuple[str, int] | None:
     else:  # bare host name or bare IPv6 address
         host, port_text = text, ""
     if not host:
-        raise ValueError(f"Ray address {address!r} has no host")
+        raise InputError(f"Ray address {address!r} has no host")
     if not port_text:
         return host, default_port
     try:
@@ -74,7 +76,7 @@ def parse_address(address: str) -> tuple[str, int] | None:
     except ValueError:
         port = -1
     if not 1 <= port <= 65535:
-        raise ValueError(f"Ray address {address!r}: port {port_text!r} is not an int in [1, 65535]")
+        raise InputError(f"Ray address {address!r}: port {port_text!r} is not an int in [1, 65535]")
     return host, port
 
 
@@ -100,7 +102,8 @@ def _resolve_auto() -> tuple[str, int, str]:
     """(host, port, description) of the cluster ``RAY_ADDRESS=auto`` means, from :func:`ray_address_file`.
 
     Raises:
-        ConnectionError: if the file is missing (no local cluster), unreadable or holds no valid address.
+        gradmc.errors.ClusterError: (a ConnectionError) if the file is missing (no local cluster),
+            unreadable or holds no valid address.
     """
     path = ray_address_file()
     fix = (
@@ -110,17 +113,17 @@ def _resolve_auto() -> tuple[str, int, str]:
     try:
         recorded = path.read_text().strip()
     except FileNotFoundError:
-        raise ConnectionError(
+        raise ClusterError(
             f"RAY_ADDRESS='auto' but no local Ray cluster is running ({path} does not exist): {fix}."
         ) from None
     except OSError as err:
-        raise ConnectionError(f"RAY_ADDRESS='auto': cannot read {path} ({err}): {fix}.") from err
+        raise ClusterError(f"RAY_ADDRESS='auto': cannot read {path} ({err}): {fix}.") from err
     try:
         host_port = parse_address(recorded)
     except ValueError:
         host_port = None
     if host_port is None:
-        raise ConnectionError(
+        raise ClusterError(
             f"RAY_ADDRESS='auto': {path} holds no valid Ray address ({recorded!r}); delete it and {fix}."
         )
     host, port = host_port
@@ -174,10 +177,10 @@ def wait_for_address(address: str, timeout_s: float = 30.0, interval_s: float = 
     would make ``ray.init`` retry forever).
 
     Raises:
-        ValueError: if the address cannot be parsed (see :func:`parse_address`).
-        ConnectionError: if no Ray head answers within timeout_s (nothing listens, or what listens
-            does not speak HTTP/2), or (``"auto"``) no cluster address is recorded; the message
-            names the address (and for ``"auto"`` the file) and how to fix it.
+        gradmc.errors.InputError: (a ValueError) if the address cannot be parsed (see :func:`parse_address`).
+        gradmc.errors.ClusterError: (a ConnectionError) if no Ray head answers within timeout_s (nothing
+            listens, or what listens does not speak HTTP/2), or (``"auto"``) no cluster address is
+            recorded; the message names the address (and for ``"auto"`` the file) and how to fix it.
     """
     host_port = parse_address(address)
     if host_port is None:
@@ -213,13 +216,13 @@ def wait_for_address(address: str, timeout_s: float = 30.0, interval_s: float = 
         "unset RAY_ADDRESS (or set it to 'local') to run on a private local Ray instance."
     )
     if problem is not None:
-        raise ConnectionError(
+        raise ClusterError(
             f"something answers at {what} ({host}:{port}) but it is not a Ray head: {problem} "
             f"(checked for {timeout_s:g} s). Check the port: RAY_ADDRESS takes the head's GCS port "
             f"(`ray start --head --port=...`, default {RAY_GCS_DEFAULT_PORT}; ray:// takes the Ray "
             f"Client port, default {RAY_CLIENT_DEFAULT_PORT}), or {fix}"
         )
-    raise ConnectionError(
+    raise ClusterError(
         f"no Ray cluster answers at {what}{stale} ({host}:{port}: {last_error}) after "
         f"{timeout_s:g} s. Start one on the head node with {start_hint} (and `ray start "
         f"--address=<head>:<port>` on the other nodes), or {fix}"

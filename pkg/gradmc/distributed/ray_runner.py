@@ -26,6 +26,7 @@ import torch
 
 from gradmc.distributed.memory import oom_hint, run_guarded
 from gradmc.distributed.session import ensure_ray
+from gradmc.errors import ClusterResourceError
 
 __all__ = ["PER_SHARD_LINES", "run_shards"]
 
@@ -39,20 +40,25 @@ def _run_shard(fn: Callable[[Any], Any], shard: Any, threads: int) -> Any:
 
 
 def _check_feasible(num_cpus: float, num_gpus: float) -> None:
-    """Fail fast where Ray would wait forever: no alive node offers the resources of one shard."""
+    """Fail fast where Ray would wait forever: no alive node offers the resources of one shard.
+
+    Raises:
+        gradmc.errors.ClusterResourceError: (a RuntimeError) naming what one shard asks for, what the
+            nodes offer and how to fix it.
+    """
     nodes = [node for node in ray.nodes() if node.get("Alive", node.get("alive", False))]
     resources = [node.get("Resources", {}) for node in nodes]
     if any(res.get("CPU", 0.0) >= num_cpus and res.get("GPU", 0.0) >= num_gpus for res in resources):
         return
     total_gpus = sum(res.get("GPU", 0.0) for res in resources)
     if num_gpus > 0 and total_gpus == 0:
-        raise RuntimeError(
+        raise ClusterResourceError(
             f"shards ask for {num_gpus:g} GPU each but the Ray cluster has no GPUs: set device: cpu "
             "(or gpus_per_shard: 0) in the config, or point RAY_ADDRESS at a cluster with GPU nodes "
             "(calling run_shards directly: pass num_gpus_per_shard=0)"
         )
     offered = [{"CPU": res.get("CPU", 0.0), "GPU": res.get("GPU", 0.0)} for res in resources]
-    raise RuntimeError(
+    raise ClusterResourceError(
         f"no Ray node can run a shard needing {num_cpus:g} CPU and {num_gpus:g} GPU "
         f"(nodes offer {offered}): lower threads_per_worker / num_gpus_per_shard"
     )
@@ -133,10 +139,11 @@ def run_shards(
         RuntimeError: naming the shard (index and repr) and the original error, if a shard raises,
             runs out of memory (then also its sizes and how to lower them, see
             :mod:`gradmc.distributed.memory`), or its worker dies more than max_retries times (the
-            shards still in flight are cancelled); or if no Ray node has the CPUs/GPUs one shard asks
-            for (e.g. GPUs on a CPU-only cluster).
-        ValueError: if num_workers or threads_per_worker < 1, or num_gpus_per_shard < 0.
-        ConnectionError: from :func:`ensure_ray`.
+            shards still in flight are cancelled): a bug or an oversized shard, not a user error.
+        gradmc.errors.ClusterResourceError: (a RuntimeError) if no Ray node has the CPUs/GPUs one shard
+            asks for (e.g. GPUs on a CPU-only cluster).
+        ValueError: if num_workers or threads_per_worker < 1, or num_gpus_per_shard < 0 (a caller's bug).
+        gradmc.errors.ClusterError / InputError: from :func:`ensure_ray`.
     """
     shards = list(shards)
     if threads_per_worker < 1:

@@ -27,6 +27,7 @@ from typing import Any
 import ray
 
 from gradmc.distributed.address import parse_address, wait_for_address
+from gradmc.errors import ClusterError, InputError
 
 __all__ = ["CONNECT_TIMEOUT_ENV_VAR", "OFFLINE_ENV", "OFFLINE_ENV_VAR", "ensure_ray", "shutdown_ray",
            "temporary_env"]
@@ -101,7 +102,7 @@ def _connect_timeout(value: float | None) -> float:
     except ValueError:
         seconds = -1.0
     if not seconds > 0:
-        raise ValueError(f"{CONNECT_TIMEOUT_ENV_VAR}={text!r}: expected a positive number of seconds")
+        raise InputError(f"{CONNECT_TIMEOUT_ENV_VAR}={text!r}: expected a positive number of seconds")
     return seconds
 
 
@@ -143,13 +144,13 @@ def ensure_ray(
         :func:`shutdown_ray` will end it), False if Ray was already initialised.
 
     Raises:
-        ConnectionError: if no Ray head answers at RAY_ADDRESS within the connect timeout (nothing
-            listens, something else listens, for ``"auto"``: no cluster address recorded or a stale
-            one), or the head answers but refuses the connection (about 20 s; usually token
+        gradmc.errors.ClusterError: (a ConnectionError) if no Ray head answers at RAY_ADDRESS within the
+            connect timeout (nothing listens, something else listens, for ``"auto"``: no cluster address
+            recorded or a stale one), or the head answers but refuses the connection (about 20 s; usually token
             authentication: Ray 2.60 only sends the local token to an explicit address when
             RAY_AUTH_MODE=token is set).
-        ValueError: if RAY_ADDRESS cannot be parsed, or GRADMC_RAY_CONNECT_TIMEOUT_S is not a
-            positive number.
+        gradmc.errors.InputError: (a ValueError) if RAY_ADDRESS cannot be parsed, or
+            GRADMC_RAY_CONNECT_TIMEOUT_S is not a positive number.
     """
     global _owned_session, _env_set_by_ray
     if ray.is_initialized():
@@ -162,13 +163,13 @@ def ensure_ray(
         "ignore_reinit_error": True,
     }
     if address and address.lower() != "local":
-        parse_address(address)  # ValueError before any waiting
+        parse_address(address)  # InputError before any waiting
         wait_for_address(address, timeout_s=_connect_timeout(connect_timeout_s))
         try:
             with loopback_stays_loopback():
                 ray.init(address=address, **common)
         except ConnectionError as err:
-            raise ConnectionError(_refused_message(address, err)) from err
+            raise ClusterError(_refused_message(address, err)) from err
     else:
         if offline is None:
             offline = _env_flag(OFFLINE_ENV_VAR, default=True)

@@ -1,7 +1,8 @@
-"""Metrics: effective sample size (via ArviZ) and kernel MMD between sample sets."""
+"""Metrics: effective sample size and autocorrelation (via ArviZ) and kernel MMD between sample sets."""
 
+from gradmc.evaluation.autocorrelation import autocorrelation
 from gradmc.evaluation.ess import ESS_METHODS, ess, ess_per_chain, hamming_to_reference
-from gradmc.evaluation.mmd import hamming_kernel, log_mmd, mmd2, polynomial_kernel
+from gradmc.evaluation.mmd import hamming_kernel, log_mmd, mmd2, mmd2_prefixes, polynomial_kernel
 
-__all__ = ["ESS_METHODS", "ess", "ess_per_chain", "hamming_to_reference", "hamming_kernel", "log_mmd", "mmd2",
-           "polynomial_kernel"]
+__all__ = ["ESS_METHODS", "autocorrelation", "ess", "ess_per_chain", "hamming_to_reference", "hamming_kernel",
+           "log_mmd", "mmd2", "mmd2_prefixes", "polynomial_kernel"]

@@ -1,8 +1,10 @@
-"""Kernel maximum mean discrepancy between two sets of binary samples (Gretton et al. 2012).
+"""Kernel maximum mean discrepancy between two sample sets (Gretton et al. 2012).
 
 Used for the RBM experiments of the GWG paper (Sec. 5.1, Fig. 2-3, Appendix C.2 and E.1): the
 distance between the current samples of a sampler and "ground-truth" block-Gibbs samples, with the
-exponential average Hamming kernel K(x, x') = exp(-(1/D) sum_i [x_i != x'_i]).
+exponential average Hamming kernel K(x, x') = exp(-(1/D) sum_i [x_i != x'_i]); and for the Kernel HMC
+paper's Fig. 4 left (B3), the cubic polynomial kernel between every prefix of a chain and benchmark
+samples (:func:`mmd2_prefixes`).
 
 Estimators of MMD^2 = E k(x, x') + E k(y, y') - 2 E k(x, y), for x (N, D) and y (M, D):
 
@@ -23,9 +25,11 @@ import torch
 
 from gradmc.targets.validation import check_binary
 
-__all__ = ["hamming_kernel", "polynomial_kernel", "mmd2", "log_mmd"]
+__all__ = ["hamming_kernel", "polynomial_kernel", "mmd2", "log_mmd", "mmd2_prefixes", "PREFIX_BLOCK"]
 
 Kernel = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+#: Rows per kernel block in :func:`mmd2_prefixes` (memory O(PREFIX_BLOCK * max(T, M))).
+PREFIX_BLOCK = 512
 
 
 def _check_pair(x: torch.Tensor, y: torch.Tensor, binary: bool = True) -> None:
@@ -169,3 +173,43 @@ def log_mmd(
         raise ValueError(f"log base must be > 0 and != 1, got {base}")
     value = mmd2(x, y, kernel=kernel, unbiased=unbiased)
     return torch.log(value.clamp(min=0.0)) / math.log(base)
+
+
+def _kernel_sum(x: torch.Tensor, y: torch.Tensor, kernel: Kernel) -> torch.Tensor:
+    """Row sums (N,) of the kernel matrix between x (N, d) and y (M, d), in blocks of PREFIX_BLOCK rows."""
+    return torch.cat([kernel(x[i:i + PREFIX_BLOCK], y).sum(1) for i in range(0, x.shape[0], PREFIX_BLOCK)])
+
+
+def mmd2_prefixes(x: torch.Tensor, y: torch.Tensor, steps: list[int],
+                  kernel: Kernel = polynomial_kernel) -> list[float]:
+    """V-statistic MMD^2 between every prefix x[:t], t in ``steps``, and y (KMC Fig. 4 left: MMD to the
+    benchmark along a chain).
+
+    Equals ``mmd2(x[:t], y, kernel)`` (Gretton et al. 2012, eq. 3) for every t, without materialising the
+    (T, T) kernel matrix: the sum over [0, t)^2 grows by the new-by-old and new-by-new blocks; memory
+    O(PREFIX_BLOCK * max(T, M)), time O((T + M)^2 d).
+
+    Args:
+        x: (T, d) chain states in order. y: (M, d) benchmark samples.
+        steps: strictly increasing ints in [1, T].
+        kernel: (N, d), (M, d) -> (N, M), default the cubic :func:`polynomial_kernel` (float64).
+
+    Returns:
+        One float per step.
+
+    Raises:
+        ValueError: steps not strictly increasing within [1, T]; bad x, y (from the kernel).
+    """
+    if not steps or any(b <= a for a, b in zip(steps[:-1], steps[1:], strict=True)) or not 1 <= steps[0] \
+            or steps[-1] > x.shape[0]:
+        raise ValueError(f"steps must increase strictly within [1, {x.shape[0]}], got {steps}")
+    k_yy = _kernel_sum(y, y, kernel).sum() / y.shape[0] ** 2
+    k_xy = torch.cumsum(_kernel_sum(x, y, kernel), 0)  # (T,) sum over the first t rows of K_xy
+    out, s_xx, prev = [], torch.zeros((), dtype=torch.float64), 0
+    for t in steps:  # sum over [0, t)^2 = sum over [0, prev)^2 + 2 * new-by-old + new-by-new
+        new = x[prev:t]
+        old = 2.0 * _kernel_sum(new, x[:prev], kernel).sum() if prev else 0.0
+        s_xx = s_xx + old + _kernel_sum(new, new, kernel).sum()
+        out.append(float(s_xx / t**2 + k_yy - 2.0 * k_xy[t - 1] / (t * y.shape[0])))
+        prev = t
+    return out

@@ -1,11 +1,12 @@
 """GWG paper Table 2 / Fig. 8 / Fig. 14 (EXPERIMENTS.md A7): ResNet EBMs trained by PCD, scored by AIS.
 
 Stages (each a pipeline job):
-1. ``train_stage``: one (data set, sampler) training run -> checkpoint ``.pt``. The sampler is GWG
-   (binary or categorical) or Gibbs-1 (binary only: categorical Gibbs needs 256 evaluations per pixel
-   and is reported as infeasible, as in the paper). With ``equal_time`` the Gibbs run gets the training
-   time of the GWG run of the same data set (read from its checkpoint): the paper's equal wall-clock
-   comparison. Training resumes from ``<out>.partial`` if a previous run was interrupted.
+1. ``train_stage``: one (data set, sampler) training run -> checkpoint ``.pt`` and, beside it, the first
+   replay-buffer rows for Fig. 8 (:func:`gradmc.training.ebm_samples.samples_path`: ``model.samples.npz``).
+   The sampler is GWG (binary or categorical) or Gibbs-1 (binary only: categorical Gibbs needs 256
+   evaluations per pixel and is reported as infeasible, as in the paper). With ``equal_time`` the Gibbs
+   run gets the training time of the GWG run of the same data set (read from its checkpoint): the paper's
+   equal wall-clock comparison. Training resumes from ``<out>.partial`` if a previous run was interrupted.
 2. ``ais_stage``: AIS (GWG transitions, linear schedule, data-fitted base) on the best EMA weights ->
    test log-likelihood rows (nats; and bits per dimension for 256-level data) plus the AIS convergence
    rows of Fig. 14 (log Z_hat vs number of intermediate distributions).
@@ -28,16 +29,24 @@ import pandas as pd
 import torch
 
 from gradmc.data.prepare_images import load_prepared_images
+from gradmc.errors import InputError
 from gradmc.evaluation.ais import BernoulliBase, CategoricalBase, ais_log_partition, linear_schedule
 from gradmc.experiments.runner import tidy_frame
 from gradmc.models import ResNetEBM
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.training.ebm import CHECKPOINT_FORMAT, EBMTrainer
+from gradmc.training.ebm_samples import samples_path, write_samples
 
-__all__ = ["EXPERIMENT", "SAMPLERS", "Data", "load_data", "build_model", "train_stage", "ais_stage"]
+__all__ = ["EXPERIMENT", "META", "SAMPLERS", "Data", "load_data", "build_model", "train_stage", "ais_stage"]
 
 EXPERIMENT = "ebm"
+META = {"stages": {
+    "train_ebm": ["ebm.model", "ebm.train", "ebm.ais.num_chains", "ebm.ais.validation_intermediate",
+                  "ebm.ais.validation_examples"],
+    "ais_ebm": ["ebm.model", "ebm.ais.num_intermediate", "ebm.ais.num_chains", "ebm.ais.test_examples",
+                "ebm.ais.convergence"],
+}}
 SAMPLERS = ("GWG", "Gibbs-1")
 _LOG2 = math.log(2.0)
 
@@ -88,15 +97,15 @@ def load_data(path: str | Path, device: str = "cpu") -> Data:
 def build_model(spec: dict, data: Data) -> ResNetEBM:
     """ResNet EBM of ``spec`` (channels, num_blocks, num_strided, embed_dim) for the data's shape/levels."""
     return ResNetEBM(data.image_shape, None if data.levels == 2 else data.levels, channels=spec["channels"],
-                     num_blocks=spec["num_blocks"], num_strided=spec.get("num_strided", 2),
-                     embed_dim=spec.get("embed_dim", 4))
+                     num_blocks=spec["num_blocks"], num_strided=spec["num_strided"],
+                     embed_dim=spec["embed_dim"])
 
 
 def _sampler(name: str, levels: int):
     if name not in SAMPLERS:
-        raise ValueError(f"ebm: unknown sampler {name!r}; available: {', '.join(SAMPLERS)}")
+        raise InputError(f"ebm: unknown sampler {name!r}; available: {', '.join(SAMPLERS)}")
     if levels > 2 and name != "GWG":
-        raise ValueError(f"ebm: {name} on {levels}-level data is infeasible ({levels} evaluations per pixel); "
+        raise InputError(f"ebm: {name} on {levels}-level data is infeasible ({levels} evaluations per pixel); "
                          "only GWG trains categorical models (the paper reports the same)")
     return make_sampler(name, state="categorical") if levels > 2 else make_sampler(name)
 
@@ -110,16 +119,17 @@ def read_checkpoint(path: str | Path) -> dict:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - torch raises many types for corrupt files
-        raise ValueError(f"cannot read EBM checkpoint {path}: {type(err).__name__}: {err}") from err
+        raise InputError(f"cannot read EBM checkpoint {path}: {type(err).__name__}: {err}") from err
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path} is not an EBM training checkpoint (format {CHECKPOINT_FORMAT!r}); "
+        raise InputError(f"{path} is not an EBM training checkpoint (format {CHECKPOINT_FORMAT!r}); "
                          "give a model.pt written by `gradmc run train_ebm`")
     return state
 
 
 def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: str, *,
                 budget_from: str | None = None, progress: Callable[[str], None] | None = print) -> dict:
-    """Train one (data set, sampler) model; write the final checkpoint atomically to ``out``.
+    """Train one (data set, sampler) model; write the final checkpoint atomically to ``out`` and the Fig. 8
+    replay-buffer samples to ``samples_path(out)``.
 
     Returns a summary dict (iterations, seconds, best validation score). Raises ValueError on an
     infeasible sampler / data combination or a data file of another data set.
@@ -127,18 +137,18 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
     spec, device = config["ebm"], config["device"]
     data = load_data(data_path, device)
     if data.name != dataset:
-        raise ValueError(f"{data_path} holds {data.name!r}, not {dataset!r}")
+        raise InputError(f"{data_path} holds {data.name!r}, not {dataset!r}")
     sampler_obj = _sampler(sampler, data.levels)
     torch.manual_seed(seed_from(EXPERIMENT, "init", dataset) % 2**31)  # same initial weights for every sampler
     model = build_model(spec["model"], data).to(device)
     t = spec["train"]
     gen = make_generator(seed_from(EXPERIMENT, "train", dataset, sampler), device)
     train = data.splits["train"]
-    buffer_size = int(t.get("buffer_sizes", {}).get(dataset, t["buffer_size"]))
+    buffer_size = int(t["buffer_sizes"][dataset] if dataset in t["buffer_sizes"] else t["buffer_size"])
     trainer = EBMTrainer(model, sampler_obj, train, data.base, num_steps=t["num_steps"],
                          batch_size=t["batch_size"], buffer_size=buffer_size, lr=float(t["lr"]),
                          warmup=t["warmup"], ema_decay=float(t["ema_decay"]), generator=gen,
-                         data_transform=data.model_input, energy_l2=float(t.get("energy_l2", 0.0)),
+                         data_transform=data.model_input, energy_l2=float(t["energy_l2"]),
                          tag={"dataset": dataset, "sampler": sampler, "model": spec["model"], "train": t,
                               "budget_from": budget_from})
     max_seconds = None
@@ -151,7 +161,7 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
         try:
             trainer.load(partial)
         except ValueError as err:
-            raise ValueError(f"{err}; delete {partial} to restart this training from scratch") from err
+            raise InputError(f"{err}; delete {partial} to restart this training from scratch") from err
         if progress:
             progress(f"[ebm] resuming {partial} at iteration {trainer.iteration}")
     ais = spec["ais"]
@@ -163,9 +173,10 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
     # equal wall-clock: the time budget decides how many iterations the Gibbs run makes (cap: 100x)
     num_iterations = t["iterations"] if max_seconds is None else 100 * t["iterations"]
     trainer.train(num_iterations, evaluate=evaluate, eval_every=t["eval_every"], checkpoint_path=partial,
-                  checkpoint_every=t["checkpoint_every"], progress=progress, log_every=t.get("log_every", 50),
+                  checkpoint_every=t["checkpoint_every"], progress=progress, log_every=t["log_every"],
                   max_seconds=max_seconds)
     trainer.save(out)
+    write_samples(trainer.buffer, samples_path(out))
     partial.unlink(missing_ok=True)
     return {"iterations": trainer.iteration, "seconds": trainer.seconds,
             "best_validation": trainer.best["score"] if trainer.best else float("nan")}
@@ -208,7 +219,7 @@ def ais_stage(config: dict, dataset: str, sampler: str, model_path: str, data_pa
     spec = config["ebm"]
     data = load_data(data_path, config["device"])
     if data.name != dataset:
-        raise ValueError(f"{data_path} holds {data.name!r}, not {dataset!r}")
+        raise InputError(f"{data_path} holds {data.name!r}, not {dataset!r}")
     model, state = load_trained(model_path, spec, data)
     ais = spec["ais"]
     test = data.splits["test"][: ais["test_examples"]]

@@ -30,11 +30,17 @@ from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets import FactorialHMM
 
-__all__ = ["EXPERIMENT", "TARGET", "Shard", "shards", "make_problem", "run", "collect"]
+__all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "make_problem", "run"]
 
 EXPERIMENT = "fhmm_sampling"
+META = {
+    "title": "GWG Fig. 5: factorial HMM posterior sampling",
+    "message": "Sampling the FHMM posterior (L={L}, K={K}): {samplers} x seeds {seeds}, {num_steps} steps on Ray",
+    "sort_by": ["sampler", "seed", "metric", "chain", "step"],
+    "figure": "fig5_fhmm_sampling",
+    "category": "GWG paper",
+}
 TARGET = "fhmm_posterior"
-INITS = ("uniform", "prior")
 
 
 @dataclass(frozen=True)
@@ -48,22 +54,20 @@ class Shard:
     num_chains: int
     num_steps: int
     record_every: int
-    init: str = "uniform"
-    sigma: float = 0.5
-    alpha: float = 0.1
-    beta: float = 0.95
-    device: str = "cpu"
+    init: str
+    sigma: float
+    alpha: float
+    beta: float
+    device: str
 
 
-def shards(config: dict) -> list[Shard]:
-    """One shard per (sampler, seed) of ``config['fhmm_sampling']``, in config order."""
+def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
+    """One shard per (sampler, seed) of ``config['fhmm_sampling']``, in config order (no inputs)."""
     spec = config["fhmm_sampling"]
-    if spec.get("init", "uniform") not in INITS:
-        raise ValueError(f"fhmm_sampling.init must be one of {INITS}, got {spec['init']!r}")
     return [
         Shard(sampler=name, seed=seed, L=spec["L"], K=spec["K"], num_chains=spec["num_chains"],
-              num_steps=spec["num_steps"], record_every=spec["record_every"], init=spec.get("init", "uniform"),
-              sigma=spec.get("sigma", 0.5), alpha=spec.get("alpha", 0.1), beta=spec.get("beta", 0.95),
+              num_steps=spec["num_steps"], record_every=spec["record_every"], init=spec["init"],
+              sigma=spec["sigma"], alpha=spec["alpha"], beta=spec["beta"],
               device=config["device"])
         for name in spec["samplers"] for seed in spec["seeds"]
     ]
@@ -117,8 +121,3 @@ def run(shard: Shard) -> pd.DataFrame:
     add("acceptance_rate", (accept_sum / max(T, 1)).mean())
     return tidy_frame(rows, EXPERIMENT, TARGET)
 
-
-def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate shard results, sorted for a stable file."""
-    df = pd.concat(results, ignore_index=True)
-    return df.sort_values(["sampler", "seed", "metric", "chain", "step"], kind="stable").reset_index(drop=True)

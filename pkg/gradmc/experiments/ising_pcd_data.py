@@ -13,11 +13,9 @@ True models (config section ``ising_pcd.data``), all in the convention of :mod:`
 Sampler: ``num_samples`` independent chains from uniform random bits, each run for ``site_updates``
 single-site Gibbs updates (the paper: 2,000 examples from 1,000,000 Gibbs steps), i.e.
 ceil(site_updates / D) sweeps; the last state of each chain is one example. A sweep is done by colour
-class (chromatic Gibbs): the sites are greedily coloured so that no two coupled sites share a colour,
-and all sites of a class are drawn together from their exact conditionals, p(x_i = 1 | rest) =
-sigmoid(d f / d x_i) (exact because f is affine in each bit). Sites of one class are conditionally
-independent given the others, so this is equal in law to a systematic-scan Gibbs-1 sweep in colour
-order, at the cost of a few vectorised evaluations per sweep instead of D.
+class (chromatic Gibbs, :mod:`gradmc.samplers.discrete.chromatic_gibbs`): the sites are greedily coloured
+so that no two coupled sites share a colour, and all sites of a class are drawn together from their exact
+conditionals, equal in law to a systematic-scan Gibbs-1 sweep in colour order.
 
 Output: one .npz (:func:`write_data`, atomic) with, per model key, ``<key>/x`` (num_samples, D) uint8,
 ``<key>/J`` (D, D) float32 (the true couplings, dense) and ``<key>/bias`` (D,) float32, plus
@@ -38,14 +36,17 @@ import numpy as np
 import torch
 
 from gradmc.atomic import atomic_path
+from gradmc.errors import ConfigError, InputError
+from gradmc.samplers.discrete.chromatic_gibbs import chromatic_gibbs, greedy_colouring
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets import ErdosRenyiIsing, LatticeIsing
 from gradmc.targets.lattice import lattice_edges
 
-__all__ = ["ModelSpec", "model_specs", "true_target", "dense_couplings", "greedy_colouring", "colour_logits",
-           "chromatic_gibbs", "simulate", "write_data", "read_model"]
+__all__ = ["META", "ModelSpec", "model_specs", "true_target", "dense_couplings", "simulate", "write_data",
+           "read_model"]
 
 EXPERIMENT = "ising_pcd_data"
+META = {"stages": {"ising_pcd_data": ["ising_pcd.data"]}}
 
 
 @dataclass(frozen=True)
@@ -78,15 +79,15 @@ def model_specs(data_spec: dict) -> list[ModelSpec]:
     Raises:
         ValueError: duplicate models.
     """
-    out = [ModelSpec("lattice", side=int(s), theta=float(t)) for s in data_spec.get("lattice_sides", [])
-           for t in data_spec.get("thetas", [])]
-    er = data_spec.get("erdos_renyi")
+    out = [ModelSpec("lattice", side=int(s), theta=float(t)) for s in data_spec["lattice_sides"]
+           for t in data_spec["thetas"]]
+    er = data_spec["erdos_renyi"]
     if er:
         out.append(ModelSpec("er", num_nodes=int(er["num_nodes"]), avg_degree=float(er["avg_degree"]),
                              weight_std=float(er["weight_std"])))
     keys = [m.key for m in out]
     if len(set(keys)) != len(keys):
-        raise ValueError(f"ising_pcd.data lists a model twice: {keys}")
+        raise ConfigError(f"ising_pcd.data lists a model twice: {keys}")
     return out
 
 
@@ -109,38 +110,6 @@ def dense_couplings(target) -> torch.Tensor:
         J[edges[1], edges[0]] = target.theta
         return J
     return target.couplings_dense().float().cpu()
-
-
-def greedy_colouring(J: torch.Tensor) -> list[torch.Tensor]:
-    """Colour classes (int64 index tensors) of the graph {J_ij != 0}: no two coupled sites share a class.
-
-    Greedy in site order (at most max degree + 1 classes; 2 for an even-sided periodic lattice).
-    """
-    neighbours = [np.flatnonzero(row) for row in (J != 0).cpu().numpy()]
-    colour = np.full(len(neighbours), -1)
-    for i, nbrs in enumerate(neighbours):
-        used = set(colour[nbrs].tolist())
-        colour[i] = next(c for c in range(len(neighbours)) if c not in used)
-    return [torch.from_numpy(np.flatnonzero(colour == c)) for c in range(colour.max() + 1)]
-
-
-def colour_logits(target, x: torch.Tensor, sites: torch.Tensor) -> torch.Tensor:
-    """log p(x_i = 1 | x_rest) - log p(x_i = 0 | x_rest) = d f / d x_i for each i in ``sites``: (C, |sites|)."""
-    _, grad = target.log_prob_and_grad(x)[:2]
-    return grad[:, sites]
-
-
-@torch.no_grad()
-def chromatic_gibbs(target, x: torch.Tensor, classes: list[torch.Tensor], num_sweeps: int,
-                    generator: torch.Generator) -> torch.Tensor:
-    """``num_sweeps`` chromatic Gibbs sweeps (module docstring) of chains x (C, D); returns the new x."""
-    x = x.clone()
-    for _ in range(num_sweeps):
-        for sites in classes:
-            p = torch.sigmoid(colour_logits(target, x, sites))
-            u = torch.rand(p.shape, generator=generator, device=x.device, dtype=p.dtype)
-            x[:, sites] = (u < p).to(x.dtype)
-    return x
 
 
 def simulate(spec: ModelSpec, num_samples: int, site_updates: int, device: str = "cpu",
@@ -181,7 +150,7 @@ def write_data(config: dict, out_path: str | Path, progress: Callable[[str], Non
         torch.set_num_threads(threads)
     try:
         results = [(model, simulate(model, int(spec["num_samples"]), int(spec["site_updates"]),
-                                    config.get("device", "cpu"), progress)) for model in model_specs(spec)]
+                                    config["device"], progress)) for model in model_specs(spec)]
     finally:
         torch.set_num_threads(saved)
     for model, out in results:
@@ -198,10 +167,10 @@ def write_data(config: dict, out_path: str | Path, progress: Callable[[str], Non
 
 def read_model(path: str | Path, key: str) -> dict:
     """One model's arrays from a :func:`write_data` file: {"x": (N, D) float32, "J": (D, D), "bias": (D,)}
-    torch tensors. Raises KeyError naming the keys present when ``key`` is missing."""
+    torch tensors. Raises InputError naming the keys present when ``key`` is missing."""
     with np.load(path) as npz:
         keys = [m["key"] for m in json.loads(str(npz["manifest"]))["models"]]
         if key not in keys:
-            raise KeyError(f"model {key!r} is not in {path}; it holds {keys}")
+            raise InputError(f"model {key!r} is not in {path}; it holds {keys}")
         return {"x": torch.from_numpy(npz[f"{key}/x"].astype(np.float32)),
                 "J": torch.from_numpy(npz[f"{key}/J"]), "bias": torch.from_numpy(npz[f"{key}/bias"])}

@@ -5,9 +5,9 @@ s = 2x - 1, no bias; its critical point is theta_c = log(1 + sqrt 2) / 4 ~= 0.22
 operator (never a dense D x D matrix). Chains start from uniform random bits.
 
 Stages: :func:`shards` lists one shard per (side, theta, sampler, seed, chunk of chains); :func:`run` runs
-one shard and returns tidy rows; :func:`collect` concatenates and sorts them. The per-chain ESS needs no
-cross-chain state, so the ``num_chains`` chains of a (side, theta, sampler, seed) may be split into chunks
-of at most ``chains_per_shard`` chains.
+one shard and returns tidy rows; :func:`gradmc.experiments.standard.collect` concatenates and sorts them.
+The per-chain ESS needs no cross-chain state, so the ``num_chains`` chains of a (side, theta, sampler, seed)
+may be split into chunks of at most ``chains_per_shard`` chains.
 
 Statistic (GWG Sec. 5.1-5.2, following Zanella 2020): Hamming distance of each chain's state to a fixed
 random configuration, drawn once per (side, theta) from ``seed_from("ising_sampling", "hamming-reference",
@@ -37,10 +37,16 @@ from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets import LatticeIsing
 
-__all__ = ["EXPERIMENT", "Shard", "shards", "run", "collect", "reference_configuration"]
+__all__ = ["EXPERIMENT", "META", "Shard", "shards", "run", "reference_configuration"]
 
 EXPERIMENT = "ising_sampling"
-SORT_KEYS = ["side", "theta", "sampler", "seed", "metric", "chain", "chunk", "step"]
+META = {
+    "title": "GWG Fig. 4: lattice Ising ESS over a theta grid",
+    "message": "Sampling lattice Ising models: sides {sides} x thetas {thetas} x {samplers} x seeds {seeds} on Ray",
+    "sort_by": ["side", "theta", "sampler", "seed", "metric", "chain", "chunk", "step"],
+    "figure": "fig4_ising_sampling",
+    "category": "GWG paper",
+}
 
 
 @dataclass(frozen=True)
@@ -56,11 +62,12 @@ class Shard:
     total_chains: int
     num_steps: int
     burn_in_fraction: float
-    device: str = "cpu"
+    device: str
 
 
-def shards(config: dict) -> list[Shard]:
-    """One shard per (side, theta, sampler, seed, chunk) of ``config['ising_sampling']``, in config order."""
+def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
+    """One shard per (side, theta, sampler, seed, chunk) of ``config['ising_sampling']``, in config order
+    (no inputs)."""
     spec = config["ising_sampling"]
     total, per = int(spec["num_chains"]), int(spec["chains_per_shard"])
     return [
@@ -106,8 +113,3 @@ def run(shard: Shard) -> pd.DataFrame:
     df["chunk"] = shard.chain_start
     return df.astype({"side": "int64", "theta": "float64", "chunk": "int64"})
 
-
-def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate shard results, sorted (stable) by side, theta, sampler, seed, metric, chain, chunk, step."""
-    df = pd.concat(results, ignore_index=True)
-    return df.sort_values(SORT_KEYS, kind="stable").reset_index(drop=True)

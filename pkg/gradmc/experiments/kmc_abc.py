@@ -18,26 +18,16 @@ Samplers:
   kept iteration t the surrogate is refitted with probability a_t = 1 / sqrt(t + 1) on at most
   ``kmc_history_size`` distinct states drawn uniformly from the whole history (burn-in + kept), same
   (sigma, lambda); kept iterations include this adaptation (exact as a_t -> 0). ``fixed``: no refit.
-  The default width grid (10-100) brackets the posterior's squared inter-point distance (~2 d 0.4 = 8):
-  over a wider grid (sigma 0.3-30, lambda 0.01-100) CV picked sigma = 1-3, lambda = 1, which gave
-  acceptance 0.11-0.14, vs mostly 0.25-0.47 for sigma in [10, 100] (150-200 iterations each; the
-  pseudo-marginal ceiling, KMC with the exact posterior's Gaussian gradient, is 0.62).
+  (Why the width grid is 10-100: the ``kmc_sigma_grid`` description of the config schema.)
 - ``HABC``: Meeds et al. (2015): synthetic likelihood N(y; mu_S, Sigma_S + eps^2 I) (the ABC kernel's
   eps^2 as ``jitter``, as in Meeds & Welling's SL-ABC; it also keeps Sigma_S non-singular for S = 10
-  < d + 1), SPSA gradients, sticky random numbers, no MH step. Own step sizes: with KMC's U[0.01, 0.1]
-  the frictionless SPSA dynamics diverged (|theta_1| ~ 1e27 within 300 iterations, S = 10 and 20);
-  default U[0.01, 0.05] (10 chains x 2,200 iterations stayed finite, max |theta_1| 153).
+  < d + 1), SPSA gradients, sticky random numbers, no MH step. Own step sizes ``habc_step_size_range``
+  (KMC's diverge without friction: the schema's description).
   Cost: 2 R (L + 1) synthetic likelihoods of S simulations each per iteration. Its runs are batched as
   independent chains of one shard (own momenta, step sizes, SPSA directions and simulator noise per row).
 
-Reference (the figure's black line): the EXACT ABC posterior marginal of theta_1,
-:func:`reference_marginal`. The summary at theta is theta + delta A + G, A the mean of n half-normals,
-G ~ N(0, (I - delta delta^T) / n) independent (additive skew-normal representation), so the ABC
-likelihood is p_eps(s_obs | theta) = E_A[N(s_obs - theta; A delta, Sigma)], Sigma = (I - delta delta^T)
-/ n + eps^2 I. Given A = a the posterior is N(theta; m(a), P), P = (I / v + Sigma^-1)^-1, m(a) =
-P Sigma^-1 (s_obs - a delta), with weight prop. to p_A(a) N(s_obs - a delta; 0, v I + Sigma) (prior
-N(0, v I)). p_A is the n-fold convolution of half-normal bin masses (step h), so the reference is a
-finite Gaussian mixture in closed form, exact up to the grid (O(h^2) in moments).
+Reference (the figure's black line): the EXACT ABC posterior marginal of theta_1, a finite Gaussian
+mixture in closed form (:func:`gradmc.targets.abc_reference.reference_marginal`).
 
 Tidy rows (seed = run, chain 0; float column ``x``: NaN except for ``density_theta1``):
 - ``theta1``: step = kept iteration 1..T, theta_1 of the chain (cumulative evals and sampler seconds).
@@ -56,102 +46,93 @@ energy_evals = likelihood estimates (HABC: synthetic likelihoods) so far, burn-i
 from __future__ import annotations
 
 import math
-import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 import torch
-from scipy import signal, stats
 
+from gradmc.errors import ConfigError
+from gradmc.evaluation.autocorrelation import autocorrelation
 from gradmc.evaluation.ess import ess
 from gradmc.experiments.runner import StepClock, tidy_frame
 from gradmc.samplers.continuous import HABC, KMC, GaussianRandomWalkProposal, PseudoMarginalMH, adapt_log_scale
+from gradmc.samplers.continuous.adaptation import should_adapt
 from gradmc.seeding import make_generator, seed_from
-from gradmc.surrogates import cross_validate_lite, fit_lite
+from gradmc.surrogates import fit_lite_on_history
+from gradmc.targets.abc_reference import reference_marginal
 from gradmc.targets.abc_skew_normal import ABCSkewNormalPosterior
 
-__all__ = ["EXPERIMENT", "TARGET", "SAMPLERS", "Shard", "shards", "run", "collect", "autocorrelation",
-           "half_normal_mean_pmf", "reference_marginal", "abc_log_likelihood"]
+__all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "run"]
 
 EXPERIMENT = "kmc_abc"
+META = {
+    "title": "KMC Fig. 4 right: ABC skew normal, KMC lite vs pseudo-marginal RW and HABC",
+    "message": "ABC skew normal: {samplers}, runs {runs}, {num_burn_in} + {num_iterations} iterations on Ray",
+    "sort_by": ["sampler", "seed", "metric", "step"],
+    "figure": "kmc_fig4_abc",
+    "category": "Kernel HMC paper",
+}
 TARGET = "abc_skew_normal"
-SAMPLERS = ("KMC", "RW", "HABC")
-ADAPTATIONS = ("vanishing", "fixed")
-_TARGET_KEYS = ("d", "alpha_value", "num_obs", "epsilon", "num_sims", "prior_var", "data_seed")
+_TARGET_KEYS = ("d", "alpha_value", "num_obs", "epsilon", "num_sims", "prior_var", "data_seed")  # passed as they are
+_INT_KEYS = ("num_burn_in", "num_iterations", "num_steps", "kmc_history_size", "kmc_cv_folds", "habc_num_sims",
+             "habc_num_perturbations", "max_lag")
+_RANGE_KEYS = ("step_size_range", "kmc_sigma_grid", "kmc_lambda_grid", "habc_step_size_range")  # tuples of floats
+_FLOAT_KEYS = ("habc_perturbation", "rw_target_acceptance", "rw_initial_scale")
 
 
 @dataclass(frozen=True)
 class Shard:
     """Chains of one sampler, one per run in ``runs`` (one run for KMC and RW; HABC batches its runs).
 
-    ``sampler = "reference"``: the exact marginal, no chain. Defaults are the paper's sizes (B4).
+    ``sampler = "reference"``: the exact marginal, no chain.
     """
 
     sampler: str
     runs: tuple[int, ...]
-    num_burn_in: int = 200
-    num_iterations: int = 5000
-    step_size_range: tuple[float, float] = (0.01, 0.1)
-    num_steps: int = 50
-    kmc_history_size: int = 1000
-    kmc_sigma_grid: tuple[float, ...] = (10.0, 30.0, 100.0)
-    kmc_lambda_grid: tuple[float, ...] = (1.0, 10.0, 100.0)
-    kmc_cv_folds: int = 5
-    adaptation: str = "vanishing"
-    habc_step_size_range: tuple[float, float] = (0.01, 0.05)
-    habc_num_sims: int = 10
-    habc_num_perturbations: int = 1
-    habc_perturbation: float = 0.1
-    rw_target_acceptance: float = 0.234
-    rw_initial_scale: float = 0.3
-    max_lag: int = 100
-    d: int = 10
-    alpha_value: float = 10.0
-    num_obs: int = 10
-    epsilon: float = 0.55
-    num_sims: int = 10
-    prior_var: float = 25.0
-    data_seed: int = 0
+    num_burn_in: int
+    num_iterations: int
+    step_size_range: tuple[float, float]
+    num_steps: int
+    kmc_history_size: int
+    kmc_sigma_grid: tuple[float, ...]
+    kmc_lambda_grid: tuple[float, ...]
+    kmc_cv_folds: int
+    adaptation: str
+    habc_step_size_range: tuple[float, float]
+    habc_num_sims: int
+    habc_num_perturbations: int
+    habc_perturbation: float
+    rw_target_acceptance: float
+    rw_initial_scale: float
+    max_lag: int
+    d: int
+    alpha_value: float
+    num_obs: int
+    epsilon: float
+    num_sims: int
+    prior_var: float
+    data_seed: int
 
 
-def shards(config: dict) -> list[Shard]:
-    """Shards of ``config['kmc_abc']``: one per (KMC or RW, run); HABC's runs batched as chains in chunks
-    of ``habc_chains_per_shard`` (default: all runs in one shard; a batched HABC step costs about as much
-    as a single-chain one); and one ``reference`` shard.
+def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
+    """Shards of ``config['kmc_abc']`` (no inputs): one per (KMC or RW, run); HABC's runs batched as chains in
+    chunks of ``habc_chains_per_shard`` (0: all runs in one shard; a batched HABC step costs about as much
+    as a single-chain one); and one ``reference`` shard. Samplers, adaptation and grids are checked by the schema.
 
     Raises:
-        ValueError: unknown sampler or adaptation, num_iterations <= max_lag, an empty or non-positive
-            grid, a chunk size < 1.
+        ValueError: num_iterations <= max_lag.
     """
     spec = config["kmc_abc"]
-    for name in spec["samplers"]:
-        if name not in SAMPLERS:
-            raise ValueError(f"kmc_abc: unknown sampler {name!r}; available: {', '.join(SAMPLERS)}")
-    if spec.get("adaptation", "vanishing") not in ADAPTATIONS:
-        raise ValueError(f"kmc_abc.adaptation must be one of {ADAPTATIONS}, got {spec['adaptation']!r}")
-    max_lag = int(spec.get("max_lag", 100))
+    max_lag = int(spec["max_lag"])
     if int(spec["num_iterations"]) <= max_lag:
-        raise ValueError(f"kmc_abc.num_iterations ({spec['num_iterations']}) must exceed max_lag ({max_lag})")
+        raise ConfigError(f"kmc_abc.num_iterations ({spec['num_iterations']}) must exceed max_lag ({max_lag})")
     floats = lambda key: tuple(float(v) for v in spec[key])  # noqa: E731
-    for key in ("kmc_sigma_grid", "kmc_lambda_grid"):
-        if not spec[key] or min(floats(key)) <= 0:
-            raise ValueError(f"kmc_abc.{key} must be a non-empty list of numbers > 0, got {spec[key]!r}")
     runs = [int(r) for r in spec["runs"]]
-    chunk = int(spec.get("habc_chains_per_shard", 0)) or len(runs)
-    if chunk < 1:
-        raise ValueError(f"kmc_abc.habc_chains_per_shard must be >= 1 (or 0 for all runs), got {chunk}")
-    common = dict(num_burn_in=int(spec["num_burn_in"]), num_iterations=int(spec["num_iterations"]),
-                  step_size_range=floats("step_size_range"), num_steps=int(spec["num_steps"]),
-                  kmc_history_size=int(spec["kmc_history_size"]), kmc_sigma_grid=floats("kmc_sigma_grid"),
-                  kmc_lambda_grid=floats("kmc_lambda_grid"), kmc_cv_folds=int(spec.get("kmc_cv_folds", 5)),
-                  adaptation=spec.get("adaptation", "vanishing"),
-                  habc_step_size_range=floats("habc_step_size_range"), habc_num_sims=int(spec["habc_num_sims"]),
-                  habc_num_perturbations=int(spec.get("habc_num_perturbations", 1)),
-                  habc_perturbation=float(spec.get("habc_perturbation", 0.1)),
-                  rw_target_acceptance=float(spec.get("rw_target_acceptance", 0.234)),
-                  rw_initial_scale=float(spec.get("rw_initial_scale", 0.3)), max_lag=max_lag,
-                  **{k: spec[k] for k in _TARGET_KEYS if k in spec})
+    chunk = int(spec["habc_chains_per_shard"]) or len(runs)
+    common = {**{k: int(spec[k]) for k in _INT_KEYS}, **{k: floats(k) for k in _RANGE_KEYS},
+              **{k: float(spec[k]) for k in _FLOAT_KEYS}, "adaptation": spec["adaptation"],
+              **{k: spec[k] for k in _TARGET_KEYS}}
     out = []
     for name in spec["samplers"]:
         groups = [runs[i:i + chunk] for i in range(0, len(runs), chunk)] if name == "HABC" else [[r] for r in runs]
@@ -164,112 +145,10 @@ def _target(shard: Shard) -> ABCSkewNormalPosterior:
                                   num_sims=shard.num_sims, prior_var=shard.prior_var, seed=shard.data_seed)
 
 
-# ------------------------------------------------------------------------------------ analysis helpers
-
-
-def autocorrelation(chain, max_lag: int) -> np.ndarray:
-    """Autocorrelation of a 1-D chain (T,) at lags 0..max_lag (ArviZ FFT estimator, biased normalisation).
-
-    Returns NaN everywhere for a constant chain. Raises ValueError if the chain is not 1-D with
-    T > max_lag >= 0, or holds NaN/inf.
-    """
-    arr = np.asarray(chain, dtype=np.float64)
-    if arr.ndim != 1 or int(max_lag) != max_lag or not 0 <= max_lag < arr.shape[0]:
-        raise ValueError(f"chain must be 1-D with more than max_lag = {max_lag} draws, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("chain contains NaN or inf")
-    if np.ptp(arr) == 0:
-        return np.full(max_lag + 1, np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        import arviz
-    return np.asarray(arviz.autocorr(arr))[: max_lag + 1]
-
-
-def half_normal_mean_pmf(n: int, h: float = 5e-3) -> tuple[np.ndarray, np.ndarray]:
-    """Grid law of A = mean of n i.i.d. |N(0, 1)|: support points a (K,) and masses p (K,), sum 1.
-
-    Bins of width h carry the exact half-normal masses; their n-fold convolution (FFT) is the law of
-    the sum of bin midpoints (error O(h^2) in moments). Raises ValueError for n < 1 or h not in (0, 0.1].
-    """
-    if int(n) != n or n < 1 or not 0 < h <= 0.1:
-        raise ValueError(f"need an integer n >= 1 and 0 < h <= 0.1, got n = {n}, h = {h}")
-    edges = np.arange(0.0, 9.0 + h, h)
-    p1 = np.diff(2.0 * stats.norm.cdf(edges) - 1.0)
-    pn = p1
-    for _ in range(int(n) - 1):
-        pn = np.clip(signal.fftconvolve(pn, p1), 0.0, None)
-    a = (np.arange(pn.shape[0]) * h + n * h / 2.0) / n
-    return a, pn / pn.sum()
-
-
-def _mixture(target: ABCSkewNormalPosterior, h: float) -> dict:
-    """Given A = a_k (grid): r_k = s_obs - a_k delta (K, d), log p_A(a_k) (K,), Sigma, P (d, d); posterior
-    component means m_k = P Sigma^-1 r_k (K, d) and log weights log p_A(a_k) + log N(r_k; 0, v I + Sigma)."""
-    d, n = target.dim, target.num_obs
-    delta, s_obs = target.simulator.delta.numpy(), target.s_obs.numpy()
-    a, pa = half_normal_mean_pmf(n, h)
-    keep = pa > 1e-300
-    r = s_obs[None, :] - a[keep, None] * delta[None, :]
-    sigma = (np.eye(d) - np.outer(delta, delta)) / n + target.epsilon**2 * np.eye(d)
-    sigma_inv = np.linalg.inv(sigma)
-    P = np.linalg.inv(np.eye(d) / target.prior_var + sigma_inv)
-    log_pa = np.log(pa[keep])
-    log_w = log_pa + stats.multivariate_normal(np.zeros(d), target.prior_var * np.eye(d) + sigma).logpdf(r)
-    return {"r": r, "log_pa": log_pa, "sigma": sigma, "P": P, "m": r @ sigma_inv @ P, "log_w": np.atleast_1d(log_w)}
-
-
-def abc_log_likelihood(target: ABCSkewNormalPosterior, theta: torch.Tensor, h: float = 5e-3) -> torch.Tensor:
-    """Exact log p_eps(s_obs | theta) = log sum_k p_A(a_k) N(r_k - theta; 0, Sigma) (module doc): (C, d) -> (C,).
-
-    Shares r_k, p_A and Sigma with :func:`reference_marginal`; exact up to the grid of A (step h).
-    Raises ValueError if theta is not a (C, d) tensor.
-    """
-    if not isinstance(theta, torch.Tensor) or theta.ndim != 2 or theta.shape[1] != target.dim:
-        raise ValueError(f"theta must be a (C, {target.dim}) tensor, got {getattr(theta, 'shape', type(theta))}")
-    mix = _mixture(target, h)
-    dist = stats.multivariate_normal(np.zeros(target.dim), mix["sigma"])
-    rows = theta.detach().cpu().double().numpy()
-    return torch.tensor([float(np.logaddexp.reduce(dist.logpdf(mix["r"] - t) + mix["log_pa"])) for t in rows],
-                        dtype=torch.float64)
-
-
-def reference_marginal(target: ABCSkewNormalPosterior, coord: int = 0, grid: np.ndarray | None = None,
-                       h: float = 5e-3) -> dict:
-    """Exact ABC posterior marginal of theta_coord (module doc; KMC Fig. 4 right, reference line).
-
-    Returns a dict with ``mean``, ``std`` (floats), ``grid`` (G,) and ``density`` (G,) on ``grid``
-    (default: mean +- 6 sd, 401 points). Raises ValueError for a coordinate outside [0, d).
-    """
-    if int(coord) != coord or not 0 <= coord < target.dim:
-        raise ValueError(f"coord must be an integer in [0, {target.dim}), got {coord}")
-    mix = _mixture(target, h)
-    P, w = mix["P"], np.exp(mix["log_w"] - mix["log_w"].max())
-    w /= w.sum()
-    mu = mix["m"][:, coord]
-    mean = float(w @ mu)
-    std = math.sqrt(P[coord, coord] + float(w @ (mu - mean) ** 2))
-    grid = np.linspace(mean - 6 * std, mean + 6 * std, 401) if grid is None else np.asarray(grid, np.float64)
-    dens = stats.norm.pdf(grid[:, None], mu[None, :], math.sqrt(P[coord, coord])) @ w
-    return {"mean": mean, "std": std, "grid": grid, "density": dens}
-
-
-# ------------------------------------------------------------------------------------------ samplers
-
-
 def _fit(points: torch.Tensor, shard: Shard, gen: torch.Generator, params: tuple[float, float] | None):
     """Lite surrogate on <= kmc_history_size distinct points; CV of (sigma, lambda) when params is None."""
-    pts = torch.unique(points, dim=0)
-    if pts.shape[0] > shard.kmc_history_size:
-        pts = pts[torch.randperm(pts.shape[0], generator=gen)[: shard.kmc_history_size]]
-    if params is None:
-        grid = len(shard.kmc_sigma_grid) * len(shard.kmc_lambda_grid)
-        if grid > 1 and pts.shape[0] >= 2 * shard.kmc_cv_folds:
-            cv = cross_validate_lite(pts, shard.kmc_sigma_grid, shard.kmc_lambda_grid, shard.kmc_cv_folds, gen)
-            params = (cv.best_width, cv.best_lambda)
-        else:
-            params = (shard.kmc_sigma_grid[0], shard.kmc_lambda_grid[0])
-    return fit_lite(pts, *params), params
+    return fit_lite_on_history(points, shard.kmc_history_size, shard.kmc_sigma_grid, shard.kmc_lambda_grid,
+                               shard.kmc_cv_folds, gen, params)
 
 
 def _step(clock: StepClock, kernel, state, log_prob, gen: torch.Generator, t: int):
@@ -316,7 +195,7 @@ def _chain(shard: Shard, target: ABCSkewNormalPosterior, gen: torch.Generator, c
         extra["proposal_scale"] = float(log_scale.exp())
     if shard.sampler == "KMC":
         if B < 1:
-            raise ValueError("KMC needs num_burn_in >= 1: its first surrogate is fitted on the burn-in states")
+            raise ConfigError("KMC needs num_burn_in >= 1: its first surrogate is fitted on the burn-in states")
         surrogate, params = _fit(torch.stack(history), shard, gen, None)
         kernel, refits = KMC(surrogate, shard.step_size_range, L, pseudo_marginal=True), 0
     kept, evals, times, acc = [], [], [], torch.zeros(C, dtype=torch.float64)
@@ -328,9 +207,9 @@ def _chain(shard: Shard, target: ABCSkewNormalPosterior, gen: torch.Generator, c
         times.append(clock.seconds)
         if shard.sampler == "KMC" and shard.adaptation == "vanishing":
             history.append(state.x[0].cpu())
-            if float(torch.rand((), generator=gen)) < 1.0 / math.sqrt(t + 1):
+            if should_adapt(t, gen):  # a_t = 1 / sqrt(t + 1), one draw from gen
                 surrogate, _ = _fit(torch.stack(history), shard, gen, params)
-                kernel, refits = KMC(surrogate, shard.step_size_range, L, pseudo_marginal=True), refits + 1
+                kernel, refits = replace(kernel, surrogate=surrogate), refits + 1
     extra["acceptance_rate"] = (acc / T).numpy()
     if shard.sampler == "KMC":
         extra.update(surrogate_refits=refits, surrogate_sigma=params[0], surrogate_lambda=params[1])
@@ -349,11 +228,12 @@ def _reference_rows(target: ABCSkewNormalPosterior) -> pd.DataFrame:
 
 
 def run(shard: Shard) -> pd.DataFrame:
-    """Run one shard (protocol and rows: module doc). Raises ValueError on bad sampler/sizes/adaptation."""
-    if shard.sampler not in (*SAMPLERS, "reference"):
-        raise ValueError(f"kmc_abc: unknown sampler {shard.sampler!r}; available: {', '.join(SAMPLERS)}")
-    if shard.adaptation not in ADAPTATIONS:
-        raise ValueError(f"kmc_abc: adaptation must be one of {ADAPTATIONS}, got {shard.adaptation!r}")
+    """Run one shard (protocol and rows: module doc).
+
+    Raises:
+        ValueError: num_iterations <= max_lag; a KMC or RW shard with other than one run (HABC: none);
+            KMC with num_burn_in < 1. RuntimeError: a diverged chain.
+    """
     if shard.num_iterations <= shard.max_lag:
         raise ValueError(f"num_iterations ({shard.num_iterations}) must exceed max_lag ({shard.max_lag})")
     if len(shard.runs) < 1 or (shard.sampler in ("KMC", "RW") and len(shard.runs) != 1):
@@ -380,8 +260,3 @@ def run(shard: Shard) -> pd.DataFrame:
     df["x"] = np.nan
     return df
 
-
-def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate shard results, sorted (sampler, seed, metric, step) for a stable file."""
-    df = pd.concat(results, ignore_index=True)
-    return df.sort_values(["sampler", "seed", "metric", "step"], kind="stable").reset_index(drop=True)

@@ -56,21 +56,27 @@ import numpy as np
 import pandas as pd
 import torch
 
+from gradmc.errors import ConfigError
 from gradmc.evaluation.ess import ess
 from gradmc.experiments.runner import StepClock, tidy_frame
-from gradmc.samplers.continuous import HMC, KAMH, KMC, RandomWalkMetropolis, adapt_log_scale, should_adapt
+from gradmc.samplers.continuous import HMC, KAMH, KMC, GaussianRandomWalkMetropolis, adapt_log_scale, should_adapt
 from gradmc.seeding import make_generator, seed_from
-from gradmc.surrogates import fit_finite, gaussian_random_features
+from gradmc.surrogates import fit_finite, gaussian_random_features, median_heuristic
 from gradmc.targets import Banana
 
-__all__ = ["EXPERIMENT", "TARGET", "SAMPLERS", "HISTORIES", "Shard", "shards", "run", "collect"]
+__all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "run"]
 
 EXPERIMENT = "kmc_banana"
+META = {
+    "title": "KMC Fig. 3: 8-D banana, KMC vs HMC and random walk over n = m",
+    "message": "Sampling the 8-D banana: {samplers}, KMC n = {n}, runs {runs}, {num_burn_in} + {num_iterations} "
+               "iterations on Ray",
+    "sort_by": ["sampler", "n", "seed", "metric"],
+    "figure": "kmc_fig3_banana",
+    "category": "Kernel HMC paper",
+}
 TARGET = "banana"
-#: Samplers this module can run; KMC and KAMH get one shard per history size n.
-SAMPLERS = ("HMC", "KMC", "KAMH", "RW")
-HISTORIES = ("target", "burn_in")
-ADAPTATIONS = ("none", "vanishing")
+#: Samplers that get one shard per history size n (the others run once, n = 0).
 HISTORY_SAMPLERS = ("KMC", "KAMH")
 
 
@@ -81,50 +87,35 @@ class Shard:
     sampler: str
     n: int
     run: int
-    d: int = 8
-    V: float = 100.0
-    b: float = 0.03
-    num_burn_in: int = 2000
-    num_iterations: int = 200
-    step_size_range: tuple[float, float] = (0.6, 1.3)
-    num_steps_range: tuple[int, int] = (10, 100)
-    lengthscale: float = 2.0
-    lam: float = 1e-3
-    history: str = "target"
-    adaptation: str = "none"
-    kamh_gamma: float = 0.2
-    rw_target_acceptance: float = 0.234
-    rw_initial_scale: float = 1.0
-    device: str = "cpu"
+    d: int
+    V: float
+    b: float
+    num_burn_in: int
+    num_iterations: int
+    step_size_range: tuple[float, float]
+    num_steps_range: tuple[int, int]
+    lengthscale: float
+    lam: float
+    history: str
+    adaptation: str
+    kamh_gamma: float
+    rw_target_acceptance: float
+    rw_initial_scale: float
+    device: str
 
 
-def _check_sampler(name: str) -> None:
-    if name not in SAMPLERS:
-        raise ValueError(f"kmc_banana: unknown sampler {name!r}; available: {', '.join(SAMPLERS)}")
-
-
-def shards(config: dict) -> list[Shard]:
-    """One shard per (sampler, n, run) of ``config['kmc_banana']``: KMC and KAMH for every n, the others n = 0.
-
-    Raises:
-        ValueError: unknown sampler, unknown history protocol or adaptation mode.
-    """
+def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
+    """One shard per (sampler, n, run) of ``config['kmc_banana']``: KMC and KAMH for every n, the others n = 0
+    (no inputs; samplers, history and adaptation are checked by the schema)."""
     spec = config["kmc_banana"]
-    for name in spec["samplers"]:
-        _check_sampler(name)
-    history = spec.get("history", "target")
-    if history not in HISTORIES:
-        raise ValueError(f"kmc_banana.history must be one of {HISTORIES}, got {history!r}")
-    adaptation = spec.get("adaptation", "none")
-    if adaptation not in ADAPTATIONS:
-        raise ValueError(f"kmc_banana.adaptation must be one of {ADAPTATIONS}, got {adaptation!r}")
-    common = dict(d=spec.get("d", 8), V=float(spec.get("V", 100.0)), b=float(spec.get("b", 0.03)),
+    common = dict(d=spec["d"], V=float(spec["V"]), b=float(spec["b"]),
                   num_burn_in=spec["num_burn_in"], num_iterations=spec["num_iterations"],
                   step_size_range=tuple(float(e) for e in spec["step_size_range"]),
                   num_steps_range=tuple(int(s) for s in spec["num_steps_range"]),
-                  lengthscale=float(spec["lengthscale"]), lam=float(spec["lam"]), history=history,
-                  adaptation=adaptation, kamh_gamma=float(spec.get("kamh_gamma", 0.2)),
-                  rw_target_acceptance=float(spec.get("rw_target_acceptance", 0.234)), device=config["device"])
+                  lengthscale=float(spec["lengthscale"]), lam=float(spec["lam"]), history=spec["history"],
+                  adaptation=spec["adaptation"], kamh_gamma=float(spec["kamh_gamma"]),
+                  rw_target_acceptance=float(spec["rw_target_acceptance"]),
+                  rw_initial_scale=float(spec["rw_initial_scale"]), device=config["device"])
     out = []
     for name in spec["samplers"]:
         sizes = spec["n"] if name in HISTORY_SAMPLERS else [0]
@@ -145,15 +136,9 @@ def _min_ess(samples: torch.Tensor) -> float:
     return float(np.min(values)) if not np.isnan(values).any() else float("nan")
 
 
-def _median_heuristic(z: torch.Tensor) -> float:
-    """Median pairwise distance of the rows of z (the usual KAMH kernel width); 1.0 if all rows coincide."""
-    dist = torch.pdist(z)
-    med = float(dist.median()) if dist.numel() else 0.0
-    return med if med > 0 else 1.0
-
-
 def _kamh(shard: Shard, z: torch.Tensor, log_nu: torch.Tensor) -> KAMH:
-    return KAMH(z=z, sigma=_median_heuristic(z), gamma=shard.kamh_gamma, nu=float(log_nu.exp()[0]))
+    """KAMH on history z, kernel width the median pairwise distance of z (1.0 if all rows coincide)."""
+    return KAMH(z=z, sigma=median_heuristic(z, fallback=1.0), gamma=shard.kamh_gamma, nu=float(log_nu.exp()[0]))
 
 
 def _evenly_spaced(states: list[torch.Tensor], n: int) -> torch.Tensor:
@@ -163,12 +148,15 @@ def _evenly_spaced(states: list[torch.Tensor], n: int) -> torch.Tensor:
 
 
 def run(shard: Shard) -> pd.DataFrame:
-    """Run one shard: burn-in (discarded) then kept iterations on the banana; tidy rows (see module doc)."""
-    _check_sampler(shard.sampler)
+    """Run one shard: burn-in (discarded) then kept iterations on the banana; tidy rows (see module doc).
+
+    Raises:
+        ValueError: KMC or KAMH with n < 1, or history "burn_in" with num_burn_in < 2.
+    """
     if shard.sampler in HISTORY_SAMPLERS and shard.n < 1:
-        raise ValueError(f"{shard.sampler} needs n >= 1 history points, got {shard.n}")
+        raise ConfigError(f"{shard.sampler} needs n >= 1 history points, got {shard.n}")
     if shard.sampler in HISTORY_SAMPLERS and shard.history == "burn_in" and shard.num_burn_in < 2:
-        raise ValueError("history 'burn_in' needs num_burn_in >= 2")
+        raise ConfigError("history 'burn_in' needs num_burn_in >= 2")
     device = shard.device
     target = Banana(shard.d, shard.V, shard.b, device=device)
     generator = make_generator(seed_from(EXPERIMENT, shard.sampler, shard.n, shard.run), device)
@@ -188,9 +176,9 @@ def run(shard: Shard) -> pd.DataFrame:
     if shard.sampler == "HMC":
         kernel, phases = HMC(**hmc_args), [("fixed", B)]
     elif shard.sampler == "RW":
-        kernel, phases = RandomWalkMetropolis(log_scale.exp()), [("rw", B)]
+        kernel, phases = GaussianRandomWalkMetropolis(log_scale.exp()), [("rw", B)]
     elif shard.history == "burn_in":
-        kernel = RandomWalkMetropolis(log_scale.exp())
+        kernel = GaussianRandomWalkMetropolis(log_scale.exp())
         phases = [("rw", B)] if shard.sampler == "KMC" else [("rw", B - B // 2), ("kamh", B // 2)]
     elif shard.sampler == "KMC":
         surrogate = _fit_surrogate(shard, target_history())
@@ -210,7 +198,7 @@ def run(shard: Shard) -> pd.DataFrame:
             history.append(state.x[0])
             if kind == "rw":
                 log_scale = adapt_log_scale(log_scale, info.acceptance_prob, t, shard.rw_target_acceptance)
-                kernel = RandomWalkMetropolis(log_scale.exp())
+                kernel = GaussianRandomWalkMetropolis(log_scale.exp())
             elif kind == "kamh":
                 log_scale = adapt_log_scale(log_scale, info.acceptance_prob, t, shard.rw_target_acceptance)
                 kernel = replace(kernel, nu=float(log_scale.exp()[0]))
@@ -224,12 +212,12 @@ def run(shard: Shard) -> pd.DataFrame:
     for t in range(T):
         if vanishing and should_adapt(t, adapt_gen) and (fresh or shard.sampler == "KAMH"):
             adaptations += 1
-            if shard.sampler == "KMC":  # online update with every state since the last one (same object)
-                surrogate.update(torch.stack(fresh).cpu())
-                fresh = []
+            if shard.sampler == "KMC":  # online update with every state since the last one: a new surrogate
+                surrogate = surrogate.update(torch.stack(fresh).cpu())
+                kernel, fresh = replace(kernel, surrogate=surrogate), []
             else:
                 z = _evenly_spaced(history, shard.n)
-                kernel = replace(kernel, z=z, sigma=_median_heuristic(z))
+                kernel = replace(kernel, z=z, sigma=median_heuristic(z, fallback=1.0))
         state, info = clock.step(kernel, state, target, generator)
         acc += float(info.acceptance_prob.mean())
         kept.append(state.x[0])
@@ -249,8 +237,3 @@ def run(shard: Shard) -> pd.DataFrame:
     df.insert(df.columns.get_loc("sampler") + 1, "n", np.int64(shard.n))
     return df.astype({"n": "int64"})
 
-
-def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate shard results, sorted for a stable file."""
-    df = pd.concat(results, ignore_index=True)
-    return df.sort_values(["sampler", "n", "seed", "metric"], kind="stable").reset_index(drop=True)

@@ -26,7 +26,8 @@ Metrics (tidy rows, seed = run, chain 0; ``energy_evals`` = likelihood estimates
 included; ``wall_time_s`` = sampler time so far, CV and history excluded):
 - ``mmd2`` at step = t for t in the grid mmd_every, 2 mmd_every, ..., num_iterations: the biased
   V-statistic of MMD^2 (what the paper plots) between the first t states and the benchmark samples,
-  kernel (1 + <theta, theta'>)^3 (:func:`polynomial_kernel`), computed blockwise (:func:`mmd2_prefixes`).
+  kernel (1 + <theta, theta'>)^3 (:func:`gradmc.evaluation.mmd.polynomial_kernel`), computed blockwise
+  (:func:`gradmc.evaluation.mmd.mmd2_prefixes`).
 - at step = num_iterations: ``min_ess`` (minimum over the 9 coordinates of ArviZ's rank-normalised bulk
   ESS of all states of the chain), ``acceptance_rate``, ``likelihood_estimates``, ``benchmark_size``,
   and for KMC the chosen ``kmc_sigma`` and ``kmc_lambda``.
@@ -44,21 +45,27 @@ import torch
 
 from gradmc.data.glass import load_glass
 from gradmc.data.registry import data_dir as default_data_dir
+from gradmc.errors import ConfigError
 from gradmc.evaluation.ess import ess
-from gradmc.evaluation.mmd import polynomial_kernel
+from gradmc.evaluation.mmd import mmd2_prefixes
 from gradmc.experiments import kmc_gpc_benchmark as bench
 from gradmc.experiments.runner import StepClock, tidy_frame
 from gradmc.samplers.continuous import KAMH, KMC, GaussianRandomWalkProposal, PseudoMarginalMH, adapt_log_scale
 from gradmc.seeding import make_generator, seed_from
 from gradmc.surrogates import cross_validate_lite, fit_lite
 
-__all__ = ["EXPERIMENT", "INPUTS", "SAMPLERS", "HISTORIES", "Shard", "shards", "run", "collect", "mmd2_prefixes"]
+__all__ = ["EXPERIMENT", "META", "Shard", "shards", "run"]
 
 EXPERIMENT = "kmc_gpc"
-INPUTS = ("benchmark",)
-SAMPLERS = ("KMC", "KAMH", "RW")
-HISTORIES = ("benchmark", "pilot")
-_BLOCK = 512  # rows per kernel block in mmd2_prefixes (memory O(_BLOCK * max(T, M)))
+META = {
+    "title": "KMC Fig. 4 left: GP classification on Glass, KMC vs KAMH and RW (MMD, min ESS)",
+    "message": "GPC sampling: {samplers} x runs {runs}, {num_iterations} iterations each, MMD to the benchmark, "
+               "on Ray",
+    "sort_by": ["sampler", "seed", "metric", "step"],
+    "figure": "kmc_fig4_gpc",
+    "category": "Kernel HMC paper",
+    "inputs": {"benchmark": "kmc_gpc/benchmark.parquet"},
+}
 
 
 @dataclass(frozen=True)
@@ -69,102 +76,59 @@ class Shard:
     run: int
     benchmark_path: str
     data_dir: str
-    num_iterations: int = 6000
-    mmd_every: int = 100
-    start: str = "zero"
-    history: str = "benchmark"
-    num_history: int = 1000
-    pilot_iterations: int = 2000
-    step_size_range: tuple[float, float] = (0.01, 0.1)
-    num_steps_range: tuple[int, int] = (1, 10)
-    kmc_sigmas: tuple[float, ...] = (10.0, 30.0, 100.0)
-    kmc_lambdas: tuple[float, ...] = (0.01, 0.1, 1.0)
-    cv_folds: int = 5
-    kamh_gamma: float = 0.3
-    initial_scale: float = 1.0
-    target_acceptance: float = 0.234
-    num_importance_samples: int = 100
-    prior_var: float = 5.0
-
-
-def _check_sampler(name: str) -> None:
-    if name not in SAMPLERS:
-        raise ValueError(f"kmc_gpc: unknown sampler {name!r}; available: {', '.join(SAMPLERS)}")
+    num_iterations: int
+    mmd_every: int
+    start: str
+    history: str
+    num_history: int
+    pilot_iterations: int
+    step_size_range: tuple[float, float]
+    num_steps_range: tuple[int, int]
+    kmc_sigmas: tuple[float, ...]
+    kmc_lambdas: tuple[float, ...]
+    cv_folds: int
+    kamh_gamma: float
+    initial_scale: float
+    target_acceptance: float
+    num_importance_samples: int
+    prior_var: float
 
 
 def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
     """One shard per (sampler, run) of ``config['kmc_gpc']``; ``inputs['benchmark']`` is the benchmark file.
+    Samplers, history and start are checked by the schema.
 
     Raises:
-        ValueError: unknown sampler, history or start; an ill-shaped benchmark file (names it); fewer
-            benchmark samples than ``num_history`` (history "benchmark"); pilot_iterations < 1 (history
-            "pilot"); mmd_every not in [1, num_iterations].
+        ValueError: an ill-shaped benchmark file (names it); fewer benchmark samples than ``num_history``
+            (history "benchmark"); pilot_iterations < 1 (history "pilot"); mmd_every not in [1, num_iterations].
         FileNotFoundError / KeyError: the benchmark file (or the ``benchmark`` input) or the Glass file is missing.
     """
     spec, target_spec = config["kmc_gpc"], config["kmc_gpc"]["benchmark"]
-    for name in spec["samplers"]:
-        _check_sampler(name)
     if "benchmark" not in inputs:
-        raise KeyError("kmc_gpc needs the input 'benchmark' (--input benchmark=PATH)")
-    history, start = spec.get("history", "benchmark"), spec.get("start", "zero")
-    if history not in HISTORIES:
-        raise ValueError(f"kmc_gpc.history must be one of {HISTORIES}, got {history!r}")
-    if start not in bench.STARTS:
-        raise ValueError(f"kmc_gpc.start must be one of {bench.STARTS}, got {start!r}")
+        raise KeyError("kmc_gpc needs the input 'benchmark' (--benchmark PATH)")
+    history, start = spec["history"], spec["start"]
     T, every, n = int(spec["num_iterations"]), int(spec["mmd_every"]), int(spec["num_history"])
     if not 1 <= every <= T or T < 4:
-        raise ValueError(f"kmc_gpc needs num_iterations >= 4 and 1 <= mmd_every <= num_iterations, got {T}, {every}")
+        raise ConfigError(f"kmc_gpc needs num_iterations >= 4 and 1 <= mmd_every <= num_iterations, got {T}, {every}")
     path = str(Path(inputs["benchmark"]).resolve())
     size = bench.load_benchmark(path).shape[0]
     if history == "benchmark" and n > size:
-        raise ValueError(f"kmc_gpc.num_history = {n} but the benchmark file {path} holds only {size} samples")
-    if history == "pilot" and int(spec.get("pilot_iterations", 0)) < 1:
-        raise ValueError("kmc_gpc.history 'pilot' needs pilot_iterations >= 1")
+        raise ConfigError(f"kmc_gpc.num_history = {n} but the benchmark file {path} holds only {size} samples")
+    if history == "pilot" and int(spec["pilot_iterations"]) < 1:
+        raise ConfigError("kmc_gpc.history 'pilot' needs pilot_iterations >= 1")
     folder = str(default_data_dir().resolve())
     load_glass(folder)  # fail before any shard starts
     common = dict(benchmark_path=path, data_dir=folder, num_iterations=T, mmd_every=every, start=start,
-                  history=history, num_history=n, pilot_iterations=int(spec.get("pilot_iterations", 0)),
+                  history=history, num_history=n, pilot_iterations=int(spec["pilot_iterations"]),
                   step_size_range=tuple(float(e) for e in spec["step_size_range"]),
                   num_steps_range=tuple(int(s) for s in spec["num_steps_range"]),
                   kmc_sigmas=tuple(float(s) for s in spec["kmc_sigmas"]),
                   kmc_lambdas=tuple(float(v) for v in spec["kmc_lambdas"]), cv_folds=int(spec["cv_folds"]),
-                  kamh_gamma=float(spec["kamh_gamma"]), initial_scale=float(spec.get("initial_scale", 1.0)),
-                  target_acceptance=float(spec.get("target_acceptance", 0.234)),
+                  kamh_gamma=float(spec["kamh_gamma"]), initial_scale=float(spec["initial_scale"]),
+                  target_acceptance=float(spec["target_acceptance"]),
                   num_importance_samples=int(target_spec["num_importance_samples"]),
                   prior_var=float(target_spec["prior_var"]))
     return [Shard(sampler=name, run=int(r), **common) for name in spec["samplers"] for r in spec["runs"]]
-
-
-def _kernel_sum(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Row sums (N,) of the cubic polynomial kernel matrix between x (N, d) and y (M, d), blockwise."""
-    return torch.cat([polynomial_kernel(x[i:i + _BLOCK], y).sum(1) for i in range(0, x.shape[0], _BLOCK)])
-
-
-def mmd2_prefixes(x: torch.Tensor, y: torch.Tensor, steps: list[int]) -> list[float]:
-    """V-statistic MMD^2 between x[:t] and y for each t in ``steps``, cubic polynomial kernel.
-
-    Equals ``mmd2(x[:t], y, polynomial_kernel)`` (Gretton et al. 2012, eq. 3) for every t, without
-    materialising the (T, T) kernel matrix: memory O(_BLOCK * max(T, M)), time O((T + M)^2 d).
-
-    Args:
-        x: (T, d) chain states in order. y: (M, d) benchmark samples. steps: increasing ints in [1, T].
-
-    Raises:
-        ValueError: steps not strictly increasing within [1, T]; bad x, y (from :func:`polynomial_kernel`).
-    """
-    if not steps or any(b <= a for a, b in zip(steps[:-1], steps[1:], strict=True)) or not 1 <= steps[0] \
-            or steps[-1] > x.shape[0]:
-        raise ValueError(f"steps must increase strictly within [1, {x.shape[0]}], got {steps}")
-    k_yy = _kernel_sum(y, y).sum() / y.shape[0] ** 2
-    k_xy = torch.cumsum(_kernel_sum(x, y), 0)  # (T,) sum over the first t rows of K_xy
-    out, s_xx, prev = [], torch.zeros((), dtype=torch.float64), 0
-    for t in steps:  # sum over [0, t)^2 = sum over [0, prev)^2 + 2 * new-by-old + new-by-new
-        new = x[prev:t]
-        old = 2.0 * _kernel_sum(new, x[:prev]).sum() if prev else 0.0
-        s_xx = s_xx + old + _kernel_sum(new, new).sum()
-        out.append(float(s_xx / t**2 + k_yy - 2.0 * k_xy[t - 1] / (t * y.shape[0])))
-        prev = t
-    return out
 
 
 @dataclass(frozen=True)
@@ -201,9 +165,8 @@ def run(shard: Shard) -> pd.DataFrame:
     """Run one (sampler, run) shard: history, tuning, num_iterations steps; tidy rows (module docstring). CPU only.
 
     Raises:
-        ValueError: unknown sampler; FileNotFoundError / ValueError: missing or bad Glass or benchmark file.
+        FileNotFoundError / ValueError: missing or bad Glass or benchmark file.
     """
-    _check_sampler(shard.sampler)
     target = bench.make_target(shard.data_dir, shard.num_importance_samples, shard.prior_var)
     reference = bench.load_benchmark(shard.benchmark_path)  # (M, 9)
     x0 = bench.start_point(shard.start, shard.prior_var, make_generator(seed_from(EXPERIMENT, "start", shard.run)))
@@ -254,8 +217,3 @@ def run(shard: Shard) -> pd.DataFrame:
     rows += [(shard.sampler, shard.run, 0, T, m, float(v), costs[T][0], 0, costs[T][1]) for m, v in final]
     return tidy_frame(rows, EXPERIMENT, bench.TARGET)
 
-
-def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate shard results, sorted for a stable file."""
-    df = pd.concat(results, ignore_index=True)
-    return df.sort_values(["sampler", "seed", "metric", "step"], kind="stable").reset_index(drop=True)

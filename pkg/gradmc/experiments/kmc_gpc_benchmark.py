@@ -18,7 +18,7 @@ Output (tidy rows, sampler "RW", seed 0, chain = chain id):
   cumulative likelihood estimates (``energy_evals``, the initial one included) and sampler time so far.
 - per chain, at step = num_iterations: ``acceptance_rate`` (after burn-in), ``burn_in_acceptance``,
   ``rw_scale`` (the frozen proposal scale), ``likelihood_estimates``.
-- pooled over chains (chain = -1, step = K, added by :func:`collect`): ``min_ess``, the minimum over the
+- pooled over chains (chain = -1, step = K, added by :func:`finalize`): ``min_ess``, the minimum over the
   9 coordinates of ArviZ's rank-normalised bulk ESS of the kept samples of all chains (a quality check
   of the benchmark itself), and ``num_samples`` = chains * K.
 
@@ -38,6 +38,7 @@ import torch
 
 from gradmc.data.glass import load_glass
 from gradmc.data.registry import data_dir as default_data_dir
+from gradmc.errors import ConfigError, InputError, MissingInputError
 from gradmc.evaluation.ess import ess
 from gradmc.experiments.runner import StepClock, tidy_frame
 from gradmc.results import read_parquet
@@ -45,10 +46,18 @@ from gradmc.samplers.continuous import GaussianRandomWalkProposal, PseudoMargina
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets import GPClassificationPosterior
 
-__all__ = ["EXPERIMENT", "TARGET", "DIM", "STARTS", "Shard", "shards", "run", "collect", "make_target",
+__all__ = ["EXPERIMENT", "META", "TARGET", "DIM", "STARTS", "Shard", "shards", "run", "finalize", "make_target",
            "start_point", "coordinate_metrics", "load_benchmark"]
 
 EXPERIMENT = "kmc_gpc_benchmark"
+META = {
+    "title": "KMC Fig. 4 left, stage 1: benchmark chains for GP classification on Glass",
+    "message": "GPC benchmark: {num_chains} pseudo-marginal RW chains of {num_iterations} iterations "
+               "({num_burn_in} burn-in, thin {thin}) on Ray",
+    "sort_by": ["chain", "metric", "step"],
+    "output": "kmc_gpc/benchmark.parquet",
+    "config_keys": ["kmc_gpc.benchmark"],
+}
 TARGET = "gpc_glass"
 DIM = 9
 STARTS = ("zero", "prior")
@@ -68,11 +77,11 @@ class Shard:
     num_burn_in: int
     thin: int
     data_dir: str
-    start: str = "zero"
-    initial_scale: float = 1.0
-    target_acceptance: float = 0.234
-    num_importance_samples: int = 100
-    prior_var: float = 5.0
+    start: str
+    initial_scale: float
+    target_acceptance: float
+    num_importance_samples: int
+    prior_var: float
 
 
 def make_target(data_dir: str | Path | None, num_importance_samples: int,
@@ -99,26 +108,22 @@ def start_point(start: str, prior_var: float, generator: torch.Generator) -> tor
     raise ValueError(f"start must be one of {STARTS}, got {start!r}")
 
 
-def shards(config: dict) -> list[Shard]:
-    """One shard per chain of ``config['kmc_gpc']['benchmark']`` (only that sub-dict is read).
+def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
+    """One shard per chain of ``config['kmc_gpc']['benchmark']`` (only that sub-dict is read; no inputs).
 
     Raises:
-        ValueError: fewer than 4 kept samples per chain, thin < 1, unknown start, burn-in >= iterations.
+        ValueError: fewer than 4 kept samples per chain, thin < 1, burn-in >= iterations.
         FileNotFoundError: the Glass file is missing from the data folder (checked here, before Ray).
     """
     spec = config["kmc_gpc"]["benchmark"]
     n, burn, thin = int(spec["num_iterations"]), int(spec["num_burn_in"]), int(spec["thin"])
     if thin < 1 or burn < 0 or (n - burn) // thin < 4:
-        raise ValueError(f"kmc_gpc.benchmark needs thin >= 1, num_burn_in >= 0 and at least 4 kept samples per "
+        raise ConfigError(f"kmc_gpc.benchmark needs thin >= 1, num_burn_in >= 0 and at least 4 kept samples per "
                          f"chain, got num_iterations={n}, num_burn_in={burn}, thin={thin}")
-    start = spec.get("start", "zero")
-    if start not in STARTS:
-        raise ValueError(f"kmc_gpc.benchmark.start must be one of {STARTS}, got {start!r}")
     folder = str(default_data_dir().resolve())
     load_glass(folder)  # fail before any shard starts
-    common = dict(num_iterations=n, num_burn_in=burn, thin=thin, data_dir=folder, start=start,
-                  initial_scale=float(spec.get("initial_scale", 1.0)),
-                  target_acceptance=float(spec.get("target_acceptance", 0.234)),
+    common = dict(num_iterations=n, num_burn_in=burn, thin=thin, data_dir=folder, start=spec["start"],
+                  initial_scale=float(spec["initial_scale"]), target_acceptance=float(spec["target_acceptance"]),
                   num_importance_samples=int(spec["num_importance_samples"]), prior_var=float(spec["prior_var"]))
     return [Shard(chain=c, **common) for c in range(int(spec["num_chains"]))]
 
@@ -161,25 +166,29 @@ def _samples_by_chain(df: pd.DataFrame, where: str) -> np.ndarray:
     names = coordinate_metrics()
     d = df[df["metric"].isin(names) & (df["chain"] >= 0)]
     if d.empty:
-        raise ValueError(f"{where}: no benchmark samples (metrics {names[0]} .. {names[-1]}) found")
+        raise InputError(f"{where}: no benchmark samples (metrics {names[0]} .. {names[-1]}) found")
     wide = d.pivot_table(index=["chain", "step"], columns="metric", values="value", aggfunc="first")
     missing = [m for m in names if m not in wide.columns]
     if missing or wide.isna().any().any() or len(wide) * len(names) != len(d):
-        raise ValueError(f"{where}: benchmark samples are ill-shaped: every (chain, step) needs exactly one value "
+        raise InputError(f"{where}: benchmark samples are ill-shaped: every (chain, step) needs exactly one value "
                          f"of each of {names[0]} .. {names[-1]} (missing metrics {missing}, {len(d)} rows for "
                          f"{len(wide)} samples)")
     values = wide[names].to_numpy(np.float64)
     if not np.isfinite(values).all():
-        raise ValueError(f"{where}: benchmark samples contain NaN or infinite values")
+        raise InputError(f"{where}: benchmark samples contain NaN or infinite values")
     counts = wide.groupby(level="chain").size()
     if counts.nunique() != 1:
-        raise ValueError(f"{where}: benchmark chains have different numbers of samples {counts.to_dict()}")
+        raise InputError(f"{where}: benchmark chains have different numbers of samples {counts.to_dict()}")
     return values.reshape(len(counts), int(counts.iloc[0]), len(names))
 
 
-def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate the chains and add the pooled ``min_ess`` and ``num_samples`` rows (chain = -1)."""
-    df = pd.concat(results, ignore_index=True)
+def finalize(df: pd.DataFrame, inputs: dict[str, str]) -> pd.DataFrame:
+    """The concatenated chains ``df`` plus the pooled ``min_ess`` and ``num_samples`` rows (chain = -1)
+    (called by :func:`gradmc.experiments.standard.collect` before its sort; no inputs).
+
+    Raises:
+        ValueError: ill-shaped benchmark samples (see :func:`load_benchmark`).
+    """
     samples = _samples_by_chain(df, "kmc_gpc_benchmark results")  # (chains, K, 9)
     ess_d = [ess(samples[:, :, d]) for d in range(samples.shape[2])]
     totals = df[df["metric"] == "likelihood_estimates"]
@@ -187,8 +196,7 @@ def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
                float(totals["wall_time_s"].sum()))
               for metric, value in (("min_ess", float(np.min(ess_d))),
                                     ("num_samples", float(samples.shape[0] * samples.shape[1])))]
-    df = pd.concat([df, tidy_frame(pooled, EXPERIMENT, TARGET)], ignore_index=True)
-    return df.sort_values(["chain", "metric", "step"], kind="stable").reset_index(drop=True)
+    return pd.concat([df, tidy_frame(pooled, EXPERIMENT, TARGET)], ignore_index=True)
 
 
 def load_benchmark(path: str | Path) -> torch.Tensor:
@@ -201,10 +209,10 @@ def load_benchmark(path: str | Path) -> torch.Tensor:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"benchmark file {path} not found (run `gradmc run kmc_gpc_benchmark` first)")
+        raise MissingInputError(f"benchmark file {path} not found (run `gradmc run kmc_gpc_benchmark` first)")
     df, _ = read_parquet(path)
     experiments = set(df["experiment"].unique()) if "experiment" in df.columns else set()
     if experiments != {EXPERIMENT}:
-        raise ValueError(f"{path}: not a {EXPERIMENT} results file (experiments {sorted(experiments)})")
+        raise InputError(f"{path}: not a {EXPERIMENT} results file (experiments {sorted(experiments)})")
     samples = _samples_by_chain(df, str(path))
     return torch.from_numpy(samples.reshape(-1, samples.shape[2]).copy())

@@ -33,15 +33,25 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
+from gradmc.errors import ConfigError
 from gradmc.experiments.runner import tidy_frame
+from gradmc.samplers.base import acceptance_probability
+from gradmc.samplers.continuous.common import leapfrog
 from gradmc.seeding import make_generator, seed_from
-from gradmc.surrogates import FiniteSurrogate, rational_quadratic_random_features
+from gradmc.surrogates import FiniteSurrogate, median_heuristic, rational_quadratic_random_features
 from gradmc.targets import Gaussian, random_gamma_gaussian
 
-__all__ = ["EXPERIMENT", "TARGET", "Shard", "shards", "leapfrog_trajectory", "trajectory_acceptance",
-           "median_lengthscale", "trial", "run", "collect"]
+__all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "leapfrog_trajectory", "trajectory_acceptance",
+           "trial", "run"]
 
 EXPERIMENT = "kmc_trajectories"
+META = {
+    "title": "KMC Fig. 2: trajectory acceptance of KMC finite vs HMC over (d, n = m)",
+    "message": "KMC Fig. 2 trajectories: d in {dims} x n = m in {num_samples}, {num_trials} trials on Ray",
+    "sort_by": ["metric", "d", "n", "seed"],
+    "figure": "kmc_fig2_trajectories",
+    "category": "Kernel HMC paper",
+}
 TARGET = "gamma_gaussian"
 MEDIAN_SUBSAMPLE = 1000
 
@@ -55,67 +65,55 @@ class Shard:
     chunk: int
     first_trial: int
     num_trials: int
-    eps: float = 0.1
-    L_min: int = 10
-    L_max: int = 100
-    lengthscale: float | str = "median"
-    shape: float = 1.0
-    lam: float = 1e-3
-    device: str = "cpu"
+    eps: float
+    L_min: int
+    L_max: int
+    lengthscale: float | str
+    shape: float
+    lam: float
+    device: str
 
 
-def shards(config: dict) -> list[Shard]:
-    """One shard per (d, n, chunk of ``trials_per_shard`` trials) of ``config['kmc_trajectories']``."""
+def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
+    """One shard per (d, n, chunk of ``trials_per_shard`` trials) of ``config['kmc_trajectories']`` (no inputs).
+
+    Raises:
+        ValueError: L_min > L_max.
+    """
     spec = config["kmc_trajectories"]
-    ls = spec.get("lengthscale", "median")
-    if isinstance(ls, str) and ls != "median":
-        raise ValueError(f"kmc_trajectories.lengthscale must be a number or 'median', got {ls!r}")
-    if spec.get("L_min", 10) > spec.get("L_max", 100):
-        raise ValueError("kmc_trajectories.L_min must be <= L_max")
+    if spec["L_min"] > spec["L_max"]:
+        raise ConfigError("kmc_trajectories.L_min must be <= L_max")
     total, per = spec["num_trials"], spec["trials_per_shard"]
     chunks = [(c, start, min(per, total - start)) for c, start in enumerate(range(0, total, per))]
     return [
-        Shard(d=d, n=n, chunk=c, first_trial=start, num_trials=count, eps=spec.get("eps", 0.1),
-              L_min=spec.get("L_min", 10), L_max=spec.get("L_max", 100), lengthscale=ls,
-              shape=spec.get("shape", 1.0), lam=spec.get("lam", 1e-3), device=config["device"])
+        Shard(d=d, n=n, chunk=c, first_trial=start, num_trials=count, eps=spec["eps"], L_min=spec["L_min"],
+              L_max=spec["L_max"], lengthscale=spec["lengthscale"], shape=spec["shape"], lam=spec["lam"],
+              device=config["device"])
         for d in spec["dims"] for n in spec["num_samples"] for c, start, count in chunks
     ]
 
 
 def leapfrog_trajectory(q0: torch.Tensor, p0: torch.Tensor, grad_log_prob: Callable[[torch.Tensor], torch.Tensor],
                         eps: float, num_steps: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Leapfrog for H = -log pi(q) + ||p||^2 / 2 from (q0, p0), both (d,).
+    """The leapfrog path for H = -log pi(q) + ||p||^2 / 2 from (q0, p0), both (d,), by the package's
+    :func:`gradmc.samplers.continuous.common.leapfrog` (one chain, ``path=True``).
 
     Returns (q, p), each (num_steps + 1, d): row 0 is the start, row t the state after t full steps.
     ``grad_log_prob`` maps (N, d) -> (N, d).
     """
-    qs, ps = [q0], [p0]
-    q, p = q0, p0
-    g = grad_log_prob(q[None])[0]
-    for _ in range(num_steps):
-        p_half = p + 0.5 * eps * g
-        q = q + eps * p_half
-        g = grad_log_prob(q[None])[0]
-        p = p_half + 0.5 * eps * g
-        qs.append(q)
-        ps.append(p)
-    return torch.stack(qs), torch.stack(ps)
+    x = q0[None]
+    eps_c = torch.full((1, 1), float(eps), dtype=q0.dtype)
+    num = torch.full((1, 1), int(num_steps), dtype=torch.int64)
+    *_, qs, ps = leapfrog(x, p0[None], eps_c, num, int(num_steps), lambda z: (None, grad_log_prob(z)), 1.0,
+                          grad_log_prob(x), path=True)
+    return qs[:, 0], ps[:, 0]
 
 
 def trajectory_acceptance(log_prob: Callable[[torch.Tensor], torch.Tensor], q: torch.Tensor, p: torch.Tensor) -> float:
-    """Mean over t = 1..L of min(1, exp(H_0 - H_t)) with H = -log_prob(q) + ||p||^2 / 2; non-finite -> 0."""
+    """Mean over t = 1..L of min(1, exp(H_0 - H_t)) (:func:`gradmc.samplers.base.acceptance_probability`) with
+    H = -log_prob(q) + ||p||^2 / 2; a NaN ratio counts 0."""
     h = -log_prob(q) + 0.5 * (p * p).sum(-1)  # (L + 1,)
-    acc = torch.exp(torch.clamp(h[0] - h[1:], max=0.0))
-    acc = torch.where(torch.isfinite(acc), acc, torch.zeros_like(acc))
-    return float(acc.mean())
-
-
-def median_lengthscale(x: torch.Tensor) -> float:
-    """Median pairwise Euclidean distance over the first min(N, 1000) rows of x (N, d)."""
-    z = x[:MEDIAN_SUBSAMPLE]
-    dist = torch.cdist(z, z)
-    iu = torch.triu_indices(z.shape[0], z.shape[0], offset=1)
-    return float(dist[iu[0], iu[1]].median())
+    return float(acceptance_probability(h[0] - h[1:]).mean())
 
 
 def trial(shard: Shard, t: int, surrogate_grad: Callable | None = None) -> dict:
@@ -139,7 +137,8 @@ def trial(shard: Shard, t: int, surrogate_grad: Callable | None = None) -> dict:
     if surrogate_grad is None:
         fit_gen = make_generator(seed_from(EXPERIMENT, "fit", d, n, t))
         x = target.sample(n, fit_gen)
-        s = median_lengthscale(x) if shard.lengthscale == "median" else float(shard.lengthscale)
+        s = (median_heuristic(x, max_points=MEDIAN_SUBSAMPLE, pairwise="cdist") if shard.lengthscale == "median"
+             else float(shard.lengthscale))
         features = rational_quadratic_random_features(d, n, s, shard.shape, generator=fit_gen, dtype=x.dtype)
         surrogate_grad = FiniteSurrogate(features, shard.lam).update(x).grad
     q, p = leapfrog_trajectory(q0, p0, surrogate_grad, shard.eps, L)
@@ -165,8 +164,3 @@ def run(shard: Shard, surrogate_grad: Callable | None = None) -> pd.DataFrame:
     df["trials"] = shard.num_trials
     return df.astype({"d": "int64", "n": "int64", "trials": "int64"})
 
-
-def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate shard results, sorted for a stable file."""
-    df = pd.concat(results, ignore_index=True)
-    return df.sort_values(["metric", "d", "n", "seed"], kind="stable").reset_index(drop=True)

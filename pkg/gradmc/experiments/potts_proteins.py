@@ -18,12 +18,15 @@ synthetic rows are i.i.d. draws of the true model and keep weight 1 (as in the G
   buffer 2,560, batch 256 + 256, 50 steps, 10,000 iterations, strength 0.01. Sequence weights enter the
   data batches by systematic resampling of the rows (``systematic_resample``: PCD draws rows uniformly).
 
-Metrics (tidy rows, target = protein, sampler = method, chain = -1; extra int64 column ``length`` = L):
+Metrics (tidy rows, target = protein, sampler = method, chain = -1; extra int64 columns ``length`` = L and
+``k``, ``i``, ``j``, -1 where they do not apply):
 - ``precision``, ``recall`` (raw ||J_ij||_F over all q states: the paper's score) and ``precision_apc``,
-  ``recall_apc`` (APC-corrected) of the top-k pairs with j - i >= ``min_separation``, step = k, for k on a
-  grid up to ``max_k_factor`` * L that always holds L/5, L/2 and L;
+  ``recall_apc`` (APC-corrected) of the top-k pairs with j - i >= ``min_separation``, step = 0 and column
+  ``k``, for k on a grid up to ``max_k_factor`` * L that always holds L/5, L/2 and L
+  (:func:`gradmc.proteins.scoring.k_grid`);
 - ``coupling_norm`` (raw ||J_ij||_F) and ``contact`` (1/0, NaN where the structure has no residue) as
-  L x L matrices, step = i * L + j; synthetic also ``true_coupling_norm`` (of the true J);
+  L x L matrices, one row per cell, step = 0 and columns ``i``, ``j``; synthetic also ``true_coupling_norm``
+  (of the true J);
 - synthetic only: ``coupling_rmse`` = RMSE over all entries of the blocks i < j of learned minus true J,
   both moved to the zero-sum gauge (``plm.zero_sum_gauge``: the gauge in which equal distributions have
   equal J), and ``coupling_norm_rmse`` (the same over the block norms);
@@ -37,7 +40,6 @@ evaluations; ``wall_time_s``: the fit time.
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -46,38 +48,40 @@ import pandas as pd
 import torch
 
 from gradmc.data.registry import data_dir as default_data_dir
+from gradmc.errors import ConfigError, MissingDataError
 from gradmc.experiments.runner import tidy_frame
 from gradmc.proteins import (
-    EVCOUPLINGS_FILES,
-    PROTEIN_FILES,
-    PROTEIN_NAMES,
     ProteinData,
     apc,
     contact_curve,
     coupling_norms,
     load_protein,
     load_synthetic_potts,
+    missing_files,
     one_hot,
     sequence_weights,
 )
+from gradmc.proteins.scoring import coupling_rmse, k_grid, top_l_precision_apc
 from gradmc.samplers.discrete import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.training.pcd import PCD, Penalty
-from gradmc.training.plm import fit_plm, zero_sum_gauge
+from gradmc.training.plm import fit_plm
 from gradmc.training.potts_models import PottsModel, profile_fields, systematic_resample
 
-__all__ = ["EXPERIMENT", "METHODS", "PCD_SAMPLERS", "Shard", "shards", "run", "collect", "missing_files", "k_grid"]
+__all__ = ["EXPERIMENT", "META", "PCD_SAMPLERS", "Shard", "shards", "run"]
 
 EXPERIMENT = "potts_proteins"
-METHODS = ("PLM", "PCD-Gibbs", "PCD-GWG")
+META = {
+    "title": "GWG Fig. 7/12/13: Potts models of proteins, PLM vs PCD-Gibbs vs PCD-GWG contacts",
+    "message": "Fitting Potts models to {proteins} with {methods}: PCD {pcd[num_iterations]} iterations x "
+               "{pcd[num_steps]} steps on Ray",
+    "sort_by": ["target", "sampler", "metric", "step", "k", "i", "j"],
+    "figure": "fig7_potts_contacts",
+    "category": "GWG paper",
+    "extra_figures": ["couplings"],
+}
 PCD_SAMPLERS = {"PCD-Gibbs": "Gibbs-1", "PCD-GWG": "GWG"}
 _COST_RANK = {"PCD-Gibbs": 2, "PCD-GWG": 1, "PLM": 0}
-SORT_KEYS = ["target", "sampler", "metric", "step"]
-#: Keys of the config's plm section (passed to fit_plm; dtype as a name) and of its pcd section.
-PLM_KEYS = {"max_iterations", "dtype", "lambda_h", "lambda_J", "scale_lambda_J", "lambda_group", "tolerance",
-            "history_size", "batch_size"}
-PCD_REQUIRED = {"num_iterations", "num_steps", "batch_size", "buffer_size", "lr", "block_l1", "log_every"}
-PCD_KEYS = PCD_REQUIRED | {"init_fields", "checkpoint_every"}
 
 
 @dataclass(frozen=True)
@@ -87,87 +91,47 @@ class Shard:
     protein: str
     method: str
     data_dir: str
-    seed: int = 0
-    num_sequences: int = 0
-    sample_key: str = "sample"
-    theta: float = 0.8
-    min_separation: int = 6
-    max_k_factor: float = 2.0
-    num_k: int = 40
-    plm: tuple = ()  # (key, value) pairs of the config's plm section
-    pcd: tuple = ()  # (key, value) pairs of the config's pcd section
-    device: str = "cpu"
-    checkpoint_dir: str | None = None
+    seed: int
+    num_sequences: int
+    sample_key: str
+    theta: float
+    min_separation: int
+    max_k_factor: float
+    num_k: int
+    plm: tuple  # (key, value) pairs of the config's plm section
+    pcd: tuple  # (key, value) pairs of the config's pcd section
+    device: str
+    checkpoint_dir: str | None
 
 
-def missing_files(proteins, folder: str | Path) -> list[str]:
-    """One line per missing input file of ``proteins`` under ``folder``: the path and where to get it."""
-    folder, out = Path(folder), []
-    for name in proteins:
-        if name in EVCOUPLINGS_FILES:
-            a2m, prefix = EVCOUPLINGS_FILES[name]
-            how = ("not public: EVcouplings (github.com/debbiemarkslab/EVcouplings) makes it, the alignment with its "
-                   "align stage (focus-mode A2M), the distance map with its compare stage (DistanceMap.to_file)")
-            base = folder / "protein"
-            paths = [base / a2m, base / f"{prefix}.csv", base / f"{prefix}.npy"]
-            out += [f"{name}: {p} ({how})" for p in paths if not p.is_file()]
-            continue
-        keys = ("potts_synthetic",) if name == "synthetic" else ("pf00018_a2m", "pf00018_summary")
-        for key in keys:
-            path = folder / PROTEIN_FILES[key].relpath
-            if not path.is_file():
-                out.append(f"{name}: {path} (download {PROTEIN_FILES[key].url})")
-    return out
-
-
-def shards(config: dict) -> list[Shard]:
+def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
     """Every (protein, method) of ``config['potts_proteins']``, costliest method first; data files checked first.
 
+    The data files are found in the data folder (``$GRADMC_DATA_DIR``), not in ``inputs`` (none).
+
     Raises:
-        ValueError: an unknown protein or method, unknown / missing plm or pcd keys, a bad plm.dtype or
-            pcd.init_fields, or a PCD batch larger than its buffer.
+        ValueError: a PCD batch larger than its buffer.
         FileNotFoundError: data files missing from the data folder (``$GRADMC_DATA_DIR`` or ``data``); the
             message lists each with where to get it, and nothing has run.
     """
     spec = config[EXPERIMENT]
-    for key, known in (("proteins", PROTEIN_NAMES), ("methods", METHODS)):
-        bad = [v for v in spec[key] if v not in known]
-        if bad:
-            raise ValueError(f"{EXPERIMENT}.{key}: unknown {bad}; expected a subset of {list(known)}")
     plm, pcd = dict(spec["plm"]), dict(spec["pcd"])
-    problems = [f"plm.{k}" for k in sorted(set(plm) - PLM_KEYS)] + [f"pcd.{k}" for k in sorted(set(pcd) - PCD_KEYS)]
-    problems += [f"pcd.{k} (missing)" for k in sorted(PCD_REQUIRED - set(pcd))]
-    if plm.get("dtype", "float32") not in ("float32", "float64"):
-        problems.append(f"plm.dtype {plm['dtype']!r} (float32 or float64)")
-    if pcd.get("init_fields", "profile") not in ("profile", "zero"):
-        problems.append(f"pcd.init_fields {pcd['init_fields']!r} (profile or zero)")
-    if problems:
-        raise ValueError(f"{EXPERIMENT}: bad keys {problems}; plm takes {sorted(PLM_KEYS)}, pcd takes "
-                         f"{sorted(PCD_KEYS)}")
     if pcd["batch_size"] > pcd["buffer_size"]:
-        raise ValueError(f"{EXPERIMENT}.pcd.batch_size ({pcd['batch_size']}) must be <= buffer_size "
+        raise ConfigError(f"{EXPERIMENT}.pcd.batch_size ({pcd['batch_size']}) must be <= buffer_size "
                          f"({pcd['buffer_size']}): each iteration updates batch_size buffer rows")
     folder = default_data_dir().resolve()
     missing = missing_files(spec["proteins"], folder)
     if missing:
-        raise FileNotFoundError(f"{EXPERIMENT}: {len(missing)} data file(s) missing from the data folder {folder} "
+        raise MissingDataError(f"{EXPERIMENT}: {len(missing)} data file(s) missing from the data folder {folder} "
                                 "(set GRADMC_DATA_DIR to use another); nothing was run:\n  - " + "\n  - ".join(missing))
-    common = dict(data_dir=str(folder), seed=int(spec.get("seed", 0)), num_sequences=int(spec.get("num_sequences", 0)),
-                  sample_key=spec.get("synthetic_sample_key", "sample"), theta=float(spec.get("theta", 0.8)),
-                  min_separation=int(spec.get("min_separation", 6)), max_k_factor=float(spec.get("max_k_factor", 2.0)),
-                  num_k=int(spec.get("num_k", 40)), plm=tuple(sorted(plm.items())),
-                  pcd=tuple(sorted(pcd.items())), device=config["device"], checkpoint_dir=spec.get("checkpoint_dir"))
+    common = dict(data_dir=str(folder), seed=int(spec["seed"]), num_sequences=int(spec["num_sequences"]),
+                  sample_key=spec["synthetic_sample_key"], theta=float(spec["theta"]),
+                  min_separation=int(spec["min_separation"]), max_k_factor=float(spec["max_k_factor"]),
+                  num_k=int(spec["num_k"]), plm=tuple(sorted(plm.items())),
+                  pcd=tuple(sorted(pcd.items())), device=config["device"], checkpoint_dir=spec["checkpoint_dir"])
     # Costliest first to balance the Ray workers: PCD-Gibbs (q energy evaluations per step), PCD-GWG, PLM.
     methods = sorted(spec["methods"], key=lambda m: -_COST_RANK[m])
     return [Shard(protein=p, method=m, **common) for m in methods for p in spec["proteins"]]
-
-
-def k_grid(L: int, num_candidates: int, max_k_factor: float, num_k: int) -> np.ndarray:
-    """Sorted distinct k in 1..min(ceil(max_k_factor L), num_candidates): num_k evenly spaced, plus L/5, L/2, L."""
-    kmax = max(1, min(math.ceil(max_k_factor * L), num_candidates))
-    ks = np.rint(np.linspace(1, kmax, max(num_k, 2))).astype(np.int64)
-    ks = np.concatenate([ks, [max(1, L // 5), max(1, L // 2), L]])
-    return np.unique(ks[(ks >= 1) & (ks <= kmax)])
 
 
 def _load(shard: Shard) -> tuple[ProteinData, np.ndarray]:
@@ -186,28 +150,9 @@ def _load(shard: Shard) -> tuple[ProteinData, np.ndarray]:
     return data, sequence_weights(data.states, shard.theta, num_states=data.num_states, device=shard.device)
 
 
-def _coupling_rmse(J: torch.Tensor, h: torch.Tensor, data: ProteinData) -> tuple[float, float]:
-    """RMSE of the blocks i < j of J vs the true J, and of their norms, both in the zero-sum gauge."""
-    _, Jz = zero_sum_gauge(h.double(), J.double())
-    _, Jt = zero_sum_gauge(data.true_h.double(), data.true_J.double())
-    i, j = np.triu_indices(data.length, 1)
-    diff = (Jz[i, j] - Jt[i, j]).flatten(1)
-    norms = Jz[i, j].flatten(1).norm(dim=1) - Jt[i, j].flatten(1).norm(dim=1)
-    return float(diff.pow(2).mean().sqrt()), float(norms.pow(2).mean().sqrt())
-
-
-def _top_l_apc(J: torch.Tensor, data: ProteinData, min_separation: int) -> float:
-    """Top-L precision of the APC scores; NaN while J = 0 (APC undefined, e.g. at iteration 0)."""
-    F = coupling_norms(J)
-    if not F.any():
-        return float("nan")
-    curve = contact_curve(apc(F), data.contacts, min_separation=min_separation, mask=data.observed)
-    return float(curve["precision"].iloc[min(data.length, len(curve)) - 1])
-
-
 def _fit_plm(shard: Shard, data: ProteinData, weights: np.ndarray):
     opts = dict(shard.plm)
-    dtype = getattr(torch, opts.pop("dtype", "float32"))
+    dtype = getattr(torch, opts.pop("dtype"))
     res = fit_plm(data.states, data.num_states, weights=None if data.gap_state is None else weights, dtype=dtype,
                   device=shard.device, **opts)
     info = {"train_time_s": res.wall_time_s, "energy_evals": res.num_evaluations, "grad_evals": res.num_evaluations,
@@ -221,7 +166,7 @@ def _fit_pcd(shard: Shard, data: ProteinData, weights: np.ndarray):
     rows = systematic_resample(weights, generator=make_generator(seed_from(EXPERIMENT, shard.protein, "resample",
                                                                            shard.seed)))
     x = one_hot(data.states, q)[rows].to(dev)  # (N, L, q), rows repeated by weight
-    h0 = profile_fields(data.states, weights, q) if opts.get("init_fields", "profile") == "profile" else None
+    h0 = profile_fields(data.states, weights, q) if opts["init_fields"] == "profile" else None
     model = PottsModel(L, q, h=h0).to(dev)
     gen = make_generator(seed_from(EXPERIMENT, shard.protein, shard.method, shard.seed), dev)
     strength = float(opts["block_l1"])
@@ -232,9 +177,9 @@ def _fit_pcd(shard: Shard, data: ProteinData, weights: np.ndarray):
 
     def progress(tr: PCD) -> dict:
         J = tr.model.J.detach().cpu()
-        out = {"train_precision_at_L_apc": _top_l_apc(J, data, shard.min_separation)}
+        out = {"train_precision_at_L_apc": top_l_precision_apc(J, data.contacts, data.observed, shard.min_separation)}
         if data.true_J is not None:
-            out["train_coupling_rmse"] = _coupling_rmse(J, tr.model.h.detach().cpu(), data)[0]
+            out["train_coupling_rmse"] = coupling_rmse(J, tr.model.h.detach().cpu(), data.true_J, data.true_h)[0]
         return out
 
     checkpoint = None
@@ -242,7 +187,7 @@ def _fit_pcd(shard: Shard, data: ProteinData, weights: np.ndarray):
         digest = hashlib.sha256(repr(shard).encode()).hexdigest()[:16]
         checkpoint = Path(shard.checkpoint_dir) / f"{EXPERIMENT}_{shard.protein}_{shard.method}_{digest}.pt"
     history = trainer.train(int(opts["num_iterations"]), callback=progress, callback_every=int(opts["log_every"]),
-                            checkpoint_path=checkpoint, checkpoint_every=int(opts.get("checkpoint_every", 1000)))
+                            checkpoint_path=checkpoint, checkpoint_every=int(opts["checkpoint_every"]))
     if checkpoint is not None:
         checkpoint.unlink(missing_ok=True)
     last = history[-1]
@@ -255,36 +200,35 @@ def run(shard: Shard) -> pd.DataFrame:
     """Fit one model and score its couplings; tidy rows (see the module docstring).
 
     Raises:
-        ValueError: unknown method; FileNotFoundError / ValueError: from the loaders, PLM or PCD.
+        FileNotFoundError / ValueError: from the loaders, PLM or PCD.
     """
-    if shard.method not in METHODS:
-        raise ValueError(f"unknown method {shard.method!r}; expected one of {list(METHODS)}")
     data, weights = _load(shard)
     fit = _fit_plm if shard.method == "PLM" else _fit_pcd
     h, J, info, history = fit(shard, data, weights)
     L = data.length
     cost = (int(info["energy_evals"]), int(info["grad_evals"]), float(info["train_time_s"]))
-    rows = []
+    rows, cells = [], []  # cells: (k, i, j) of each row, -1 where not applicable
 
-    def add(metric: str, step: int, value: float, costs=cost) -> None:
+    def add(metric: str, step: int, value: float, costs=cost, cell=(-1, -1, -1)) -> None:
         rows.append((shard.method, shard.seed, -1, int(step), metric, float(value), *costs))
+        cells.append(cell)
 
     F = coupling_norms(J)
     for suffix, scores in (("", F), ("_apc", apc(F))):
         curve = contact_curve(scores, data.contacts, min_separation=shard.min_separation, mask=data.observed)
         for k in k_grid(L, len(curve), shard.max_k_factor, shard.num_k):
-            add(f"precision{suffix}", k, curve["precision"].iloc[k - 1])
-            add(f"recall{suffix}", k, curve["recall"].iloc[k - 1])
+            add(f"precision{suffix}", 0, curve["precision"].iloc[k - 1], cell=(k, -1, -1))
+            add(f"recall{suffix}", 0, curve["recall"].iloc[k - 1], cell=(k, -1, -1))
     contact = np.where(data.observed | np.eye(L, dtype=bool), data.contacts.astype(float), np.nan)
     matrices = [("coupling_norm", F), ("contact", contact)]
     if data.true_J is not None:
         matrices.append(("true_coupling_norm", coupling_norms(data.true_J)))
-        rmse, norm_rmse = _coupling_rmse(J, h, data)
+        rmse, norm_rmse = coupling_rmse(J, h, data.true_J, data.true_h)
         add("coupling_rmse", 0, rmse)
         add("coupling_norm_rmse", 0, norm_rmse)
     for metric, mat in matrices:
         for s, v in enumerate(np.asarray(mat, dtype=np.float64).ravel()):
-            add(metric, s, v)
+            add(metric, 0, v, cell=(-1, *divmod(s, L)))
     for metric in ("train_time_s", "sampler_time_s", "num_iterations"):
         if metric in info:
             add(metric, 0, info[metric])
@@ -297,10 +241,6 @@ def run(shard: Shard) -> pd.DataFrame:
                 add(metric, h_row["iteration"], h_row[metric], costs)
     df = tidy_frame(rows, EXPERIMENT, shard.protein)
     df.insert(df.columns.get_loc("sampler") + 1, "length", np.int64(L))
-    return df.astype({"length": "int64"})
+    df[["k", "i", "j"]] = np.asarray(cells, dtype=np.int64).reshape(-1, 3)
+    return df.astype({"length": "int64", "k": "int64", "i": "int64", "j": "int64"})
 
-
-def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate shard results, sorted (stable) by protein, method, metric, step."""
-    df = pd.concat(results, ignore_index=True)
-    return df.sort_values(SORT_KEYS, kind="stable").reset_index(drop=True)

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from gradmc.atomic import atomic_path
+from gradmc.errors import InputError, MissingInputError
 from gradmc.targets.rbm import RBM
 
 __all__ = ["save_rbm", "load_rbm", "load_binary_data", "data_mean_init"]
@@ -31,13 +32,13 @@ def load_rbm(path: str | Path, device: str = "cpu") -> RBM:
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"RBM checkpoint {path} not found; run the train stage first")
+        raise MissingInputError(f"RBM checkpoint {path} not found; run the train stage first")
     try:
         blob = torch.load(path, map_location=device, weights_only=True)
     except Exception as err:  # torch raises several types for corrupt files
-        raise ValueError(f"RBM checkpoint {path} is corrupt or unreadable: {err}") from err
+        raise InputError(f"RBM checkpoint {path} is corrupt or unreadable: {err}") from err
     if not isinstance(blob, dict) or blob.get("format") != _FORMAT:
-        raise ValueError(f"{path} is not a gradmc RBM checkpoint (expected format {_FORMAT})")
+        raise InputError(f"{path} is not a gradmc RBM checkpoint (expected format {_FORMAT})")
     rbm = RBM(blob["num_visible"], blob["num_hidden"])
     rbm.load_state_dict(blob["state_dict"])
     return rbm.to(device).requires_grad_(False)
@@ -47,17 +48,18 @@ def load_binary_data(path: str | Path, split: str = "train", device: str = "cpu"
     """Load split ``split`` of a prepared data set (.npz of uint8 {0,1}, (N, D)) as float32 (N, D).
 
     Raises:
-        FileNotFoundError, KeyError (naming the available splits), ValueError (non-binary values).
+        MissingInputError: (a FileNotFoundError) no such file.
+        InputError: (a ValueError) no such split (naming the available ones), or values that are not 0/1.
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"prepared data {path} not found; run `gradmc data prepare` first")
+        raise MissingInputError(f"prepared data {path} not found; run `gradmc data prepare` first")
     with np.load(path, allow_pickle=False) as npz:
         if split not in npz.files:
-            raise KeyError(f"{path} has no split {split!r}; available: {', '.join(npz.files)}")
+            raise InputError(f"{path} has no split {split!r}; available: {', '.join(npz.files)}")
         arr = npz[split]
     if arr.ndim != 2 or not np.isin(arr, (0, 1)).all():
-        raise ValueError(f"{path}[{split}] must be a (N, D) array of 0/1, got shape {arr.shape}")
+        raise InputError(f"{path}[{split}] must be a (N, D) array of 0/1, got shape {arr.shape}")
     return torch.from_numpy(arr.astype(np.float32)).to(device)
 
 

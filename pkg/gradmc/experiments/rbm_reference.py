@@ -18,7 +18,9 @@ from gradmc.experiments.rbm_model import data_mean_init, load_binary_data, load_
 from gradmc.samplers.discrete.block_gibbs import RBMBlockGibbs
 from gradmc.seeding import make_generator, seed_from
 
-__all__ = ["reference_stage", "load_reference"]
+__all__ = ["META", "reference_stage", "load_reference"]
+
+META = {"stages": {"rbm_reference": ["rbm_sampling.reference"]}}
 
 
 def reference_stage(config: dict, model_path, data_path, out_path, progress=print) -> dict:

@@ -35,17 +35,24 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
+from gradmc.errors import ConfigError
 from gradmc.evaluation.mmd import log_mmd
 from gradmc.experiments.runner import StepClock, tidy_frame
 from gradmc.samplers.discrete.registry import make_sampler
-from gradmc.samplers.relaxed import z_from_bits
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets import RBM
 
-__all__ = ["EXPERIMENT", "RELAXED_GRIDS", "Shard", "build_rbm", "reference_samples", "shards", "run", "collect",
+__all__ = ["EXPERIMENT", "META", "RELAXED_GRIDS", "Shard", "build_rbm", "reference_samples", "shards", "run",
            "setting_label"]
 
 EXPERIMENT = "rbm_relaxed"
+META = {
+    "title": "GWG Fig. 2: random RBMs of growing dimension, GWG vs R-MALA, R-HMC, D-SVGD",
+    "message": "Random RBMs D={dims}: {samplers} x seeds {seeds} on Ray",
+    "sort_by": ["num_visible", "sampler", "setting", "seed", "metric", "chain", "step"],
+    "figure": "fig2_rbm_relaxed",
+    "category": "GWG paper",
+}
 #: For each relaxed sampler, its rate hyper-parameter's config key (a list) and the make_sampler name.
 RELAXED_GRIDS = {"R-MALA": ("step_sizes", "step_size"), "R-HMC": ("step_sizes", "step_size"),
                  "D-SVGD": ("learning_rates", "learning_rate")}
@@ -66,8 +73,8 @@ class Shard:
     record_every: int
     reference_samples: int
     reference_steps: int
-    num_leapfrog_steps: int = 5
-    device: str = "cpu"
+    num_leapfrog_steps: int
+    device: str
 
     @property
     def setting(self) -> str:
@@ -82,27 +89,29 @@ def setting_label(hyper: dict) -> str:
 def _settings(name: str, spec: dict) -> list[tuple[tuple[str, float], ...]]:
     if name == "GWG":
         return [()]
-    if name not in RELAXED_GRIDS:
-        raise ValueError(f"rbm_relaxed compares GWG, {', '.join(RELAXED_GRIDS)}; got sampler {name!r}")
     key, arg = RELAXED_GRIDS[name]
     return [((arg, float(rate)), ("temperature", float(temp))) for rate in spec[key] for temp in spec["temperatures"]]
 
 
-def shards(config: dict) -> list[Shard]:
-    """One shard per (D, sampler, setting, seed) of ``config['rbm_relaxed']``, in config order."""
+def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
+    """One shard per (D, sampler, setting, seed) of ``config['rbm_relaxed']``, in config order (no inputs).
+
+    Raises:
+        ValueError: two shards with the same (D, sampler, setting, seed).
+    """
     spec = config["rbm_relaxed"]
     ref = spec["reference"]
     out = [
         Shard(num_visible=int(D), sampler=name, hyper=hyper, seed=int(seed), num_hidden=spec["num_hidden"],
               weight_variance=float(spec["weight_variance"]), num_chains=spec["num_chains"],
               num_steps=spec["num_steps"], record_every=spec["record_every"], reference_samples=ref["num_samples"],
-              reference_steps=ref["num_steps"], num_leapfrog_steps=spec.get("num_leapfrog_steps", 5),
+              reference_steps=ref["num_steps"], num_leapfrog_steps=spec["num_leapfrog_steps"],
               device=config["device"])
         for D in spec["dims"] for name in spec["samplers"] for hyper in _settings(name, spec) for seed in spec["seeds"]
     ]
     keys = [(s.num_visible, s.sampler, s.hyper, s.seed) for s in out]
     if len(set(keys)) != len(keys):
-        raise ValueError("rbm_relaxed: duplicate shards (repeated dims, seeds or grid values in the config)")
+        raise ConfigError("rbm_relaxed: duplicate shards (repeated dims, seeds or grid values in the config)")
     return out
 
 
@@ -141,10 +150,7 @@ def run(shard: Shard) -> pd.DataFrame:
     if shard.sampler == "R-HMC":
         hyper["num_leapfrog_steps"] = shard.num_leapfrog_steps
     sampler = make_sampler(shard.sampler, **hyper)
-    if shard.sampler == "GWG":
-        state = sampler.init(x0, rbm)
-    else:
-        state = sampler.init(x0, rbm, z=z_from_bits(x0, generator))
+    state = sampler.init(x0, rbm, generator)  # relaxed samplers draw z = z_from_bits(x0, generator)
     rows: list[tuple] = []
     T = shard.num_steps
     clock = StepClock(device)
@@ -169,9 +175,3 @@ def run(shard: Shard) -> pd.DataFrame:
     df.insert(4, "setting", [("-" if name == "Target" else shard.setting) for name in df["sampler"]])
     return df.astype({"num_visible": "int64"})
 
-
-def collect(results: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate shard results, sorted for a stable file."""
-    df = pd.concat(results, ignore_index=True)
-    return df.sort_values(["num_visible", "sampler", "setting", "seed", "metric", "chain", "step"],
-                          kind="stable").reset_index(drop=True)

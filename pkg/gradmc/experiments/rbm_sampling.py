@@ -28,9 +28,19 @@ from gradmc.experiments.runner import StepClock, ess_rows, tidy_frame
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 
-__all__ = ["EXPERIMENT", "Shard", "shards", "run", "target_rows", "collect"]
+__all__ = ["EXPERIMENT", "META", "Shard", "shards", "run", "target_rows", "finalize"]
 
 EXPERIMENT = "rbm_sampling"  # also the seed namespace shared with rbm_reference
+META = {
+    "title": "GWG Fig. 3: sampling a trained MNIST RBM (log MMD to block-Gibbs ground truth, ESS)",
+    "message": "Sampling the RBM: {samplers} x seeds {seeds} on Ray",
+    "sort_by": ["sampler", "seed", "metric", "chain", "step"],
+    "figure": "fig3_rbm_sampling",
+    "category": "GWG paper",
+    "inputs": {"model": "rbm_sampling/rbm.pt", "reference": "rbm_sampling/reference.npz", "data": "data/mnist.npz"},
+    "config_keys": ["rbm_sampling.samplers", "rbm_sampling.seeds", "rbm_sampling.num_chains",
+                    "rbm_sampling.num_steps", "rbm_sampling.mmd_every", "rbm_sampling.burn_in_fraction"],
+}
 TARGET = "mnist_rbm"
 
 
@@ -47,12 +57,17 @@ class Shard:
     model_path: str
     reference_path: str
     data_path: str
-    device: str = "cpu"
+    device: str
 
 
-def shards(config: dict, model_path, reference_path, data_path) -> list[Shard]:
-    """One shard per (sampler, seed) of ``config['rbm_sampling']``, in config order."""
+def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
+    """One shard per (sampler, seed) of ``config['rbm_sampling']``, in config order.
+
+    ``inputs``: ``model`` (RBM checkpoint of ``train_rbm``), ``reference`` (``rbm_reference`` samples) and
+    ``data`` (prepared MNIST .npz: the data-mean initial distribution).
+    """
     spec = config["rbm_sampling"]
+    model_path, reference_path, data_path = inputs["model"], inputs["reference"], inputs["data"]
     return [
         Shard(sampler=name, seed=seed, num_chains=spec["num_chains"], num_steps=spec["num_steps"],
               mmd_every=spec["mmd_every"], burn_in_fraction=spec["burn_in_fraction"],
@@ -100,9 +115,6 @@ def target_rows(reference_path) -> pd.DataFrame:
     return tidy_frame([("Target", -1, -1, 0, "log_mmd_target", target, 0, 0, 0.0)], EXPERIMENT, TARGET)
 
 
-def collect(results: list[pd.DataFrame], reference_path) -> pd.DataFrame:
-    """Concatenate shard results with the Target row, sorted for a stable file."""
-    df = pd.concat([*results, target_rows(reference_path)], ignore_index=True)
-    return df.sort_values(["sampler", "seed", "metric", "chain", "step"], kind="stable").reset_index(drop=True)
-
-
+def finalize(df: pd.DataFrame, inputs: dict[str, str]) -> pd.DataFrame:
+    """The shard rows followed by the Target row of ``inputs["reference"]`` (:func:`target_rows`)."""
+    return pd.concat([df, target_rows(inputs["reference"])], ignore_index=True)

@@ -11,7 +11,9 @@ from gradmc.seeding import make_generator, seed_from
 from gradmc.targets.rbm import RBM
 from gradmc.training.cd import train_rbm_cd
 
-__all__ = ["train_stage"]
+__all__ = ["META", "train_stage"]
+
+META = {"stages": {"train_rbm": ["rbm_sampling.num_hidden", "rbm_sampling.train"]}}
 
 
 def train_stage(config: dict, data_path: str | Path, out_path: str | Path, progress=print) -> dict:

@@ -17,9 +17,10 @@ from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets.ising import LatticeIsing
 
-__all__ = ["EXPERIMENT", "run_cost"]
+__all__ = ["EXPERIMENT", "META", "run_cost"]
 
 EXPERIMENT = "sampler_cost"
+META = {"stages": {"sampler_cost": ["sampler_cost"]}}
 
 
 def _targets(config: dict, model_path, data_path, generator):

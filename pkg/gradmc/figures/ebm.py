@@ -5,7 +5,8 @@
   sources, not reruns). AIS underestimates log Z, so every AIS likelihood is an optimistic (upper)
   estimate; the table says so.
 - Fig. 8: samples from each trained model (its replay buffer after training, as the paper's long-run
-  samples come from its persistent chains).
+  samples come from its persistent chains), read from the samples file ``train_ebm`` writes beside its
+  checkpoint (:mod:`gradmc.training.ebm_samples`); the figure never loads a model.
 - Fig. 14: estimated test log-likelihood vs the number of AIS intermediate distributions.
 """
 
@@ -16,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
+from gradmc.training.ebm_samples import read_samples
 
 __all__ = ["PAPER", "LITERATURE", "collect", "table", "figure"]
 
@@ -87,17 +88,14 @@ def _grid(images: np.ndarray, ncols: int = 8) -> np.ndarray:
     return out
 
 
-def _samples(checkpoint: str | Path, image_shape: tuple[int, int], num: int = 32) -> np.ndarray:
-    buffer = torch.load(checkpoint, map_location="cpu", weights_only=True)["buffer"][:num]
-    if buffer.dim() == 3:  # one-hot levels -> grey in [0, 1]
-        buffer = buffer.argmax(-1).float() / (buffer.shape[-1] - 1)
-    return buffer.reshape(-1, *image_shape).numpy()
-
-
 def figure(metrics: list[str | Path], out: str | Path, table_out: str | Path, *, config_name: str = "",
            samples: dict[str, tuple[str, tuple[int, int]]] | None = None) -> list[Path]:
-    """Write Table 2 (TABLE.csv/.md), Fig. 14 (OUT_fig14_ais.pdf/.png) and, given checkpoints, Fig. 8
-    (OUT_fig8_samples.pdf/.png)."""
+    """Write Table 2 (TABLE.csv/.md), Fig. 14 (OUT_fig14_ais.pdf/.png) and, given ``samples`` (label ->
+    (samples file written by ``train_ebm`` beside its checkpoint, (H, W))), Fig. 8 (OUT_fig8_samples.pdf/.png).
+
+    Raises:
+        ValueError: a samples file that is not one, or whose rows are not H x W images.
+    """
     df = collect(metrics)
     suffix = f" [{config_name} config]" if config_name else ""
     tab = table(df)
@@ -121,8 +119,8 @@ def figure(metrics: list[str | Path], out: str | Path, table_out: str | Path, *,
     paths += save_figure(fig, f"{out}_fig14_ais")
     if samples:
         fig, axes = plt.subplots(1, len(samples), figsize=(3.2 * len(samples), 3.4), squeeze=False)
-        for ax, (label, (ckpt, shape)) in zip(axes[0], samples.items(), strict=True):
-            ax.imshow(_grid(_samples(ckpt, shape)), cmap="gray_r" if "mnist" in label or "omniglot" in label
+        for ax, (label, (path, shape)) in zip(axes[0], samples.items(), strict=True):
+            ax.imshow(_grid(read_samples(path, shape)), cmap="gray_r" if "mnist" in label or "omniglot" in label
                       or "caltech" in label else "gray", vmin=0, vmax=1)
             ax.set_title(label, fontsize=8)
             ax.axis("off")

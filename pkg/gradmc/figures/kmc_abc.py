@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gradmc.errors import InputError
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 
@@ -21,18 +22,13 @@ __all__ = ["figure", "acf_table", "density_table", "summary_table", "NUM_BINS", 
 
 NUM_BINS = 50
 RANGE_SD = 5.0
-_COLORS = {"KMC": "tab:red", "RW": "tab:green", "HABC": "tab:blue"}
 _SUMMARY = ("ess_theta1", "mean_theta1", "std_theta1", "acceptance_rate", "simulations_per_iteration")
-
-
-def _color(name: str) -> str:
-    return _COLORS.get(name, sampler_color(name))
 
 
 def _reference(df: pd.DataFrame) -> tuple[float, float, pd.DataFrame]:
     ref = df[df["sampler"] == "reference"]
     if ref.empty:
-        raise ValueError("kmc_abc metrics have no 'reference' rows (exact ABC marginal); rerun the experiment")
+        raise InputError("kmc_abc metrics have no 'reference' rows (exact ABC marginal); rerun the experiment")
     v = ref.set_index("metric")["value"]
     return float(v["mean_theta1"]), float(v["std_theta1"]), ref[ref["metric"] == "density_theta1"]
 
@@ -89,15 +85,15 @@ def figure(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str |
     df, prov = read_parquet(metrics_path)
     acf, dens, summ = acf_table(df), density_table(df), summary_table(df)
     if acf.empty:
-        raise ValueError("kmc_abc metrics have no 'acf_theta1' rows")
+        raise InputError("kmc_abc metrics have no 'acf_theta1' rows")
     fig, (ax_acf, ax_den) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
     samplers = sorted(acf["sampler"].unique())
     for name in samplers:
         a = acf[acf["sampler"] == name]
-        ax_acf.plot(a["lag"], a["median"], color=_color(name), label=name)
-        ax_acf.fill_between(a["lag"], a["q20"], a["q80"], color=_color(name), alpha=0.2)
+        ax_acf.plot(a["lag"], a["median"], color=sampler_color(name), label=name)
+        ax_acf.fill_between(a["lag"], a["q20"], a["q80"], color=sampler_color(name), alpha=0.2)
         h = dens[dens["sampler"] == name]
-        ax_den.step(h["theta1"], h["density"], where="mid", color=_color(name), label=name)
+        ax_den.step(h["theta1"], h["density"], where="mid", color=sampler_color(name), label=name)
     r = dens[dens["sampler"] == "reference"]
     ax_den.plot(r["theta1"], r["density"], color="black", linewidth=2, label="exact ABC posterior")
     ax_acf.axhline(0.0, color="grey", linewidth=0.5)

@@ -15,11 +15,6 @@ from gradmc.results import read_parquet
 __all__ = ["figure", "summary_table", "METRICS"]
 
 METRICS = (("acceptance_rate", "Acceptance rate"), ("mean_norm", r"$\|\hat{E}[x]\|$"), ("min_ess", "Minimum ESS"))
-_COLORS = {"KMC": "tab:red", "HMC": "tab:blue", "RW": "tab:green", "KAMH": "tab:purple"}
-
-
-def _color(name: str) -> str:
-    return _COLORS.get(name, sampler_color(name))
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -44,13 +39,13 @@ def figure(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str |
             s = t[t["sampler"] == name]
             if (s["n"] > 0).any():  # history-based samplers: curves over n
                 s = s[s["n"] > 0]
-                ax.plot(s["n"], s["median"], marker="o", color=_color(name), label=name)
+                ax.plot(s["n"], s["median"], marker="o", color=sampler_color(name), label=name)
                 plotted_curve |= bool(s["median"].notna().any())
-                ax.fill_between(s["n"], s["q10"], s["q90"], color=_color(name), alpha=0.2)
+                ax.fill_between(s["n"], s["q10"], s["q90"], color=sampler_color(name), alpha=0.2)
             else:  # reference samplers: horizontal median and 10/90% band
                 row = s.iloc[0]
-                ax.axhline(row["median"], color=_color(name), linestyle="--", label=name)
-                ax.axhspan(row["q10"], row["q90"], color=_color(name), alpha=0.1)
+                ax.axhline(row["median"], color=sampler_color(name), linestyle="--", label=name)
+                ax.axhspan(row["q10"], row["q90"], color=sampler_color(name), alpha=0.1)
         if plotted_curve:  # a log axis needs finite data (tiny runs can leave ESS undefined: NaN)
             ax.set_xscale("log")
         ax.set_xlabel("n = m")

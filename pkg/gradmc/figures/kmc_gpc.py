@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from gradmc.errors import InputError
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 
@@ -17,13 +18,8 @@ __all__ = ["figure", "summary_table", "PAPER_MIN_ESS", "LOW", "HIGH"]
 #: Minimum ESS the paper reports in the text (6,000 iterations, "around").
 PAPER_MIN_ESS = {"KMC": 415.0, "KAMH": 35.0, "RW": 25.0}
 LOW, HIGH = 0.2, 0.8  # the paper's 20% / 80% quantile bands over runs
-_COLORS = {"KMC": "tab:red", "KAMH": "tab:purple", "RW": "tab:green"}
 _ORDER = ("KMC", "KAMH", "RW")
 _SUMMARY = ("min_ess", "acceptance_rate", "likelihood_estimates", "kmc_sigma", "kmc_lambda")
-
-
-def _color(name: str) -> str:
-    return _COLORS.get(name, sampler_color(name))
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -53,7 +49,7 @@ def figure(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str |
     """
     df, prov = read_parquet(metrics_path)
     if not (df["metric"] == "mmd2").any():
-        raise ValueError(f"{metrics_path}: no mmd2 rows (not a kmc_gpc metrics file?)")
+        raise InputError(f"{metrics_path}: no mmd2 rows (not a kmc_gpc metrics file?)")
     table = summary_table(df)
     present = set(table["sampler"])
     samplers = [s for s in _ORDER if s in present] + sorted(present - set(_ORDER))
@@ -61,8 +57,8 @@ def figure(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str |
                                          gridspec_kw={"width_ratios": [2, 1]})
     for name in samplers:
         s = table[(table["sampler"] == name) & (table["metric"] == "mmd2")]
-        ax_mmd.plot(s["step"], s["median"], color=_color(name), label=name)
-        ax_mmd.fill_between(s["step"], s["q20"], s["q80"], color=_color(name), alpha=0.2)
+        ax_mmd.plot(s["step"], s["median"], color=sampler_color(name), label=name)
+        ax_mmd.fill_between(s["step"], s["q20"], s["q80"], color=sampler_color(name), alpha=0.2)
     if (table.loc[table["metric"] == "mmd2", "q20"] > 0).all():
         ax_mmd.set_yscale("log")
     ax_mmd.set_xlabel("iterations")
@@ -71,8 +67,8 @@ def figure(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str |
     ess = df[df["metric"] == "min_ess"]
     for i, name in enumerate(samplers):
         values = ess[ess["sampler"] == name]["value"]
-        ax_ess.scatter([i] * len(values), values, color=_color(name), alpha=0.5, s=12)
-        ax_ess.scatter([i], [values.median()], color=_color(name), marker="_", s=400)
+        ax_ess.scatter([i] * len(values), values, color=sampler_color(name), alpha=0.5, s=12)
+        ax_ess.scatter([i], [values.median()], color=sampler_color(name), marker="_", s=400)
         if name in PAPER_MIN_ESS:
             ax_ess.scatter([i + 0.25], [PAPER_MIN_ESS[name]], color="black", marker="x", s=30,
                            label="paper (6,000 it.)" if i == 0 else None)

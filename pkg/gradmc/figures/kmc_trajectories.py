@@ -20,11 +20,6 @@ PAPER_SLICE_N = 5000
 PAPER_SLICE_D = 8
 
 
-def _color(name: str, fallback: str) -> str:
-    color = sampler_color(name)
-    return fallback if color == "tab:gray" else color
-
-
 def _closest(values, target: int) -> int:
     values = sorted(values)
     return min(values, key=lambda v: (abs(np.log(v) - np.log(target)), -v))
@@ -63,8 +58,8 @@ def figure(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str |
     fig.colorbar(im, ax=ax_h)
     for ax, key, fixed, value, xlabel in ((ax_n, "n", "d", d_slice, "n = m"), (ax_d, "d", "n", n_slice, "d")):
         s = table[table[fixed] == value].sort_values(key)
-        ax.plot(s[key], s["acceptance_kmc"], marker="o", label="KMC finite", color=_color("KMC", "tab:blue"))
-        ax.plot(s[key], s["acceptance_hmc"], marker="s", linestyle="--", label="HMC", color=_color("HMC", "tab:orange"))
+        ax.plot(s[key], s["acceptance_kmc"], marker="o", label="KMC finite", color=sampler_color("KMC"))
+        ax.plot(s[key], s["acceptance_hmc"], marker="s", linestyle="--", label="HMC", color=sampler_color("HMC"))
         ax.set_xscale("log", base=2 if key == "d" else 10)
         ax.set_xticks(list(s[key]), [str(v) for v in s[key]])
         ax.minorticks_off()

@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gradmc.figures.style import plt, save_figure, save_table
+from gradmc.errors import InputError
+from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 
-__all__ = ["figure", "summary_table", "matrix", "METHOD_COLORS"]
+__all__ = ["figure", "summary_table", "matrix"]
 
-METHOD_COLORS = {"PLM": "black", "PCD-Gibbs": "tab:blue", "PCD-GWG": "tab:red"}
 _ORDER = ["PLM", "PCD-Gibbs", "PCD-GWG"]
 
 
@@ -32,10 +32,10 @@ def _methods(df: pd.DataFrame) -> list[str]:
     return [m for m in _ORDER if m in present] + sorted(present - set(_ORDER))
 
 
-def _value(df: pd.DataFrame, protein: str, method: str, metric: str, step: int | None = None) -> float:
+def _value(df: pd.DataFrame, protein: str, method: str, metric: str, k: int | None = None) -> float:
     m = df[(df["target"] == protein) & (df["sampler"] == method) & (df["metric"] == metric)]
-    if step is not None:
-        m = m[m["step"] == step]
+    if k is not None:
+        m = m[m["k"] == k]
     return float(m["value"].iloc[0]) if len(m) else float("nan")
 
 
@@ -58,14 +58,14 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def matrix(df: pd.DataFrame, protein: str, method: str, metric: str) -> np.ndarray | None:
-    """The L x L matrix stored as rows (step = i * L + j) of ``metric``, or None if absent."""
+    """The L x L matrix stored as rows (one per cell, columns ``i``, ``j``) of ``metric``, or None if absent."""
     m = df[(df["target"] == protein) & (df["sampler"] == method) & (df["metric"] == metric)]
     if not len(m):
         return None
     L = int(m["length"].iloc[0])
-    out = np.full(L * L, np.nan)
-    out[m["step"].to_numpy()] = m["value"].to_numpy()
-    return out.reshape(L, L)
+    out = np.full((L, L), np.nan)
+    out[m["i"].to_numpy(), m["j"].to_numpy()] = m["value"].to_numpy()
+    return out
 
 
 def _curves(df: pd.DataFrame, proteins: list[str], suffix: str) -> plt.Figure:
@@ -78,9 +78,9 @@ def _curves(df: pd.DataFrame, proteins: list[str], suffix: str) -> plt.Figure:
             ax = axes[row, col]
             for method in _methods(d):
                 for metric, style in ((what, "-"), (f"{what}_apc", "--")):
-                    s = d[(d["sampler"] == method) & (d["metric"] == metric)].sort_values("step")
+                    s = d[(d["sampler"] == method) & (d["metric"] == metric)].sort_values("k")
                     label = method if style == "-" else f"{method} (APC)"
-                    ax.plot(s["step"], s["value"], linestyle=style, color=METHOD_COLORS.get(method, "tab:gray"),
+                    ax.plot(s["k"], s["value"], linestyle=style, color=sampler_color(method),
                             label=label)
             ax.axvline(L, color="grey", linestyle=":", linewidth=1)
             ax.set_xlabel("number of predicted contacts k")
@@ -130,7 +130,7 @@ def figure(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str |
     """
     df, prov = read_parquet(metrics_path)
     if not (df["metric"] == "recall").any():
-        raise ValueError(f"{metrics_path} holds no 'recall' rows: not a potts_proteins metrics file")
+        raise InputError(f"{metrics_path} holds no 'recall' rows: not a potts_proteins metrics file")
     proteins = sorted(df["target"].unique())
     suffix = f" [{config_name} config, commit {prov.get('git_commit', '?')[:8]}]" if config_name else ""
     paths = save_figure(_curves(df, proteins, suffix), out_prefix)

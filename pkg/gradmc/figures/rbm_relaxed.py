@@ -18,8 +18,6 @@ from gradmc.results import read_parquet
 
 __all__ = ["final_log_mmd", "best_settings", "figure"]
 
-_COLORS = {"R-MALA": "tab:blue", "R-HMC": "tab:green", "D-SVGD": "tab:purple"}
-
 
 def final_log_mmd(df: pd.DataFrame) -> pd.DataFrame:
     """One row per (sampler, num_visible, setting, seed): the log MMD at that run's last recorded step."""
@@ -76,7 +74,7 @@ def figure(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str |
     order += sorted(set(best["sampler"]) - set(order))
     for name in order:
         part = best[best["sampler"] == name].sort_values("num_visible")
-        color = _COLORS.get(name, sampler_color(name))
+        color = sampler_color(name)
         ax.errorbar(part["num_visible"], part["final_log_mmd"], yerr=part["sem"], label=name, color=color,
                     marker="o", markersize=4, capsize=3)
     if len(target):

@@ -12,7 +12,7 @@ import pandas as pd
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 
-__all__ = ["figure_rbm_sampling", "summary_table"]
+__all__ = ["figure", "summary_table"]
 
 ESS_METHOD = "ArviZ rank-normalised bulk ESS per chain of the Hamming distance to a fixed random state"
 
@@ -44,8 +44,8 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def figure_rbm_sampling(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str | Path | None = None,
-                        config_name: str = "") -> list[Path]:
+def figure(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str | Path | None = None,
+           config_name: str = "") -> list[Path]:
     """Draw Fig. 3 from the metrics Parquet.
 
     Writes ``out_prefix``.{pdf,png} and the plotted numbers as ``table_prefix``.{csv,md} (default: next to

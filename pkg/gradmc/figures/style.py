@@ -11,16 +11,28 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from gradmc.atomic import atomic_path  # noqa: E402
 
-__all__ = ["plt", "sampler_color", "save_figure", "save_table"]
+__all__ = ["plt", "sampler_color", "save_figure", "save_table", "UNASSIGNED_COLOR"]
 
-_COLORS = {"Gibbs-1": "tab:blue", "Gibbs-2": "tab:orange", "HB-10-1": "tab:green", "GWG": "tab:red",
-           "GWG-3": "tab:purple", "GWG-5": "tab:brown", "BlockGibbs": "black", "Target": "grey",
-           "Block-HB": "tab:olive", "R-MALA": "tab:cyan", "R-HMC": "tab:pink", "D-SVGD": "tab:gray"}
+#: One colour per sampler (and per fitting method), the same in every figure; no two names share one.
+#: Figure modules take colours only from :func:`sampler_color`.
+_COLORS = {
+    # GWG paper samplers
+    "Gibbs-1": "tab:blue", "Gibbs-2": "tab:orange", "HB-10-1": "tab:green", "GWG": "tab:red",
+    "GWG-3": "tab:purple", "GWG-5": "tab:brown", "BlockGibbs": "black", "Target": "grey",
+    "Block-HB": "tab:olive", "R-MALA": "tab:cyan", "R-HMC": "tab:pink", "D-SVGD": "slategray",
+    # Potts fitting methods (GWG Fig. 7)
+    "PLM": "darkgoldenrod", "PCD-Gibbs": "royalblue", "PCD-GWG": "firebrick",
+    # Kernel HMC paper samplers
+    "HMC": "navy", "KMC": "crimson", "KAMH": "darkorchid", "RW": "seagreen", "HABC": "teal",
+}
+#: Colour of a name missing from the table (a new sampler shows up, but visibly unassigned).
+UNASSIGNED_COLOR = "lightgray"
 
 
 def sampler_color(name: str) -> str:
-    """A stable colour for a sampler name (the same in every figure)."""
-    return _COLORS.get(name, "tab:gray")
+    """The colour of sampler (or method) ``name``, the same in every figure; :data:`UNASSIGNED_COLOR` for a
+    name not in the table."""
+    return _COLORS.get(name, UNASSIGNED_COLOR)
 
 
 def save_figure(fig, prefix: str | Path) -> list[Path]:

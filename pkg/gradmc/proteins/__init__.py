@@ -2,7 +2,9 @@
 
 alignment: A2M reader and the 21-state alphabet; weights: sequence reweighting and Neff; contacts:
 coupling norms, APC, contact maps, precision/recall curves; loaders: PF00018, the synthetic Potts
-benchmark and EVcouplings-style inputs (OPSD_BOVIN, CADH1_HUMAN). PLM lives in gradmc.training.plm.
+benchmark and EVcouplings-style inputs (OPSD_BOVIN, CADH1_HUMAN); scoring (``gradmc.proteins.scoring``,
+not imported here: it needs gradmc.training): the k grid, top-L APC precision, the coupling RMSE. PLM lives
+in gradmc.training.plm.
 """
 
 from gradmc.proteins.alignment import ALPHABET, GAP, NUM_STATES, decode, one_hot, read_a2m
@@ -25,6 +27,7 @@ from gradmc.proteins.loaders import (
     load_pf00018,
     load_protein,
     load_synthetic_potts,
+    missing_files,
 )
 from gradmc.proteins.weights import DEFAULT_THETA, neff, sequence_weights
 
@@ -54,4 +57,5 @@ __all__ = [
     "load_synthetic_potts",
     "load_evcouplings_protein",
     "load_protein",
+    "missing_files",
 ]

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gradmc.errors import DataError, MissingDataError
 from gradmc.proteins.alignment import encode_records, read_fasta_records
 
 __all__ = ["read_distance_map", "focus_positions", "alignment_distances", "read_focus_alignment"]
@@ -44,22 +45,22 @@ def read_distance_map(prefix: str | os.PathLike) -> tuple[list[str], np.ndarray]
     csv, npy = Path(f"{prefix}.csv"), Path(f"{prefix}.npy")
     for f in (csv, npy):
         if not f.is_file():
-            raise FileNotFoundError(
+            raise MissingDataError(
                 f"distance map file {f.name} not found at {f}: EVcouplings writes it with its compare stage "
                 "(DistanceMap.to_file(prefix) -> prefix.csv residue table + prefix.npy matrix); place both there")
     table = pd.read_csv(csv, index_col=0, dtype={"id": str})
     if "id" not in table.columns:
-        raise ValueError(f"{csv}: residue table needs an 'id' column (EVcouplings layout), has {list(table.columns)}")
+        raise DataError(f"{csv}: residue table needs an 'id' column (EVcouplings layout), has {list(table.columns)}")
     if "axis" in table.columns:
-        raise ValueError(f"{csv}: has an 'axis' column, i.e. an inter-chain (non-symmetric) map; use the monomer map")
+        raise DataError(f"{csv}: has an 'axis' column, i.e. an inter-chain (non-symmetric) map; use the monomer map")
     ids = [str(v).strip() for v in table["id"]]
     if len(set(ids)) != len(ids):
-        raise ValueError(f"{csv}: residue ids are not unique")
+        raise DataError(f"{csv}: residue ids are not unique")
     d = np.load(npy, allow_pickle=False).astype(np.float64)
     if d.shape != (len(ids), len(ids)):
-        raise ValueError(f"{npy}: matrix shape {d.shape} does not match the {len(ids)} residues of {csv.name}")
+        raise DataError(f"{npy}: matrix shape {d.shape} does not match the {len(ids)} residues of {csv.name}")
     if not np.array_equal(np.isnan(d), np.isnan(d.T)) or not np.allclose(np.nan_to_num(d), np.nan_to_num(d.T)):
-        raise ValueError(f"{npy}: distance matrix is not symmetric")
+        raise DataError(f"{npy}: distance matrix is not symmetric")
     return ids, d
 
 
@@ -80,7 +81,7 @@ def focus_positions(header: str, raw_sequence: str) -> np.ndarray:
         elif c == "-":
             positions.append(-1)
     if m and pos - 1 != int(m["end"]):
-        raise ValueError(f"focus sequence '>{header}' has {pos - start} residues, but its region "
+        raise DataError(f"focus sequence '>{header}' has {pos - start} residues, but its region "
                          f"{m['start']}-{m['end']} says {int(m['end']) - start + 1}")
     return np.asarray(positions, dtype=np.int64)
 
@@ -108,8 +109,8 @@ def read_focus_alignment(a2m_path: str | os.PathLike, *, unknown: str = "gap"):
     positions = focus_positions(*records[0])
     states, headers = encode_records(records, unknown=unknown, source=str(a2m_path))
     if headers[0] != records[0][0]:
-        raise ValueError(f"{a2m_path}: the focus sequence '>{records[0][0]}' holds an unknown residue and was dropped")
+        raise DataError(f"{a2m_path}: the focus sequence '>{records[0][0]}' holds an unknown residue and was dropped")
     if len(positions) != states.shape[1]:
-        raise ValueError(f"{a2m_path}: focus sequence has {len(positions)} numbered match columns, alignment has "
+        raise DataError(f"{a2m_path}: focus sequence has {len(positions)} numbered match columns, alignment has "
                          f"{states.shape[1]} (a '*' in a match column?)")
     return states, headers, positions

@@ -26,12 +26,13 @@ import torch
 from gradmc.data.download import fetch
 from gradmc.data.registry import RemoteFile
 from gradmc.data.registry import data_dir as default_data_dir
+from gradmc.errors import DataError, InputError, MissingDataError
 from gradmc.proteins import evcouplings
 from gradmc.proteins.alignment import GAP, NUM_STATES, read_a2m
 from gradmc.proteins.contacts import DEFAULT_CUTOFF, contact_map
 
 __all__ = ["ProteinData", "PROTEIN_FILES", "EVCOUPLINGS_FILES", "parse_pf00018_summary", "load_pf00018",
-           "load_synthetic_potts", "load_evcouplings_protein", "load_protein", "PROTEIN_NAMES"]
+           "load_synthetic_potts", "load_evcouplings_protein", "load_protein", "missing_files", "PROTEIN_NAMES"]
 
 _PVI = "https://raw.githubusercontent.com/debbiemarkslab/persistent-vi/master/potts"
 _PVI_GITHUB = "https://github.com/debbiemarkslab/persistent-vi/raw/master/potts"
@@ -125,17 +126,17 @@ def parse_pf00018_summary(path: str | os.PathLike, length: int) -> np.ndarray:
             try:
                 i, j, dist = int(fields[0]), int(fields[1]), float(fields[5])
             except (ValueError, IndexError):
-                raise ValueError(f"{path}: line {lineno} needs integer i, j in columns 0, 1 and a distance "
+                raise DataError(f"{path}: line {lineno} needs integer i, j in columns 0, 1 and a distance "
                                  f"in column 5 (tab separated), got {line.strip()[:80]!r}") from None
             if not (1 <= i < j <= length):
-                raise ValueError(f"{path}: line {lineno} pair ({i}, {j}) is not 1 <= i < j <= {length}")
+                raise DataError(f"{path}: line {lineno} pair ({i}, {j}) is not 1 <= i < j <= {length}")
             if not np.isnan(d[i - 1, j - 1]):
-                raise ValueError(f"{path}: line {lineno} repeats pair ({i}, {j})")
+                raise DataError(f"{path}: line {lineno} repeats pair ({i}, {j})")
             d[i - 1, j - 1] = d[j - 1, i - 1] = dist
     np.fill_diagonal(d, 0.0)
     missing = int(np.isnan(d).sum()) // 2
     if missing:
-        raise ValueError(f"{path}: {missing} of the {length * (length - 1) // 2} pairs i < j are missing")
+        raise DataError(f"{path}: {missing} of the {length * (length - 1) // 2} pairs i < j are missing")
     return d
 
 
@@ -179,18 +180,18 @@ def load_synthetic_potts(data_dir: str | os.PathLike | None = None, *, allow_dow
     mat = scipy.io.loadmat(path)
     missing = [k for k in ("eij", "hi", "C", "D", "q", sample_key) if k not in mat]
     if missing:
-        raise ValueError(f"{path}: missing keys {missing}")
+        raise DataError(f"{path}: missing keys {missing}")
     q = int(np.asarray(mat["q"]).ravel()[0])
     eij, hi = np.asarray(mat["eij"], np.float64), np.asarray(mat["hi"], np.float64)
     L = hi.shape[0]
     x = np.asarray(mat[sample_key])
     if eij.shape != (L, L, q, q) or hi.shape != (L, q) or mat["C"].shape != (L, L) or x.ndim != 2 or x.shape[1] != L:
-        raise ValueError(f"{path}: inconsistent shapes eij {eij.shape}, hi {hi.shape}, C {mat['C'].shape}, "
+        raise DataError(f"{path}: inconsistent shapes eij {eij.shape}, hi {hi.shape}, C {mat['C'].shape}, "
                          f"{sample_key} {x.shape} for L = {L}, q = {q}")
     if x.min() < 1 or x.max() > q:
-        raise ValueError(f"{path}: {sample_key} must hold 1-based states 1..{q}, got {x.min()}..{x.max()}")
+        raise DataError(f"{path}: {sample_key} must hold 1-based states 1..{q}, got {x.min()}..{x.max()}")
     if not np.allclose(eij, eij.transpose(1, 0, 3, 2)) or np.abs(eij[np.arange(L), np.arange(L)]).max() > 0:
-        raise ValueError(f"{path}: eij must satisfy eij[j, i] = eij[i, j].T with zero diagonal blocks")
+        raise DataError(f"{path}: eij must satisfy eij[j, i] = eij[i, j].T with zero diagonal blocks")
     if num_samples is not None:
         if not 1 <= num_samples <= x.shape[0]:
             raise ValueError(f"num_samples must lie in 1..{x.shape[0]}, got {num_samples}")
@@ -216,7 +217,7 @@ def load_evcouplings_protein(a2m_path: str | os.PathLike, distance_map_prefix: s
     """
     a2m_path = Path(a2m_path)
     if not a2m_path.is_file():
-        raise FileNotFoundError(
+        raise MissingDataError(
             f"alignment {a2m_path.name} not found at {a2m_path}: make it with the EVcouplings align stage "
             "(focus-mode A2M, target sequence first) and place it there")
     states, headers, positions = evcouplings.read_focus_alignment(a2m_path, unknown=unknown)
@@ -242,4 +243,26 @@ def load_protein(name: str, data_dir: str | os.PathLike | None = None, *, allow_
         folder = (default_data_dir() if data_dir is None else Path(data_dir)) / "protein"
         a2m, prefix = EVCOUPLINGS_FILES[name]
         return load_evcouplings_protein(folder / a2m, folder / prefix, name=name, cutoff=cutoff)
-    raise ValueError(f"unknown protein data set {name!r}; known: {list(PROTEIN_NAMES)}")
+    raise InputError(f"unknown protein data set {name!r}; known: {list(PROTEIN_NAMES)}")
+
+
+def missing_files(proteins, folder: str | os.PathLike) -> list[str]:
+    """One line per missing input file of ``proteins`` (names in :data:`PROTEIN_NAMES`) under the data folder
+    ``folder``: the path and where to get it (a download URL, or how EVcouplings makes the file). Empty when
+    every file is present."""
+    folder, out = Path(folder), []
+    for name in proteins:
+        if name in EVCOUPLINGS_FILES:
+            a2m, prefix = EVCOUPLINGS_FILES[name]
+            how = ("not public: EVcouplings (github.com/debbiemarkslab/EVcouplings) makes it, the alignment with its "
+                   "align stage (focus-mode A2M), the distance map with its compare stage (DistanceMap.to_file)")
+            base = folder / "protein"
+            paths = [base / a2m, base / f"{prefix}.csv", base / f"{prefix}.npy"]
+            out += [f"{name}: {p} ({how})" for p in paths if not p.is_file()]
+            continue
+        keys = ("potts_synthetic",) if name == "synthetic" else ("pf00018_a2m", "pf00018_summary")
+        for key in keys:
+            path = folder / PROTEIN_FILES[key].relpath
+            if not path.is_file():
+                out.append(f"{name}: {path} (download {PROTEIN_FILES[key].url})")
+    return out

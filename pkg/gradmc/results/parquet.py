@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gradmc.atomic import atomic_path
+from gradmc.errors import InputError, MissingInputError
 from gradmc.results.provenance import SCHEMA_VERSION
 from gradmc.results.schema import PROVENANCE_COLUMNS, validate_metrics
 
@@ -78,16 +79,16 @@ def write_parquet(
 def _provenance_from_metadata(path: Path, metadata: dict[bytes, bytes] | None) -> dict[str, Any]:
     raw = (metadata or {}).get(PROVENANCE_KEY)
     if raw is None:
-        raise ValueError(f"{path}: no gradmc provenance in the Parquet footer (key {PROVENANCE_KEY!r})")
+        raise InputError(f"{path}: no gradmc provenance in the Parquet footer (key {PROVENANCE_KEY!r})")
     try:
         prov = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path}: gradmc provenance in the footer is not valid JSON ({err})") from err
+        raise InputError(f"{path}: gradmc provenance in the footer is not valid JSON ({err})") from err
     if not isinstance(prov, dict):
-        raise ValueError(f"{path}: gradmc provenance in the footer is not a JSON object")
+        raise InputError(f"{path}: gradmc provenance in the footer is not a JSON object")
     version = prov.get("schema_version")
     if version != SCHEMA_VERSION:
-        raise ValueError(
+        raise InputError(
             f"{path}: unsupported gradmc schema_version {version!r} (this gradmc reads {SCHEMA_VERSION})"
         )
     return prov
@@ -97,8 +98,9 @@ def read_provenance(path: str | os.PathLike) -> dict[str, Any]:
     """The provenance dict of a gradmc Parquet file, reading the footer only.
 
     Raises:
-        FileNotFoundError: if path does not exist (``results file <path> not found``).
-        ValueError: as :func:`read_parquet`.
+        gradmc.errors.MissingInputError: (a FileNotFoundError) if path does not exist (``results file <path>
+            not found``).
+        gradmc.errors.InputError: (a ValueError) as :func:`read_parquet`.
     """
     path = Path(path)
     schema = _read(pq.read_schema, path)
@@ -110,9 +112,9 @@ def _read(reader, path: Path):
     try:
         return reader(path)
     except FileNotFoundError:
-        raise FileNotFoundError(f"results file {path} not found") from None
+        raise MissingInputError(f"results file {path} not found") from None
     except (pa.ArrowException, OSError) as err:
-        raise ValueError(f"{path}: not a valid Parquet file ({err})") from err
+        raise InputError(f"{path}: not a valid Parquet file ({err})") from err
 
 
 def read_parquet(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -124,9 +126,10 @@ def read_parquet(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]
         ``object`` columns), and the provenance dict from the footer.
 
     Raises:
-        FileNotFoundError: if path does not exist (``results file <path> not found``).
-        ValueError: naming the file, if it is not valid Parquet (corrupt, truncated, empty), has no
-            gradmc provenance, or has an unsupported ``schema_version``.
+        gradmc.errors.MissingInputError: (a FileNotFoundError) if path does not exist (``results file
+            <path> not found``).
+        gradmc.errors.InputError: (a ValueError) naming the file, if it is not valid Parquet (corrupt,
+            truncated, empty), has no gradmc provenance, or has an unsupported ``schema_version``.
     """
     path = Path(path)
     table = _read(pq.read_table, path)

@@ -29,8 +29,8 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["Info", "NonFiniteError", "check_finite", "check_conditional", "metropolis_hastings_accept",
-           "sample_categorical", "log_prob_and_grad"]
+__all__ = ["Info", "NonFiniteError", "check_finite", "check_conditional", "acceptance_probability",
+           "metropolis_hastings_accept", "hamiltonian_accept", "sample_categorical", "log_prob_and_grad"]
 
 #: How many affected chain indices a :class:`NonFiniteError` message lists.
 MAX_LISTED_CHAINS = 8
@@ -143,6 +143,23 @@ def check_conditional(sampler: str, step: int | None, logits: torch.Tensor) -> N
                                  logits.amax(-1)))
 
 
+def acceptance_probability(log_alpha: torch.Tensor, proposal_log_prob: torch.Tensor | None = None) -> torch.Tensor:
+    """The Metropolis-Hastings acceptance probability min(1, exp(log_alpha)) (Hastings 1970).
+
+    Args:
+        log_alpha: (C,) log acceptance ratio log[pi(x') q(x|x') / (pi(x) q(x'|x))]; NaN counts as -inf.
+        proposal_log_prob: optional (C,) log target at the proposals; where it is NaN or +inf the
+            probability is 0 (see :func:`metropolis_hastings_accept`).
+
+    Returns:
+        (C,) float in [0, 1], the probability :func:`metropolis_hastings_accept` accepts with.
+    """
+    if proposal_log_prob is not None:
+        log_alpha = torch.where(proposal_log_prob < torch.inf, log_alpha, -torch.inf)
+    log_alpha = torch.nan_to_num(log_alpha, nan=-torch.inf)
+    return torch.exp(torch.clamp(log_alpha, max=0.0))
+
+
 def metropolis_hastings_accept(
     log_alpha: torch.Tensor, generator: torch.Generator, proposal_log_prob: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -157,15 +174,39 @@ def metropolis_hastings_accept(
             of non-finite log_prob (-inf proposals already give log_alpha = -inf or NaN).
 
     Returns:
-        accepted: (C,) bool; acceptance_prob: (C,) float in [0, 1].
+        accepted: (C,) bool; acceptance_prob: (C,) float in [0, 1] (:func:`acceptance_probability`).
     """
-    if proposal_log_prob is not None:
-        log_alpha = torch.where(proposal_log_prob < torch.inf, log_alpha, -torch.inf)
-    log_alpha = torch.nan_to_num(log_alpha, nan=-torch.inf)
-    acceptance_prob = torch.exp(torch.clamp(log_alpha, max=0.0))
+    acceptance_prob = acceptance_probability(log_alpha, proposal_log_prob)
     u = torch.rand(log_alpha.shape, generator=generator, device=log_alpha.device, dtype=log_alpha.dtype)
     accepted = u < acceptance_prob
     return accepted, acceptance_prob
+
+
+def hamiltonian_accept(
+    x: torch.Tensor, p: torch.Tensor, log_prob_x: torch.Tensor, x_new: torch.Tensor, p_new: torch.Tensor,
+    log_prob_new: torch.Tensor, generator: torch.Generator, mass: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The accept-and-select step of every Hamiltonian kernel (HMC, KMC, R-HMC; Neal 2011, Eq. 5.7).
+
+    The Hamiltonian is H(x, p) = -log_prob(x) + |p|^2 / (2 mass); the end point (x_new, p_new) of a
+    volume-preserving, reversible trajectory is accepted with probability min(1, exp(H(x, p) - H(x_new, p_new)))
+    by :func:`metropolis_hastings_accept` (so a NaN or +inf log_prob_new is rejected).
+
+    Args:
+        x, p: (C, d) current position and momentum; log_prob_x: (C,) log target at x.
+        x_new, p_new: (C, d) end of the trajectory; log_prob_new: (C,) log target (or its estimate) at x_new.
+        generator: torch.Generator on x's device.
+        mass: scalar mass of the kinetic energy (identity mass matrix times ``mass``).
+
+    Returns:
+        x_out: (C, d) x_new where accepted, else x; log_prob_out: (C,) the log target at x_out;
+        accepted: (C,) bool; acceptance_prob: (C,) float in [0, 1].
+    """
+    h_old = -log_prob_x + 0.5 * (p * p).sum(-1) / mass
+    h_new = -log_prob_new + 0.5 * (p_new * p_new).sum(-1) / mass
+    accepted, acceptance_prob = metropolis_hastings_accept(h_old - h_new, generator, log_prob_new)
+    x_out = torch.where(accepted[:, None], x_new, x)
+    return x_out, torch.where(accepted, log_prob_new, log_prob_x), accepted, acceptance_prob
 
 
 def sample_categorical(logits: torch.Tensor, generator: torch.Generator, return_log_prob: bool = False):

@@ -5,12 +5,16 @@
 - ``score_matching``: the Hyvarinen objective J(f; X) on any data.
 - ``lite``: KMC lite (eq. 7). ``finite``: KMC finite (eq. 8) with online updates.
 - ``cv``: k-fold choice of (width, lambda) by the held-out score-matching objective.
+- ``bandwidth``: the median heuristic for kernel length scales.
+- ``history``: KMC lite on the distinct states of a chain history (with CV).
 """
 
 from __future__ import annotations
 
+from gradmc.surrogates.bandwidth import median_heuristic
 from gradmc.surrogates.cv import CVResult, cross_validate, cross_validate_finite, cross_validate_lite
 from gradmc.surrogates.finite import FiniteSurrogate, fit_finite
+from gradmc.surrogates.history import fit_lite_on_history
 from gradmc.surrogates.kernels import gaussian_kernel, rational_quadratic_kernel, sigma_from_lengthscale
 from gradmc.surrogates.lite import LiteSurrogate, fit_lite
 from gradmc.surrogates.random_features import (
@@ -30,8 +34,10 @@ __all__ = [
     "cross_validate_lite",
     "fit_finite",
     "fit_lite",
+    "fit_lite_on_history",
     "gaussian_kernel",
     "gaussian_random_features",
+    "median_heuristic",
     "rational_quadratic_kernel",
     "rational_quadratic_random_features",
     "score_matching_objective",

@@ -8,18 +8,21 @@ f(x) = theta^T phi(x) with m random Fourier features phi (see ``random_features`
 the minimiser of the empirical score-matching objective -theta^T b + 0.5 theta^T C theta plus
 (lambda/2)||theta||^2.
 
-Online updates: :class:`FiniteSurrogate` keeps the running sums of b and C and the count N. With
+Online updates: a :class:`FiniteSurrogate` is an immutable value holding the running sums of b and C and
+the count N; :meth:`FiniteSurrogate.update` returns a NEW surrogate with more points (the old one is
+unchanged, so a frozen KMC kernel holding it never sees its surrogate change). With
 phi'_l(x) = s(x) * omega_{:, l}, s(x) = -sqrt(2/m) sin(W x + u), the rank-d increment of C is
-sum_l (s * w_l)(s * w_l)^T = (s s^T) o (W W^T) (o: elementwise), so a new point costs O(m d + m^2) with
-W W^T cached (below the O(d m^2) of d rank-one updates). The solve is NOT updated by rank-one Cholesky
-updates: because lambda I is added to the *mean* C, every new point rescales the whole matrix, so the
-factor is recomputed (O(m^3)) lazily the first time theta is needed after an update and cached until the
-next one. A sampler that updates with probability a_t -> 0 (vanishing adaptation) pays it rarely.
+sum_l (s * w_l)(s * w_l)^T = (s s^T) o (W W^T) (o: elementwise), so a batch of B new points costs
+O(B (m d + m^2) + m^2 d) (below the O(B d m^2) of B d rank-one updates). The solve is NOT updated by
+rank-one Cholesky updates: because lambda I is added to the *mean* C, every new point rescales the whole
+matrix, so the factor is recomputed (O(m^3)) when the new surrogate is built (only for N > 0). A sampler
+that updates with probability a_t -> 0 (vanishing adaptation) pays it rarely.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import torch
 
@@ -29,28 +32,51 @@ from gradmc.surrogates.random_features import RandomFourierFeatures
 __all__ = ["FiniteSurrogate", "finite_system", "fit_finite"]
 
 
+@dataclass(frozen=True, eq=False)
 class FiniteSurrogate:
-    """KMC finite surrogate f(x) = theta^T phi(x) whose statistics grow one point (or batch) at a time.
+    """KMC finite surrogate f(x) = theta^T phi(x) over the statistics of N points (an immutable value).
 
     Args:
-        features: the random Fourier features phi (fixed for the lifetime of the surrogate).
+        features: the random Fourier features phi (m features on R^d).
         lam: ridge lambda > 0.
+        num_points: N >= 0, the points the sums are over (0: an empty surrogate, only :meth:`update` works).
+        b_sum: (m,) sum over the points of -sum_l phi''_l (None with N = 0: zeros).
+        c_sum: (m, m) sum over the points of sum_l phi'_l phi'_l^T (None with N = 0: zeros).
+
+    theta = (C + lambda I)^-1 b (by Cholesky) and the constants of :meth:`grad` are computed here, at
+    construction (N > 0), and never change.
 
     Raises:
-        ValueError: lam not > 0.
+        ValueError: lam not > 0, num_points < 0.
     """
 
-    def __init__(self, features: RandomFourierFeatures, lam: float):
-        self.features = features
-        self.lam = check_positive(lam, "lam")
-        m, dtype = features.num_features, features.omega.dtype
-        self.num_points = 0
-        self.b_sum = torch.zeros(m, dtype=dtype)
-        self.c_sum = torch.zeros(m, m, dtype=dtype)
-        self._gram = features.omega @ features.omega.t()  # (m, m) = W W^T
-        self._sq_norms = (features.omega**2).sum(-1)  # (m,) = ||omega_j||^2
-        self._theta: torch.Tensor | None = None
-        self._grad_cache: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+    features: RandomFourierFeatures
+    lam: float
+    num_points: int = 0
+    b_sum: torch.Tensor | None = None
+    c_sum: torch.Tensor | None = None
+    _theta: torch.Tensor | None = field(init=False, repr=False, default=None)
+    _grad_terms: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = field(init=False, repr=False,
+                                                                                 default=None)
+
+    def __post_init__(self):
+        set_ = object.__setattr__  # frozen: the derived fields are set once, here
+        set_(self, "lam", check_positive(self.lam, "lam"))
+        if int(self.num_points) != self.num_points or self.num_points < 0:
+            raise ValueError(f"num_points must be an integer >= 0, got {self.num_points}")
+        m, dtype = self.features.num_features, self.features.omega.dtype
+        if self.b_sum is None:
+            set_(self, "b_sum", torch.zeros(m, dtype=dtype))
+        if self.c_sum is None:
+            set_(self, "c_sum", torch.zeros(m, m, dtype=dtype))
+        if self.num_points == 0:
+            return
+        a = self.c + self.lam * torch.eye(m, dtype=self.c_sum.dtype)
+        chol = torch.linalg.cholesky(0.5 * (a + a.t()))
+        theta = torch.cholesky_solve(self.b[:, None], chol)[:, 0]
+        set_(self, "_theta", theta)
+        omega = self.features.omega
+        set_(self, "_grad_terms", (omega.t().contiguous(), -math.sqrt(2.0 / m) * theta, omega))
 
     @property
     def dim(self) -> int:
@@ -58,20 +84,18 @@ class FiniteSurrogate:
         return self.features.dim
 
     def update(self, x: torch.Tensor) -> FiniteSurrogate:
-        """Add the points x (B, d) to the statistics, O(B (m d + m^2)); returns self.
+        """A new surrogate over the points seen so far plus x (B, d), O(B (m d + m^2) + m^3); self is unchanged.
 
         Raises:
             ValueError: x is not a floating (B, d) tensor with finite entries.
         """
         check_points(x, dim=self.dim, name="x")
+        omega = self.features.omega
         phi = self.features.features(x)  # (B, m)
         s = -math.sqrt(2.0 / self.features.num_features) * torch.sin(self.features._phase(x))  # (B, m)
-        self.b_sum += (phi * self._sq_norms).sum(0)  # -sum_l phi''_l = phi * ||omega||^2
-        self.c_sum += (s.t() @ s) * self._gram
-        self.num_points += x.shape[0]
-        self._theta = None
-        self._grad_cache = None
-        return self
+        b_sum = self.b_sum + (phi * (omega**2).sum(-1)).sum(0)  # -sum_l phi''_l = phi * ||omega_j||^2
+        c_sum = self.c_sum + (s.t() @ s) * (omega @ omega.t())  # (s s^T) o (W W^T)
+        return FiniteSurrogate(self.features, self.lam, self.num_points + x.shape[0], b_sum, c_sum)
 
     @property
     def b(self) -> torch.Tensor:
@@ -87,16 +111,13 @@ class FiniteSurrogate:
 
     @property
     def theta(self) -> torch.Tensor:
-        """(m,) theta = (C + lambda I)^-1 b by Cholesky, cached until the next update."""
-        if self._theta is None:
-            a = self.c + self.lam * torch.eye(self.features.num_features, dtype=self.c_sum.dtype)
-            chol = torch.linalg.cholesky(0.5 * (a + a.t()))
-            self._theta = torch.cholesky_solve(self.b[:, None], chol)[:, 0]
+        """(m,) theta = (C + lambda I)^-1 b (computed at construction). Raises ValueError before any point."""
+        self._require_points()
         return self._theta
 
     def _require_points(self) -> None:
         if self.num_points == 0:
-            raise ValueError("the surrogate has seen no points yet: call update(x) first")
+            raise ValueError("the surrogate has seen no points yet: use update(x), which returns one that has")
 
     def log_density(self, x: torch.Tensor) -> torch.Tensor:
         """f(x) = theta^T phi(x): (N, d) -> (N,)."""
@@ -110,15 +131,12 @@ class FiniteSurrogate:
         would synchronise an accelerator); :meth:`update` checks the data it is fitted on.
 
         Raises:
-            ValueError: x is not (N, d).
+            ValueError: x is not (N, d), or the surrogate has seen no points.
         """
         if x.dim() != 2 or x.shape[1] != self.features.omega.shape[1]:
             raise ValueError(f"x must have shape (num_points, {self.dim}), got {tuple(x.shape)}")
-        if self._grad_cache is None or self._theta is None:
-            omega = self.features.omega
-            scaled = -math.sqrt(2.0 / self.features.num_features) * self.theta
-            self._grad_cache = (omega.t().contiguous(), scaled, omega)
-        omega_t, scaled, omega = self._grad_cache
+        self._require_points()
+        omega_t, scaled, omega = self._grad_terms
         phase = torch.addmm(self.features.u, x if x.dtype == omega.dtype else x.to(omega.dtype), omega_t)  # (N, m)
         return (torch.sin(phase) * scaled) @ omega
 
@@ -145,7 +163,6 @@ def fit_finite(x: torch.Tensor, features: RandomFourierFeatures, lam: float) -> 
     Raises:
         ValueError: bad shape of x, lam not > 0.
     """
-    sur = FiniteSurrogate(features, lam)
+    lam = check_positive(lam, "lam")
     b, c = finite_system(x, features)
-    sur.b_sum, sur.c_sum, sur.num_points = b * x.shape[0], c * x.shape[0], x.shape[0]
-    return sur
+    return FiniteSurrogate(features, lam, x.shape[0], b * x.shape[0], c * x.shape[0])

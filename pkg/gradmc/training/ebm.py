@@ -37,6 +37,7 @@ import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from gradmc.atomic import atomic_path
+from gradmc.errors import InputError
 from gradmc.samplers.base import NonFiniteError
 
 __all__ = ["EBMTrainer", "CHECKPOINT_FORMAT", "NonFiniteTrainingError"]
@@ -253,11 +254,11 @@ class EBMTrainer:
         """
         if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
             got = state.get("format") if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"not an EBM PCD checkpoint of format {CHECKPOINT_FORMAT!r}: got {got!r}")
+            raise InputError(f"not an EBM PCD checkpoint of format {CHECKPOINT_FORMAT!r}: got {got!r}")
         mine = self._settings()
         diff = {k: (v, mine.get(k)) for k, v in state["settings"].items() if mine.get(k) != v}
         if diff:
-            raise ValueError("checkpoint was made with other settings (checkpoint vs this trainer): "
+            raise InputError("checkpoint was made with other settings (checkpoint vs this trainer): "
                              + ", ".join(f"{k}={a!r} vs {b!r}" for k, (a, b) in diff.items()))
         self.model.load_state_dict(state["model"])
         self.ema.load_state_dict(state["ema"])
@@ -295,5 +296,5 @@ class EBMTrainer:
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as err:  # noqa: BLE001 - torch raises many types for corrupt files
-            raise ValueError(f"cannot read EBM checkpoint {path}: {err} (delete it to restart training)") from err
+            raise InputError(f"cannot read EBM checkpoint {path}: {err} (delete it to restart training)") from err
         self.load_state_dict(state)

@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 from gradmc.atomic import atomic_path
+from gradmc.errors import InputError
 
 __all__ = ["l1_penalty", "block_l1_penalty", "Penalty", "PCD", "CHECKPOINT_FORMAT"]
 
@@ -237,11 +238,11 @@ class PCD:
     def load_state_dict(self, state: dict) -> None:
         """Restore :meth:`state_dict` output. Raises ValueError if it comes from another configuration."""
         if state.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"not a PCD checkpoint of format {CHECKPOINT_FORMAT!r}: got {state.get('format')!r}")
+            raise InputError(f"not a PCD checkpoint of format {CHECKPOINT_FORMAT!r}: got {state.get('format')!r}")
         mine = self._settings()
         diff = {k: (v, mine.get(k)) for k, v in state["settings"].items() if mine.get(k) != v}
         if diff:
-            raise ValueError("checkpoint was made with other settings (checkpoint, this trainer): "
+            raise InputError("checkpoint was made with other settings (checkpoint, this trainer): "
                              + ", ".join(f"{k}={a!r} vs {b!r}" for k, (a, b) in diff.items()))
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])

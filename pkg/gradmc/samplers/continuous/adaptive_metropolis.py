@@ -75,8 +75,9 @@ class AdaptiveMetropolis:
         if int(self.adapt_start) != self.adapt_start or self.adapt_start < 2:
             raise ValueError(f"AdaptiveMetropolis adapt_start must be an integer >= 2, got {self.adapt_start}")
 
-    def init(self, x: torch.Tensor, log_prob) -> AMState:
-        """Start chains at x (C, d); the history is {x}.
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> AMState:
+        """Start chains at x (C, d); the history is {x}. ``generator`` is unused (the kernel contract: every
+        kernel takes one).
 
         Raises:
             NonFiniteError: log_prob(x) NaN or inf for some chain.

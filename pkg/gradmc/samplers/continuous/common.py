@@ -107,8 +107,8 @@ def draw_step_params(step_size_range, num_steps_range, x: torch.Tensor, generato
 
 def leapfrog(x: torch.Tensor, p: torch.Tensor, eps: torch.Tensor, num: torch.Tensor, max_steps: int,
              grad_fn: Callable[[torch.Tensor], tuple[torch.Tensor | None, torch.Tensor]], mass: float,
-             grad_x: torch.Tensor):
-    """Masked batched leapfrog for H(x, p) = U(x) + p^T p / (2 m), driven by grad_fn.
+             grad_x: torch.Tensor, path: bool = False):
+    """Masked batched leapfrog for H(x, p) = U(x) + p^T p / (2 m), driven by grad_fn (Neal 2011, Eq. 5.18-5.20).
 
     p += eps/2 g(x); then for i < L_c: {x += eps p / m; g = grad_fn(x); p += eps g (eps/2 if i = L_c - 1)}.
     The final momentum flip is omitted (it leaves the kinetic energy unchanged).
@@ -121,14 +121,21 @@ def leapfrog(x: torch.Tensor, p: torch.Tensor, eps: torch.Tensor, num: torch.Ten
         x, p: (C, d) start. eps: (C, 1). num: (C, 1) int64 with 1 <= L_c <= max_steps.
         grad_fn: x (C, d) -> (f or None, grad log target (C, d)).
         mass: scalar m of M = m I. grad_x: (C, d) grad_fn's gradient at the start x.
+        path: also return the whole trajectory, the positions and FULL-step momenta at t = 0..S (KMC
+            Fig. 2 evaluates H along it). Each step then applies its kick as two half kicks (to the full
+            step, recorded, and on to the next half step) and its drift as x + (eps / m) p: the same map,
+            rounded as the per-step textbook loop (HMC and KMC use ``path=False``).
 
     Returns:
         x', p' (new tensors), f from the last grad_fn call (the value at x'; None if grad_fn gives none),
-        and the number of grad_fn calls made (int).
+        and the number S of grad_fn calls made (int); with ``path``, also xs and ps, each (S + 1, C, d)
+        (row 0 the start; a chain past its L_c repeats its end point).
     """
     steps = max_steps if x.is_cuda else int(num.max())
     index = torch.arange(steps, device=x.device)[:, None, None]  # (S, 1, 1)
     drift = (num[None] > index).to(x.dtype) * (eps / mass)[None]  # (S, C, 1): eps/m while moving, else 0
+    if path:
+        return _leapfrog_path(x, p, eps, num, index, drift, grad_fn, grad_x, steps)
     kick = torch.where(num[None] - 1 > index, eps[None], torch.where(num[None] - 1 == index, 0.5 * eps[None],
                                                                      torch.zeros_like(eps[None])))  # (S, C, 1)
     p = p + 0.5 * eps * grad_x
@@ -138,3 +145,21 @@ def leapfrog(x: torch.Tensor, p: torch.Tensor, eps: torch.Tensor, num: torch.Ten
         f, g = grad_fn(x)
         p = torch.addcmul(p, kick[i], g)
     return x, p, f, steps
+
+
+def _leapfrog_path(x, p, eps, num, index, drift, grad_fn, grad_x, steps):
+    """The ``path=True`` branch of :func:`leapfrog` (same schedule and masks, full-step momenta recorded)."""
+    zero = torch.zeros_like(eps[None])
+    half = torch.where(num[None] > index, 0.5 * eps[None], zero)  # (S, C, 1): kick to the full step i + 1
+    half_on = torch.where(num[None] > index + 1, 0.5 * eps[None], zero)  # and on, if step i + 2 follows
+    xs, ps = [x], [p]
+    p = p + 0.5 * eps * grad_x  # the half-step momentum
+    f = None
+    for i in range(steps):
+        x = x + drift[i] * p
+        f, g = grad_fn(x)
+        p_full = p + half[i] * g
+        xs.append(x)
+        ps.append(p_full)
+        p = p_full + half_on[i] * g
+    return x, ps[-1], f, steps, torch.stack(xs), torch.stack(ps)

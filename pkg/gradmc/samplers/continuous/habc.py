@@ -132,8 +132,9 @@ class HABC:
             g = g + (diff / (2.0 * c))[:, None] * delta
         return g / int(self.num_perturbations)
 
-    def init(self, x: torch.Tensor, log_prob) -> ContinuousState:
-        """Start chains at x (C, d); state.log_prob is the log prior at x.
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> ContinuousState:
+        """Start chains at x (C, d); state.log_prob is the log prior at x. ``generator`` is unused (the kernel
+        contract: every kernel takes one).
 
         Raises:
             NonFiniteError: the log prior at x NaN or inf for some chain.

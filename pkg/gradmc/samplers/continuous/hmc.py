@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gradmc.samplers.base import Info, log_prob_and_grad, metropolis_hastings_accept
+from gradmc.samplers.base import Info, hamiltonian_accept, log_prob_and_grad
 from gradmc.samplers.continuous.common import (
     ContinuousState,
     check_current,
@@ -56,8 +56,8 @@ class HMC:
         check_ranges("HMC", self.step_size_range, self.num_steps_range)
         check_positive("HMC mass", self.mass)
 
-    def init(self, x: torch.Tensor, log_prob) -> ContinuousState:
-        """Start chains at x (C, d).
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> ContinuousState:
+        """Start chains at x (C, d); ``generator`` is unused (the kernel contract: every kernel takes one).
 
         Raises:
             NonFiniteError: log_prob(x) NaN or inf for some chain.
@@ -78,10 +78,8 @@ class HMC:
         max_steps = int(self.num_steps_range[1])
         x_new, p_new, f_new, steps = leapfrog(x, p, eps, num, max_steps, lambda z: log_prob_and_grad(log_prob, z),
                                        self.mass, g_x)
-        h_old = -f_x + 0.5 * (p * p).sum(-1) / self.mass
-        h_new = -f_new + 0.5 * (p_new * p_new).sum(-1) / self.mass
-        accepted, acceptance_prob = metropolis_hastings_accept(h_old - h_new, generator, f_new)
-        x_out = torch.where(accepted[:, None], x_new, x)
+        x_out, f_out, accepted, acceptance_prob = hamiltonian_accept(x, p, f_x, x_new, p_new, f_new, generator,
+                                                                     self.mass)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
                     energy_evals=steps + 1, grad_evals=steps + 1)
-        return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x), num_steps=state.num_steps + 1), info
+        return ContinuousState(x=x_out, log_prob=f_out, num_steps=state.num_steps + 1), info

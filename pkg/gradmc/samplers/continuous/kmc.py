@@ -9,12 +9,13 @@ Any surrogate drives a reversible, volume-preserving map (leapfrog on -f), so pi
 invariant whatever f is; a poor surrogate only lowers the acceptance rate.
 
 Surrogate protocol: any object with ``grad(x: (C, d)) -> (C, d)``, the gradient of f at each row (f
-itself is never needed). The kernel never modifies it. Vanishing adaptation (Alg. 1, line 1) happens
-OUTSIDE the kernel: between transitions the experiment draws u ~ U[0, 1] and, if u < a_t (e.g.
-a_t = 1 / sqrt(t + 1), lim a_t = 0 and sum a_t = inf), refits the surrogate on (a sub-sample of) the
-chain history, e.g. ``surrogate.update(points)``, then builds the next step with the updated surrogate
-(``dataclasses.replace(kmc, surrogate=...)`` or the same object updated in place). Within one step the
-surrogate is fixed, so each step is an exact pi-invariant kernel.
+itself is never needed). Neither the kernel nor anyone else modifies it: the surrogates of
+:mod:`gradmc.surrogates` are immutable. Vanishing adaptation (Alg. 1, line 1) happens OUTSIDE the kernel:
+between transitions the experiment draws u ~ U[0, 1] and, if u < a_t (e.g. a_t = 1 / sqrt(t + 1),
+lim a_t = 0 and sum a_t = inf; :func:`gradmc.samplers.continuous.should_adapt`), builds a NEW surrogate
+from (a sub-sample of) the chain history, e.g. ``new = surrogate.update(points)`` or a refit, and the next
+kernel ``dataclasses.replace(kmc, surrogate=new)``. Within one step the surrogate is fixed, so each step is
+an exact pi-invariant kernel.
 
 Pseudo-marginal mode (``pseudo_marginal=True``, B3/B4): ``log_prob(x, generator) -> (C,)`` returns the
 log of a non-negative UNBIASED estimate of pi(x) (up to a constant); the estimate of the current state
@@ -29,7 +30,7 @@ from typing import Protocol
 
 import torch
 
-from gradmc.samplers.base import Info, metropolis_hastings_accept
+from gradmc.samplers.base import Info, hamiltonian_accept
 from gradmc.samplers.continuous.common import (
     ContinuousState,
     check_current,
@@ -115,10 +116,8 @@ class KMC:
             f_x, f_new = f_both[: x.shape[0]], f_both[x.shape[0]:]
         check_current(self.name, state.num_steps + 1, f_x, self.pseudo_marginal,
                       ("surrogate gradient at the current state", g_x))
-        h_old = -f_x + 0.5 * (p * p).sum(-1) / self.mass
-        h_new = -f_new + 0.5 * (p_new * p_new).sum(-1) / self.mass
-        accepted, acceptance_prob = metropolis_hastings_accept(h_old - h_new, generator, f_new)
-        x_out = torch.where(accepted[:, None], x_new, x)
+        x_out, f_out, accepted, acceptance_prob = hamiltonian_accept(x, p, f_x, x_new, p_new, f_new, generator,
+                                                                     self.mass)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
                     energy_evals=1 if self.pseudo_marginal else 2, grad_evals=0)
-        return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x), num_steps=state.num_steps + 1), info
+        return ContinuousState(x=x_out, log_prob=f_out, num_steps=state.num_steps + 1), info

@@ -70,7 +70,7 @@ class PseudoMarginalMH:
         if not callable(self.proposal):
             raise TypeError("PseudoMarginalMH proposal must be callable (x, generator) -> (x', log_q_ratio)")
 
-    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator) -> ContinuousState:
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> ContinuousState:
         """Start chains at x (C, d) with a first estimate log pi_hat(x) drawn with generator.
 
         Raises:

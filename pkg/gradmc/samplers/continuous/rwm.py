@@ -13,12 +13,13 @@ import torch
 from gradmc.samplers.base import Info, metropolis_hastings_accept
 from gradmc.samplers.continuous.common import ContinuousState, check_current, initial_state
 
-__all__ = ["RandomWalkMetropolis", "adapt_log_scale"]
+__all__ = ["GaussianRandomWalkMetropolis", "adapt_log_scale"]
 
 
 @dataclass(frozen=True)
-class RandomWalkMetropolis:
-    """Isotropic random-walk Metropolis.
+class GaussianRandomWalkMetropolis:
+    """Isotropic Gaussian random-walk Metropolis on R^d (the discrete bit-flip walk is
+    :class:`gradmc.samplers.discrete.rwm.RandomWalkMetropolis`).
 
     Args:
         scale: s > 0, a float or a (C,) tensor (one scale per chain, e.g. from :func:`adapt_log_scale`).
@@ -38,10 +39,10 @@ class RandomWalkMetropolis:
 
     def __post_init__(self):
         if not isinstance(self.scale, torch.Tensor) and not (math.isfinite(self.scale) and self.scale > 0):
-            raise ValueError(f"RandomWalkMetropolis scale must be finite and > 0, got {self.scale}")
+            raise ValueError(f"GaussianRandomWalkMetropolis scale must be finite and > 0, got {self.scale}")
 
-    def init(self, x: torch.Tensor, log_prob) -> ContinuousState:
-        """Start chains at x (C, d).
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> ContinuousState:
+        """Start chains at x (C, d); ``generator`` is unused (the kernel contract: every kernel takes one).
 
         Raises:
             NonFiniteError: log_prob(x) NaN or inf for some chain.

@@ -47,7 +47,7 @@ class RBMBlockGibbs:
 
     name = "BlockGibbs"  # the registry's name (a class attribute, not a field)
 
-    def init(self, x: torch.Tensor, log_prob) -> RBMBlockGibbsState:
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> RBMBlockGibbsState:
         """Start chains at x (C, D) floats in {0, 1}; log_prob must be an RBM-like target.
 
         Raises:

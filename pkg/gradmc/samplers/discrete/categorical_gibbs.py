@@ -74,7 +74,7 @@ class CategoricalGibbs:
                 f"per chain (limit {MAX_CANDIDATES})"
             )
 
-    def init(self, x: torch.Tensor, log_prob) -> CategoricalGibbsState:
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> CategoricalGibbsState:
         """Start chains at x (C, D, K) one-hot floats. The first step draws the scan orders.
 
         Raises:

@@ -37,7 +37,6 @@ __all__ = [
     "log_draws_probability",
     "log_set_probability",
     "log_flip_probability",
-    "acceptance_probability",
 ]
 
 DENSITIES = ("draws", "set")
@@ -122,8 +121,3 @@ def log_flip_probability(log_q: torch.Tensor, counts: torch.Tensor, num_draws: i
     if density == "set":
         return log_set_probability(log_q, counts, num_draws)
     raise ValueError(f"density must be one of {DENSITIES}, got {density!r}")
-
-
-def acceptance_probability(log_alpha: torch.Tensor) -> torch.Tensor:
-    """min(1, exp(log_alpha)) with NaN read as -inf: what ``metropolis_hastings_accept`` accepts with."""
-    return torch.exp(torch.clamp(torch.nan_to_num(log_alpha, nan=-torch.inf), max=0.0))

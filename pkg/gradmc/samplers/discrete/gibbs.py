@@ -71,7 +71,7 @@ class Gibbs:
         """The paper's name, "Gibbs-X" or "Gibbs-X-systematic" (as ``make_sampler`` takes it)."""
         return f"Gibbs-{self.block_size}" + ("-systematic" if self.scan == "systematic" else "")
 
-    def init(self, x: torch.Tensor, log_prob) -> GibbsState:
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> GibbsState:
         """Start chains at x (C, D) floats in {0, 1}. The first random-scan step draws the scan orders."""
         check_binary(x, check_values=True)
         if x.shape[1] < self.block_size:

@@ -17,13 +17,13 @@ import torch
 
 from gradmc.samplers.base import (
     Info,
+    acceptance_probability,
     check_finite,
     log_prob_and_grad,
     metropolis_hastings_accept,
     sample_categorical,
 )
 from gradmc.samplers.discrete.flips import (
-    acceptance_probability,
     apply_flips,
     draw_flip_counts,
     log_draws_probability,
@@ -66,7 +66,7 @@ class GradientFlipMH:
         """The paper's name, "GWG-N" (as :func:`~gradmc.samplers.discrete.make_sampler` takes it)."""
         return f"GWG-{self.num_draws}"
 
-    def init(self, x: torch.Tensor, log_prob) -> GWGState:
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> GWGState:
         """Start chains at x (C, D) floats in {0, 1}.
 
         Raises:

@@ -17,6 +17,7 @@ import torch
 
 from gradmc.samplers.base import (
     Info,
+    acceptance_probability,
     check_finite,
     log_prob_and_grad,
     metropolis_hastings_accept,
@@ -62,7 +63,7 @@ class GWGCategorical:
         if not self.temperature > 0:
             raise ValueError(f"GWGCategorical temperature must be > 0, got {self.temperature}")
 
-    def init(self, x: torch.Tensor, log_prob) -> GWGCategoricalState:
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> GWGCategoricalState:
         """Start chains at x (C, D, K) one-hot floats."""
         check_onehot(x, check_values=True)
         with torch.no_grad():
@@ -184,8 +185,7 @@ class GWGCategorical:
         x_new, _, log_q_fwd, log_alpha = self._propose_and_score(
             x.repeat_interleave(M, 0), f_x.repeat_interleave(M), log_q_x.repeat_interleave(M, 0), idx, log_prob
         )
-        # the shared acceptance, with a throwaway generator: only its acceptance_prob is used
-        _, acceptance_prob = metropolis_hastings_accept(log_alpha, torch.Generator(device=x.device))
+        acceptance_prob = acceptance_probability(log_alpha)  # what metropolis_hastings_accept accepts with
         move = (log_q_fwd.exp() * acceptance_prob).reshape(C, M)
         stay = 1.0 - move.sum(1, keepdim=True)
         next_states = torch.cat([x_new.reshape(C, M, D, K), x[:, None]], 1)

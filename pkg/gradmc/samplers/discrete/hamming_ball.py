@@ -138,7 +138,7 @@ class HammingBall(_HammingBallKernel):
         """The paper's name, "HB-X-Y" (as ``make_sampler`` takes it)."""
         return f"HB-{self.block_size}-{self.radius}"
 
-    def init(self, x: torch.Tensor, log_prob) -> HammingBallState:
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> HammingBallState:
         """Start chains at x (C, D) floats in {0, 1}."""
         check_binary(x, check_values=True)
         if x.shape[1] < self.block_size:
@@ -218,7 +218,7 @@ class BlockHammingBall(_HammingBallKernel):
         """(num_blocks, block_len) int64 blocks."""
         return torch.tensor(self.blocks, dtype=torch.long, device=device)
 
-    def init(self, x: torch.Tensor, log_prob) -> BlockHammingBallState:
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> BlockHammingBallState:
         """Start chains at x (C, D) floats in {0, 1}."""
         check_binary(x, check_values=True)
         top = max(max(r) for r in self.blocks)

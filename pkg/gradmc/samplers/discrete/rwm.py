@@ -10,8 +10,8 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.samplers.base import Info, check_finite, metropolis_hastings_accept
-from gradmc.samplers.discrete.flips import acceptance_probability, apply_flips
+from gradmc.samplers.base import Info, acceptance_probability, check_finite, metropolis_hastings_accept
+from gradmc.samplers.discrete.flips import apply_flips
 from gradmc.targets.validation import check_binary
 
 __all__ = ["RandomWalkMetropolis", "RWMState"]
@@ -36,7 +36,7 @@ class RandomWalkMetropolis:
 
     name = "RWM"  # the paper's name (a class attribute, not a field)
 
-    def init(self, x: torch.Tensor, log_prob) -> RWMState:
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> RWMState:
         """Start chains at x (C, D) floats in {0, 1}.
 
         Raises:

@@ -2,7 +2,8 @@
 
 R-MALA and R-HMC are exact MCMC kernels on z in R^D with target N(z; 0, I) p(1[z > 0]); D-SVGD is a
 particle method. All report the bits x = 1[z > 0] (``state.x`` or ``Sampler.bits(state)``).
-Start them from bits with ``sampler.init(x, log_prob, z=z_from_bits(x, generator))``.
+Start them from bits with ``sampler.init(x, log_prob, generator)`` (z = ``z_from_bits(x, generator)``, the
+paper's initialisation), or from a given relaxed state with ``sampler.init_from_z(x, log_prob, z)``.
 """
 
 from gradmc.samplers.relaxed.dsvgd import DSVGD, DSVGDState

@@ -33,6 +33,7 @@ from gradmc.samplers.relaxed.surrogate import (
     init_relaxed,
     relaxed_log_prob,
     surrogate_log_prob_and_grad,
+    z_from_bits,
 )
 
 __all__ = ["DSVGD", "DSVGDState", "rbf_kernel_median"]
@@ -115,26 +116,41 @@ class DSVGD:
         if not self.eps > 0:
             raise ValueError(f"D-SVGD eps must be > 0, got {self.eps}")
 
-    def init(self, x: torch.Tensor, log_prob, z: torch.Tensor | None = None) -> DSVGDState:
-        """Start n particles at bits x (n, D), n >= 2.
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> DSVGDState:
+        """Start n particles at bits x (n, D), n >= 2, with z = ``z_from_bits(x, generator)``.
 
-        z: (n, D) continuous positions with 1[z > 0] == x, REQUIRED in practice: pass
-        ``z_from_bits(x, generator)``. Particles with the same bits would otherwise start at the same
-        point and, the update being deterministic, never separate.
+        ``generator`` is REQUIRED here: particles with the same bits would otherwise start at the same
+        point and, the update being deterministic, never separate. To start from a given z use
+        :meth:`init_from_z`.
 
         Raises:
-            ValueError: if z is None, n < 2, or x, z are invalid (see ``init_relaxed``).
+            ValueError: if generator is None, n < 2, or x is invalid (see ``init_relaxed``).
             NonFiniteError: if log pi is NaN or inf at some particle.
         """
-        if z is None:
-            raise ValueError("D-SVGD needs distinct particles: pass z=z_from_bits(x, generator)")
-        if x.dim() != 2 or x.shape[0] < 2:
-            raise ValueError(f"D-SVGD needs x of shape (n, D) with n >= 2 particles, got {tuple(x.shape)}")
+        if generator is None:
+            raise ValueError("D-SVGD needs distinct particles: pass a generator (z = z_from_bits(x, generator)) "
+                             "or start from a given z with init_from_z")
+        self._check_particles(x)
+        return self.init_from_z(x, log_prob, z_from_bits(x, generator))
+
+    def init_from_z(self, x: torch.Tensor, log_prob, z: torch.Tensor) -> DSVGDState:
+        """Start n particles at bits x (n, D), n >= 2, and the continuous positions z (n, D), 1[z > 0] == x.
+
+        Raises:
+            ValueError: n < 2, or x, z invalid (see ``init_relaxed``).
+            NonFiniteError: if log pi is NaN or inf at some particle.
+        """
+        self._check_particles(x)
         relaxed = init_relaxed(x, log_prob, z, name=self.name)
         zeros = torch.zeros_like(relaxed.z)
         ess = torch.tensor(float(x.shape[0]), dtype=relaxed.z.dtype, device=relaxed.z.device)
         return DSVGDState(x=relaxed.x, z=relaxed.z, exp_avg=zeros, exp_avg_sq=zeros.clone(), num_steps=0,
                           weight_ess=ess)
+
+    @staticmethod
+    def _check_particles(x: torch.Tensor) -> None:
+        if x.dim() != 2 or x.shape[0] < 2:
+            raise ValueError(f"D-SVGD needs x of shape (n, D) with n >= 2 particles, got {tuple(x.shape)}")
 
     @staticmethod
     def bits(state: DSVGDState) -> torch.Tensor:

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 import torch
 
-from gradmc.samplers.base import Info, check_finite, metropolis_hastings_accept
+from gradmc.samplers.base import Info, check_finite, hamiltonian_accept
 from gradmc.samplers.relaxed.surrogate import (
+    RelaxedStart,
     RelaxedState,
     bits_from_z,
     check_temperature,
-    init_relaxed,
     relaxed_log_prob,
     surrogate_log_prob_and_grad,
 )
@@ -36,7 +36,7 @@ __all__ = ["RHMC"]
 
 
 @dataclass(frozen=True)
-class RHMC:
+class RHMC(RelaxedStart):
     """Relaxed Hamiltonian Monte Carlo on the continuous relaxation of a binary target.
 
     Args:
@@ -67,14 +67,6 @@ class RHMC:
         check_temperature("R-HMC", self.temperature)
         if int(self.num_leapfrog_steps) != self.num_leapfrog_steps or self.num_leapfrog_steps < 1:
             raise ValueError(f"R-HMC num_leapfrog_steps must be an integer >= 1, got {self.num_leapfrog_steps}")
-
-    def init(self, x: torch.Tensor, log_prob, z: torch.Tensor | None = None) -> RelaxedState:
-        """Start chains at bits x (C, D); z as in :func:`init_relaxed` (default: deterministic magnitude).
-
-        Raises:
-            ValueError: as :func:`init_relaxed`; NonFiniteError: log pi(z) NaN or inf for some chain.
-        """
-        return init_relaxed(x, log_prob, z, name=self.name)
 
     @staticmethod
     def bits(state: RelaxedState) -> torch.Tensor:
@@ -113,14 +105,10 @@ class RHMC:
         pi_z, pi_new = pi_both[: z.shape[0]], pi_both[z.shape[0]:]
         check_finite(self.name, state.num_steps + 1, ("log_prob at the current state", pi_z),
                      ("surrogate gradient at the current state", grad))
-        h_old = -pi_z + 0.5 * (v * v).sum(-1)
-        h_new = -pi_new + 0.5 * (v_new * v_new).sum(-1)
-        accepted, acceptance_prob = metropolis_hastings_accept(h_old - h_new, generator, pi_new)
-        z_out = torch.where(accepted[:, None], z_new, z)
+        z_out, pi_out, accepted, acceptance_prob = hamiltonian_accept(z, v, pi_z, z_new, v_new, pi_new, generator)
         x_out = bits_from_z(z_out)
         k = self.num_leapfrog_steps
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
                     sites_changed=(x_out != state.x).sum(-1), energy_evals=k + 3, grad_evals=k + 1)
-        new = RelaxedState(x=x_out, z=z_out, log_prob=torch.where(accepted, pi_new, pi_z),
-                           num_steps=state.num_steps + 1)
+        new = RelaxedState(x=x_out, z=z_out, log_prob=pi_out, num_steps=state.num_steps + 1)
         return new, info

@@ -21,10 +21,10 @@ import torch
 
 from gradmc.samplers.base import Info, check_finite, metropolis_hastings_accept
 from gradmc.samplers.relaxed.surrogate import (
+    RelaxedStart,
     RelaxedState,
     bits_from_z,
     check_temperature,
-    init_relaxed,
     relaxed_log_prob,
     surrogate_log_prob_and_grad,
 )
@@ -33,7 +33,7 @@ __all__ = ["RMALA"]
 
 
 @dataclass(frozen=True)
-class RMALA:
+class RMALA(RelaxedStart):
     """Relaxed Metropolis-adjusted Langevin on the continuous relaxation of a binary target.
 
     Args:
@@ -59,14 +59,6 @@ class RMALA:
         if not (math.isfinite(self.step_size) and self.step_size > 0):
             raise ValueError(f"R-MALA step_size must be finite and > 0, got {self.step_size}")
         check_temperature("R-MALA", self.temperature)
-
-    def init(self, x: torch.Tensor, log_prob, z: torch.Tensor | None = None) -> RelaxedState:
-        """Start chains at bits x (C, D); z as in :func:`init_relaxed` (default: deterministic magnitude).
-
-        Raises:
-            ValueError: as :func:`init_relaxed`; NonFiniteError: log pi(z) NaN or inf for some chain.
-        """
-        return init_relaxed(x, log_prob, z, name=self.name)
 
     @staticmethod
     def bits(state: RelaxedState) -> torch.Tensor:

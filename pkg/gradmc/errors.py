@@ -1,0 +1,113 @@
+"""The user-error family: what the ``gradmc`` command reports in one line (exit status 2).
+
+Everything else is a bug and prints its traceback. Each class also derives from the builtin a caller would
+expect (``ValueError``, ``FileNotFoundError``, ``ConnectionError``), so ``except ValueError`` keeps working.
+
+- :class:`ConfigError`: a config file that is missing, not YAML, or rejected by the schema.
+- :class:`InputError`: a command-line value or input file that is wrong (unknown name, foreign metrics,
+  unreadable file); :class:`MissingInputError` for a file that does not exist.
+- :class:`DataError`: a data set that cannot be fetched or verified, or a data folder that cannot be used;
+  :class:`MissingDataError` for a data file that is not there, :class:`DownloadError` for a download that
+  failed at every address, :class:`DataFolderError` for a data folder that cannot be written.
+- :class:`ClusterError`: a Ray cluster that cannot be reached or cannot run the job;
+  :class:`ClusterResourceError` for a cluster that answers but has no node for one shard.
+- :class:`OutputError`: an output path that cannot be created.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+__all__ = ["UserError", "ConfigError", "InputError", "MissingInputError", "OutputError", "DataError",
+           "MissingDataError", "DownloadError", "DataFolderError", "ClusterError", "ClusterResourceError",
+           "check_readable"]
+
+
+class UserError(Exception):
+    """Base of the errors caused by what the user gave (config, inputs, data, cluster), not by gradmc's code."""
+
+
+class ConfigError(UserError, ValueError):
+    """A configuration value that the schema rejects; the message names key, value and expectation."""
+
+
+class InputError(UserError, ValueError):
+    """A command-line value or input file that is wrong; the message names it and what was expected."""
+
+
+class MissingInputError(InputError, FileNotFoundError):
+    """An input file that does not exist."""
+
+
+class DataError(UserError, ValueError):
+    """A data file that cannot be fetched, verified or stored."""
+
+
+class ClusterError(UserError, ConnectionError):
+    """A Ray cluster that cannot be reached or used."""
+
+
+class OutputError(InputError, OSError):
+    """An output path (``--out``) whose folder cannot be created or written; the message names the path and
+    the operating system's reason. Also an ``OSError``, as before."""
+
+
+class MissingDataError(DataError, FileNotFoundError):
+    """A data file that is not in the data folder and was not (or cannot be) downloaded; the message names
+    its full expected path and how to get it. Also a ``FileNotFoundError``, as before."""
+
+
+class DownloadError(DataError, ConnectionError):
+    """A data file that could not be downloaded from any of its addresses (unreachable host, HTTP error);
+    the message lists each address with its error and where to place the file by hand. Also a
+    ``ConnectionError`` (an ``OSError``), as before."""
+
+
+class DataFolderError(DataError, OSError):
+    """A data folder that cannot be written (or a data file in it that cannot be read); the message names
+    the folder and the operating system's reason. Also an ``OSError``, as before."""
+
+
+class ClusterResourceError(ClusterError, RuntimeError):
+    """A Ray cluster that answers but where no node offers the CPUs/GPUs one shard asks for (e.g. GPU shards
+    on a CPU-only cluster); the message names what was asked, what the nodes offer and how to fix it. Also a
+    ``RuntimeError``, as before."""
+
+
+def check_readable(path: str | Path, what: str) -> Path:
+    """Check, before any work starts, that input file ``path`` exists and is not truncated.
+
+    Zip containers (``.npz``, ``.pt`` checkpoints) are checked member by member (CRC), Parquet files by their
+    footer; other files only for existence.
+
+    Args:
+        path: the file.
+        what: how the command line names it (e.g. ``--data``), for the message.
+
+    Returns:
+        ``path`` as a Path.
+
+    Raises:
+        MissingInputError: the file does not exist.
+        InputError: it cannot be read (truncated or corrupt), naming the file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise MissingInputError(f"{what} {path} not found (run the stage that makes it first)")
+    try:
+        if path.suffix in (".npz", ".pt"):
+            with zipfile.ZipFile(path) as archive:
+                bad = archive.testzip()
+            if bad is not None:
+                raise InputError(f"{what} {path} is corrupt (member {bad} fails its checksum); delete and rebuild it")
+        elif path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            pq.read_metadata(path)
+    except (OSError, EOFError, zipfile.BadZipFile, ValueError) as err:
+        if isinstance(err, InputError):
+            raise
+        raise InputError(f"{what} {path} could not be read ({type(err).__name__}: {err}); delete and rebuild "
+                         "it (rerun the stage that makes it)") from None
+    return path

@@ -1,0 +1,69 @@
+"""Running a standard experiment (see :mod:`gradmc.registry`): its shards on Ray, one sorted metrics frame.
+
+``gradmc run <name>`` calls :func:`run_experiment`; tests call :func:`collect` on shard frames they ran
+in-process, so both see the same concatenation, finalisation and order.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+import pandas as pd
+
+from gradmc.config import select
+from gradmc.registry import standard
+
+__all__ = ["collect", "job_config", "run_experiment"]
+
+
+def job_config(name: str, config: dict) -> dict:
+    """The part of a full, validated ``config`` that experiment ``name``'s job may read (its declared
+    ``config_keys`` plus ``device`` and ``gpus_per_shard``), nothing else.
+
+    Raises:
+        KeyError: a declared key that the config lacks.
+    """
+    return select(config, standard(name).job_keys)
+
+
+def collect(name: str, results: list[pd.DataFrame], inputs: dict[str, str] | None = None) -> pd.DataFrame:
+    """Concatenate the shard frames of experiment ``name``, apply the module's ``finalize(df, inputs)`` if it
+    has one, and sort stably by the registry's ``sort_by`` columns (index reset)."""
+    entry = standard(name)
+    df = pd.concat(results, ignore_index=True)
+    finalize = getattr(importlib.import_module(entry.module), "finalize", None)
+    if finalize is not None:
+        df = finalize(df, dict(inputs or {}))
+    return df.sort_values(list(entry.sort_by), kind="stable").reset_index(drop=True)
+
+
+def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: int | None = None,
+                   progress: Callable[[str], None] | None = print) -> pd.DataFrame:
+    """Run every shard of experiment ``name`` on Ray and return the collected metrics.
+
+    Args:
+        name: a standard experiment (registry name).
+        config: the full validated config; the module sees only :func:`job_config` of it.
+        inputs: name -> path of the files the experiment declares in ``META["inputs"]``.
+        workers: parallel Ray workers (None: the cores Ray sees).
+        progress: callable receiving progress lines, or None.
+
+    Returns:
+        The tidy metrics frame (:func:`collect`).
+    """
+    from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
+
+    module = importlib.import_module(standard(name).module)
+    part = job_config(name, config)
+    shards = module.shards(part, dict(inputs))
+    if progress is not None:
+        progress(f"[{name}] {len(shards)} shards")
+    gpus = part["gpus_per_shard"] if part["device"] == "cuda" else 0.0
+    ensure_ray(num_cpus=workers)  # a private instance gets only the job's cores
+    try:
+        results = run_shards(module.run, shards, num_workers=workers, num_gpus_per_shard=gpus, progress=progress,
+                             desc=name)
+    finally:
+        shutdown_ray()
+    return collect(name, results, inputs)

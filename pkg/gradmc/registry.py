@@ -1,0 +1,198 @@
+"""The experiment registry: every experiment module declares its metadata once, in a ``META`` literal.
+
+The registry discovers ``gradmc/experiments/*.py`` and reads each module's ``META = {...}`` with
+:func:`ast.literal_eval`, without importing the module: the Snakefile (at parse time) and ``gradmc --help``
+get every experiment's name, figure and config keys without importing torch. The CLI builds its ``run`` and
+``figure`` subcommands from it, and ``workflow/rules/experiments.smk`` generates the run and figure rules of
+every standard experiment from it.
+
+Two kinds of module carry a ``META``:
+
+**Standard experiments** (one Ray wave of shards, a metrics Parquet, optionally a figure and claims). Keys:
+
+``title`` (str, required)
+    One line: the paper's figure and what is measured (CLI help, rule docs).
+``message`` (str, required)
+    The Snakemake job message, ``str.format``-ed with the experiment's config section, e.g.
+    ``"Sampling the 8-D banana: {samplers}, n = {n}"``.
+``sort_by`` (list of str, required)
+    Columns the concatenated shard frames are sorted by (stable sort).
+``figure`` (str, optional)
+    Stem of the figure and table files, ``results/<config>/figures/<figure>.pdf|.png`` and
+    ``results/<config>/tables/<figure>.csv|.md``; ``gradmc.figures.<name>.figure`` draws them. Without it
+    the experiment only produces its Parquet (an input of another experiment).
+``category`` (str, required with ``figure``)
+    Report category of the figure, e.g. ``"GWG paper"`` or ``"Kernel HMC paper"``.
+``extra_figures`` / ``extra_tables`` (list of str, optional)
+    Further outputs of the figure step, ``<figure>_<suffix>.pdf|.png`` / ``<figure>_<suffix>.csv|.md``.
+``caption`` (str, optional)
+    Report caption file under ``workflow/report/`` (default ``<figure>.rst``).
+``inputs`` (dict name -> path, optional)
+    Files made by other stages, as paths under ``results/<config>/``; the module gets
+    ``shards(config, inputs)`` with ``inputs`` the same names mapped to the real paths.
+``output`` (str, optional)
+    The metrics path under ``results/<config>/`` (default ``<name>/metrics.parquet``).
+``config_keys`` (list of str, optional)
+    Dotted config keys the job reads (default ``[<name>]``); ``device`` and ``gpus_per_shard`` are always
+    added. The job is given only this part of the config (:func:`gradmc.config.select`), and the pipeline
+    reruns it exactly when this part changes.
+``uses`` (list of str, optional)
+    Further gradmc modules whose code the job runs without importing them statically (code digest).
+
+The module itself offers ``shards(config, inputs) -> list[Shard]``, ``run(shard) -> DataFrame`` and, where the
+shard frames need more than concatenation, ``finalize(df, inputs) -> DataFrame``.
+
+**Hand-written stages** (training, data, EBM, timing): ``META = {"stages": {stage: [dotted config keys]}}``,
+one entry per ``gradmc run <stage>`` the module implements; their rules stay hand-written.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Experiment", "RegistryError", "EXPERIMENTS_DIR", "CLAIMS_DIR", "experiments", "standard",
+           "stage_config_keys", "claims_experiments", "ALWAYS_KEYS"]
+
+EXPERIMENTS_DIR = Path(__file__).resolve().parent / "experiments"
+CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
+#: Config keys every job reads (the device its shards run on and the GPU share they request).
+ALWAYS_KEYS = ("device", "gpus_per_shard")
+
+_REQUIRED = {"title": str, "message": str, "sort_by": list}
+_OPTIONAL = {"figure": str, "category": str, "extra_figures": list, "extra_tables": list, "caption": str,
+             "inputs": dict, "output": str, "config_keys": list, "uses": list}
+
+
+class RegistryError(ValueError):
+    """A module's ``META`` is malformed; the message names the module, the key and what was expected."""
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """The registry entry of one standard experiment (see the module docstring for each field)."""
+
+    name: str
+    title: str
+    message: str
+    sort_by: tuple[str, ...]
+    figure: str | None = None
+    category: str | None = None
+    extra_figures: tuple[str, ...] = ()
+    extra_tables: tuple[str, ...] = ()
+    caption: str | None = None
+    inputs: dict[str, str] = field(default_factory=dict)
+    output: str = ""
+    config_keys: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
+
+    @property
+    def module(self) -> str:
+        """Dotted name of the experiment module."""
+        return f"gradmc.experiments.{self.name}"
+
+    @property
+    def job_keys(self) -> tuple[str, ...]:
+        """The config keys the run job reads: its declared ``config_keys`` plus :data:`ALWAYS_KEYS`."""
+        return (*self.config_keys, *ALWAYS_KEYS)
+
+
+def _literal_meta(path: Path):
+    """The value of the module-level ``META = <literal>`` of ``path``, or None if it has none."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "META" for t in node.targets):
+            try:
+                return ast.literal_eval(node.value)
+            except ValueError:
+                raise RegistryError(f"{path.name}: META must be a literal (dict of str, list, dict), so the "
+                                    "registry can read it without importing the module") from None
+    return None
+
+
+def _entry(name: str, meta: dict) -> Experiment:
+    where = f"gradmc.experiments.{name}.META"
+    if not isinstance(meta, dict):
+        raise RegistryError(f"{where} must be a dict, got {type(meta).__name__}")
+    unknown = sorted(set(meta) - set(_REQUIRED) - set(_OPTIONAL))
+    if unknown:
+        raise RegistryError(f"{where}: unknown keys {unknown}; allowed: {sorted({**_REQUIRED, **_OPTIONAL})}")
+    for key, kind in {**_REQUIRED, **_OPTIONAL}.items():
+        if key in _REQUIRED and key not in meta:
+            raise RegistryError(f"{where}: missing required key {key!r}")
+        if key in meta and not isinstance(meta[key], kind):
+            raise RegistryError(f"{where}[{key!r}] must be a {kind.__name__}, got {meta[key]!r}")
+    reserved = sorted(set(meta.get("inputs", {})) & {"config", "workers", "out"})
+    if reserved:
+        raise RegistryError(f"{where}: inputs may not be named {reserved} (options every `gradmc run` has)")
+    if "figure" in meta and "category" not in meta:
+        raise RegistryError(f"{where}: a module with a 'figure' needs its report 'category'")
+    values = dict(meta)
+    for key in ("sort_by", "extra_figures", "extra_tables", "config_keys", "uses"):
+        if key in values:
+            values[key] = tuple(values[key])
+    values.setdefault("output", f"{name}/metrics.parquet")
+    values.setdefault("config_keys", (name,))
+    return Experiment(name=name, **values)
+
+
+@functools.cache
+def _scan(directory: Path = EXPERIMENTS_DIR) -> tuple[dict[str, Experiment], dict[str, tuple[str, ...]]]:
+    found: dict[str, Experiment] = {}
+    stages: dict[str, tuple[str, ...]] = {}
+    for path in sorted(directory.glob("*.py")):
+        meta = _literal_meta(path)
+        if meta is None:
+            continue
+        if isinstance(meta, dict) and set(meta) == {"stages"}:
+            for stage, keys in meta["stages"].items():
+                if stage in stages:
+                    raise RegistryError(f"stage {stage!r} is declared by two modules")
+                stages[stage] = tuple(keys)
+            continue
+        found[path.stem] = _entry(path.stem, meta)
+    clash = sorted(set(found) & set(stages))
+    if clash:
+        raise RegistryError(f"{clash} are declared both as experiments and as hand-written stages")
+    return found, stages
+
+
+def experiments() -> dict[str, Experiment]:
+    """Every standard experiment, by name (the module's file name), in file-name order.
+
+    Raises:
+        RegistryError: a malformed ``META``.
+    """
+    return dict(_scan()[0])
+
+
+def standard(name: str) -> Experiment:
+    """The registry entry of experiment ``name``.
+
+    Raises:
+        KeyError: not a standard experiment (the message lists the known ones).
+    """
+    found = _scan()[0]
+    if name not in found:
+        raise KeyError(f"{name!r} is not a standard experiment; known: {', '.join(found)}")
+    return found[name]
+
+
+def stage_config_keys(stage: str) -> tuple[str, ...]:
+    """The config keys hand-written stage ``stage`` (e.g. ``train_rbm``) reads, plus :data:`ALWAYS_KEYS`.
+
+    Raises:
+        KeyError: no module declares the stage.
+    """
+    stages = _scan()[1]
+    if stage not in stages:
+        raise KeyError(f"no experiment module declares the stage {stage!r}; declared: {', '.join(stages)}")
+    return (*stages[stage], *ALWAYS_KEYS)
+
+
+def claims_experiments() -> list[str]:
+    """Experiments with a claims module ``gradmc.claims.<name>`` (file names, sorted); the claims stage reads
+    each one's ``results/<config>/<name>/metrics.parquet``."""
+    return sorted(p.stem for p in CLAIMS_DIR.glob("*.py") if p.stem not in ("__init__", "base"))
