@@ -39,6 +39,28 @@ def test_figure_rejects_foreign_metrics(tmp_path, capsys, figure):
     assert not (tmp_path / "f.pdf").exists() and not (tmp_path / "f.md").exists()
 
 
+def test_ebm_figure_rejects_foreign_metrics(tmp_path, capsys):
+    path = _metrics(tmp_path, "ising_sampling")
+    code = main(["figure", "ebm", "--metrics", str(path), "--combined-out", str(tmp_path / "c.parquet"),
+                 "--out", str(tmp_path / "f"), "--table-out", str(tmp_path / "t")])
+    assert code == 2 and "holds metrics of ['ising_sampling'], not of 'ebm'" in capsys.readouterr().err
+    assert not (tmp_path / "c.parquet").exists() and not (tmp_path / "t.md").exists()
+
+
+def test_user_error_inside_a_shard_stays_a_user_error():
+    """An input error met inside run(shard) on Ray keeps its class (one line from the CLI), naming the shard."""
+    from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
+    from gradmc.distributed.selftest import ToyShard, toy_shard
+    from gradmc.errors import InputError
+
+    ensure_ray(num_cpus=1)
+    try:
+        with pytest.raises(InputError, match=r"shard 0 .*toy user error in shard seed=7"):
+            run_shards(toy_shard, [ToyShard(seed=7, user_error=True)], num_workers=1, progress=None)
+    finally:
+        shutdown_ray()
+
+
 def test_config_that_is_not_yaml_is_named(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\n  device: [cpu\n")

@@ -89,10 +89,36 @@ def test_meta_is_read_without_importing_the_module(tmp_path):
     ('{"title": "t", "message": "m", "sort_by": [], "figure": "f"}', "needs its report 'category'"),
     ('{"title": "t", "message": "m", "sort_by": [], "inputs": {"out": "x"}}', r"may not be named \['out'\]"),
     ('dict(title="t")', "META must be a literal"),
+    ('{["a"]: 1}', "META must be a literal"),
+    ('{"title": "t", "message": "m", "sort_by": [], "inputs": {"help": "x"}}', r"may not be named \['help'\]"),
+    ('{"title": "t", "message": "m", "sort_by": [1]}', "must be a list of strings"),
+    ('{"stages": {"zz": "zz_section"}}', "must map each stage name to a list of dotted config keys"),
+    ('{"stages": ["zz"]}', "must map each stage name"),
 ])
 def test_malformed_meta_is_named(tmp_path, meta, message):
     with pytest.raises(registry.RegistryError, match=message):
         _scan(tmp_path, f"META = {meta}\n")
+
+
+def test_annotated_meta_counts_and_a_module_without_meta_is_named(tmp_path):
+    found, _ = _scan(tmp_path, 'META: dict = {"title": "t", "message": "m", "sort_by": ["seed"]}\n')
+    assert list(found) == ["toy"]
+    with pytest.raises(registry.RegistryError, match="defines shards\\(\\) and run\\(\\) but no META"):
+        _scan(tmp_path, "def shards(config, inputs):\n    return []\n\n\ndef run(shard):\n    return None\n")
+
+
+def test_a_registry_error_is_a_one_line_user_error():
+    from gradmc.errors import UserError
+
+    assert issubclass(registry.RegistryError, UserError)
+
+
+def test_a_stage_reading_an_undeclared_key_is_told_so():
+    from gradmc.config import load_config
+
+    part = standard.job_config("kmc_banana", load_config(EXPERIMENTS.parents[2] / "config" / "smoke.yaml"))
+    with pytest.raises(KeyError, match="add it to META config_keys"):
+        part["kmc_gpc"]
 
 
 def test_cli_offers_a_run_and_figure_for_every_experiment():

@@ -20,7 +20,7 @@ import yaml
 
 from gradmc.errors import ConfigError, MissingInputError
 
-__all__ = ["ConfigError", "SCHEMA_PATH", "fill_defaults", "load_config", "select", "validate_config"]
+__all__ = ["ConfigError", "ConfigPart", "SCHEMA_PATH", "fill_defaults", "load_config", "select", "validate_config"]
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -71,7 +71,15 @@ def fill_defaults(config: dict) -> dict:
     return config
 
 
-def select(config: dict, keys) -> dict:
+class ConfigPart(dict):
+    """The part of a config a stage may read (:func:`select`): a dict whose missing top-level keys say so."""
+
+    def __missing__(self, key):
+        raise KeyError(f"config key {key!r} is not in this stage's part of the config (it holds {sorted(self)}); "
+                       "a stage reads only the keys its module declares: add it to META config_keys (or stages)")
+
+
+def select(config: dict, keys) -> ConfigPart:
     """The part of ``config`` at the dotted ``keys``, nested as in ``config``.
 
     ``select(c, ["kmc_gpc.benchmark", "device"])`` is ``{"kmc_gpc": {"benchmark": ...}, "device": ...}``. A
@@ -80,7 +88,7 @@ def select(config: dict, keys) -> dict:
     Raises:
         KeyError: a key that ``config`` lacks (naming it).
     """
-    out: dict = {}
+    out = ConfigPart()
     for key in keys:
         parts = key.split(".")
         node, target = config, out

@@ -53,6 +53,8 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gradmc.errors import UserError
+
 __all__ = ["Experiment", "RegistryError", "EXPERIMENTS_DIR", "CLAIMS_DIR", "experiments", "standard",
            "stage_config_keys", "claims_experiments", "ALWAYS_KEYS"]
 
@@ -60,14 +62,17 @@ EXPERIMENTS_DIR = Path(__file__).resolve().parent / "experiments"
 CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
 #: Config keys every job reads (the device its shards run on and the GPU share they request).
 ALWAYS_KEYS = ("device", "gpus_per_shard")
+#: Names an input may not take: options every standard ``gradmc run`` has.
+RESERVED_INPUTS = ("config", "workers", "out", "help")
 
 _REQUIRED = {"title": str, "message": str, "sort_by": list}
 _OPTIONAL = {"figure": str, "category": str, "extra_figures": list, "extra_tables": list, "caption": str,
              "inputs": dict, "output": str, "config_keys": list, "uses": list}
 
 
-class RegistryError(ValueError):
-    """A module's ``META`` is malformed; the message names the module, the key and what was expected."""
+class RegistryError(UserError):
+    """A module's ``META`` is malformed; the message names the module, the key and what was expected. A user error
+    (one line from ``gradmc``): the researcher extending gradmc made it, and every command reads the registry."""
 
 
 @dataclass(frozen=True)
@@ -102,13 +107,21 @@ class Experiment:
 def _literal_meta(path: Path):
     """The value of the module-level ``META = <literal>`` of ``path``, or None if it has none."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    functions = set()
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "META" for t in node.targets):
+        if isinstance(node, ast.FunctionDef):
+            functions.add(node.name)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
+            else []
+        if any(isinstance(t, ast.Name) and t.id == "META" for t in targets) and node.value is not None:
             try:
                 return ast.literal_eval(node.value)
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 raise RegistryError(f"{path.name}: META must be a literal (dict of str, list, dict), so the "
                                     "registry can read it without importing the module") from None
+    if {"shards", "run"} <= functions:
+        raise RegistryError(f"{path.name} defines shards() and run() but no META: declare its META (see the "
+                            "gradmc.registry docstring) so the CLI and the pipeline find it")
     return None
 
 
@@ -124,11 +137,16 @@ def _entry(name: str, meta: dict) -> Experiment:
             raise RegistryError(f"{where}: missing required key {key!r}")
         if key in meta and not isinstance(meta[key], kind):
             raise RegistryError(f"{where}[{key!r}] must be a {kind.__name__}, got {meta[key]!r}")
-    reserved = sorted(set(meta.get("inputs", {})) & {"config", "workers", "out"})
+    reserved = sorted(set(meta.get("inputs", {})) & set(RESERVED_INPUTS))
     if reserved:
         raise RegistryError(f"{where}: inputs may not be named {reserved} (options every `gradmc run` has)")
     if "figure" in meta and "category" not in meta:
         raise RegistryError(f"{where}: a module with a 'figure' needs its report 'category'")
+    for key in ("sort_by", "extra_figures", "extra_tables", "config_keys", "uses"):
+        if key in meta and not all(isinstance(v, str) for v in meta[key]):
+            raise RegistryError(f"{where}[{key!r}] must be a list of strings, got {meta[key]!r}")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.get("inputs", {}).items()):
+        raise RegistryError(f"{where}['inputs'] must map input names to paths (strings), got {meta['inputs']!r}")
     values = dict(meta)
     for key in ("sort_by", "extra_figures", "extra_tables", "config_keys", "uses"):
         if key in values:
@@ -147,7 +165,12 @@ def _scan(directory: Path = EXPERIMENTS_DIR) -> tuple[dict[str, Experiment], dic
         if meta is None:
             continue
         if isinstance(meta, dict) and set(meta) == {"stages"}:
-            for stage, keys in meta["stages"].items():
+            stages_meta = meta["stages"]
+            if not isinstance(stages_meta, dict) or not all(
+                    isinstance(k, list) and all(isinstance(x, str) for x in k) for k in stages_meta.values()):
+                raise RegistryError(f"gradmc.experiments.{path.stem}.META['stages'] must map each stage name to a "
+                                    f"list of dotted config keys, got {stages_meta!r}")
+            for stage, keys in stages_meta.items():
                 if stage in stages:
                     raise RegistryError(f"stage {stage!r} is declared by two modules")
                 stages[stage] = tuple(keys)

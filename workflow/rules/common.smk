@@ -28,6 +28,10 @@ try:
     config.update(load_config(CONFIG_FILE))
 except UserError as err:
     raise WorkflowError(f"invalid configuration {CONFIG_FILE}: {err}") from None
+try:
+    _registry.experiments()
+except _registry.RegistryError as err:
+    raise WorkflowError(f"experiment registry: {err}") from None
 
 # Every config writes under its own folder, so a smoke or paper run never overwrites the quick results.
 RESULTS = f"results/{config['name']}"
@@ -84,15 +88,31 @@ def config_data_inputs(section):
     return data_inputs(*_catalog.config_datasets({section: config[section]}))
 
 
+def _canonical(value):
+    """``value`` with every mapping's keys sorted: reordering keys in the YAML file is no change to rerun for."""
+    if isinstance(value, dict):
+        return {k: _canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def _part(keys, owner):
+    try:
+        return _canonical(select(config, keys))
+    except KeyError as err:
+        raise WorkflowError(f"{owner} declares {err.args[0]}; fix its META config_keys or the config") from None
+
+
 def job_config(name):
     """The part of the config standard experiment ``name``'s job reads (its META config_keys plus device and
-    gpus_per_shard): its rerun trigger, and all that `gradmc run` gives the job."""
-    return select(config, _registry.standard(name).job_keys)
+    gpus_per_shard), keys sorted: its rerun trigger, and all that `gradmc run` gives the job."""
+    return _part(_registry.standard(name).job_keys, f"gradmc.experiments.{name}")
 
 
 def stage_config(stage):
-    """The part of the config hand-written stage ``stage`` reads (its module's META stages entry)."""
-    return select(config, _registry.stage_config_keys(stage))
+    """The part of the config hand-written stage ``stage`` reads (its module's META stages entry), keys sorted."""
+    return _part(_registry.stage_config_keys(stage), f"the stage {stage}")
 
 
 def job_message(exp):
@@ -102,7 +122,13 @@ def job_message(exp):
     for part in exp.config_keys[0].split("."):
         node = node[part]
     section = config[exp.name] if exp.name in config else node
-    return exp.message.format(**section).replace("{", "{{").replace("}", "}}")
+    try:
+        text = exp.message.format(**section)
+    except (KeyError, IndexError, ValueError) as err:
+        raise WorkflowError(f"gradmc.experiments.{exp.name}.META['message'] {exp.message!r} cannot be formatted "
+                            f"with its config section ({type(err).__name__}: {err}); every {{placeholder}} must be "
+                            "a key of that section") from None
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def final_outputs():

@@ -33,7 +33,11 @@ for _exp in _registry.experiments().values():
 
     if _exp.figure is None:
         continue
-    _caption = f"../report/{_exp.caption or _exp.figure + '.rst'}"
+    _caption_file = _exp.caption or f"{_exp.figure}.rst"
+    _caption = f"../report/{_caption_file}"
+    if not (REPO / "workflow" / "report" / _caption_file).is_file():
+        raise WorkflowError(f"gradmc.experiments.{_exp.name}: no report caption workflow/report/{_caption_file} "
+                            "(write one: `snakemake --report` needs it)")
     _figures = {"": _exp.figure, **{f"{s}_": f"{_exp.figure}_{s}" for s in _exp.extra_figures}}
     _tables = {"": _exp.figure, **{f"{s}_": f"{_exp.figure}_{s}" for s in _exp.extra_tables}}
 

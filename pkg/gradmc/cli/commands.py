@@ -193,6 +193,10 @@ def _figure_ebm(args) -> list:
 
     for path in args.metrics:
         check_readable(path, "--metrics")
+        df, _ = read_parquet(path)
+        found = sorted(set(df["experiment"].astype(str))) if "experiment" in df else []
+        if found != ["ebm"]:
+            raise InputError(f"{path} holds metrics of {found}, not of 'ebm' (give the ais_ebm metrics)")
     samples = {}
     for item in args.samples:
         label, sep, rest = item.partition("=")

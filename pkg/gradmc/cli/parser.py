@@ -7,14 +7,12 @@ import argparse
 
 from gradmc.registry import experiments
 
-__all__ = ["build_parser", "IMAGE_DATASETS", "HAND_WRITTEN_STAGES", "RESERVED_OPTIONS"]
+__all__ = ["build_parser", "IMAGE_DATASETS", "HAND_WRITTEN_STAGES"]
 
 #: GWG Table 2 data sets (gradmc.data.prepare_images.DATASETS; listed here so --help needs no imports).
 IMAGE_DATASETS = ("static_mnist", "dynamic_mnist", "omniglot", "caltech", "frey", "histopathology")
 #: ``gradmc run`` stages that are not standard experiments (their rules are hand-written too).
 HAND_WRITTEN_STAGES = ("train_rbm", "rbm_reference", "sampler_cost", "ising_pcd_data", "train_ebm", "ais_ebm")
-#: Options every standard ``gradmc run`` has; a declared input may not take one of these names.
-RESERVED_OPTIONS = ("config", "workers", "out")
 
 DESCRIPTION = """Every pipeline stage, runnable by hand:
 
@@ -114,11 +112,12 @@ def _add_hand_written_stages(run) -> None:
 
 def _add_standard_runs(run) -> None:
     for name, exp in experiments().items():
-        gen = run.add_parser(name, help=f"{exp.title} (all shards on Ray; write metrics Parquet)")
+        gen = run.add_parser(name, help=f"{exp.title} (all shards on Ray; write metrics Parquet)",
+                             description=f"{exp.title}. Runs every shard on Ray and writes one metrics Parquet.")
         _add_config(gen)
         _add_workers(gen)
         for key, rel in exp.inputs.items():
-            gen.add_argument(f"--{key}", required=True, dest=f"input_{key}",
+            gen.add_argument(f"--{key}", required=True, dest=f"input_{key}", metavar="PATH",
                              help=f"input made by an earlier stage (the pipeline's results/<config>/{rel})")
         _add_out(gen, "metrics Parquet")
 
@@ -127,7 +126,8 @@ def _add_figures(fig) -> None:
     for name, exp in experiments().items():
         if exp.figure is None:
             continue
-        gf = fig.add_parser(name, help=f"{exp.title}: figure (.pdf, .png) and table (.csv, .md)")
+        gf = fig.add_parser(name, help=f"{exp.title}: figure (.pdf, .png) and table (.csv, .md)",
+                            description=f"{exp.title}: draw the figure and its table from the metrics Parquet.")
         gf.add_argument("--metrics", required=True, help=f"metrics Parquet from `gradmc run {name}`")
         gf.add_argument("--config-name", default="", help="config label printed in the title")
         gf.add_argument("--out", required=True, help="figure prefix; writes PREFIX.pdf and PREFIX.png")

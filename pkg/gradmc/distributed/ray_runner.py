@@ -26,7 +26,7 @@ import torch
 
 from gradmc.distributed.memory import oom_hint, run_guarded
 from gradmc.distributed.session import ensure_ray
-from gradmc.errors import ClusterResourceError
+from gradmc.errors import ClusterResourceError, UserError
 
 __all__ = ["PER_SHARD_LINES", "run_shards"]
 
@@ -190,6 +190,9 @@ def run_shards(
                 try:
                     results[index] = ray.get(ref)
                 except ray.exceptions.RayError as err:
+                    cause = getattr(err, "cause", None)
+                    if isinstance(cause, UserError):  # bad input met inside a shard: still a one-line user error
+                        raise type(cause)(f"shard {index} {_label(shards[index])}: {cause}") from err
                     raise RuntimeError(_describe_failure(index, shards[index], fn, err, max_retries)) from err
                 done += 1
                 if progress is not None and total <= PER_SHARD_LINES:

@@ -38,6 +38,7 @@ class ToyShard:
         num_steps: T, recorded steps per chain.
         sleep_s: seconds to sleep before returning (to reorder completions).
         fail: raise ValueError instead of returning.
+        user_error: raise :class:`gradmc.errors.InputError` (a user error) instead of returning.
         crash_marker: if set, a file counting this shard's deaths: while it records fewer than
             ``crashes``, the attempt adds one and kills its worker process (``os._exit``), so the
             first ``crashes`` attempts die and a later retry succeeds (never, if crashes exceeds
@@ -53,6 +54,7 @@ class ToyShard:
     num_steps: int = 4
     sleep_s: float = 0.0
     fail: bool = False
+    user_error: bool = False
     crash_marker: str | None = None
     crashes: int = 1
     pid_file: str | None = None
@@ -68,7 +70,7 @@ def toy_shard(shard: ToyShard) -> pd.DataFrame:
         ``"x_mean"`` (mean over chains). Depends only on the shard, never on the worker.
 
     Raises:
-        ValueError: if ``shard.fail``.
+        ValueError: if ``shard.fail``; InputError: if ``shard.user_error``.
         MemoryError: if ``shard.scratch_gib`` GiB cannot be allocated.
         RuntimeError: torch's CPU allocator, if the (T, C) walk does not fit in memory.
     """
@@ -88,6 +90,10 @@ def toy_shard(shard: ToyShard) -> pd.DataFrame:
         time.sleep(shard.sleep_s)
     if shard.fail:
         raise ValueError(f"toy failure in shard seed={shard.seed}")
+    if shard.user_error:
+        from gradmc.errors import InputError
+
+        raise InputError(f"toy user error in shard seed={shard.seed}")
     gen = make_generator(seed_from("toy", shard.seed, shard.num_chains, shard.num_steps))
     noise = torch.randn(shard.num_steps, shard.num_chains, generator=gen, dtype=torch.float64)  # (T, C)
     walk = noise.cumsum(0)  # (T, C)

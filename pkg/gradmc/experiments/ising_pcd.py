@@ -27,7 +27,6 @@ when rerun (e.g. a Ray retry after a worker died), and deletes it once its rows 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from gradmc.errors import InputError
-from gradmc.experiments.ising_pcd_data import model_specs, read_model
+from gradmc.experiments.ising_pcd_data import model_keys, model_specs, read_model
 from gradmc.experiments.runner import tidy_frame
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
@@ -97,7 +96,7 @@ def _file_digest(path: str | Path) -> str:
 
 def _data_keys(path: str | Path) -> list[str]:
     with np.load(path) as npz:
-        return [m["key"] for m in json.loads(str(npz["manifest"]))["models"]]
+        return model_keys(npz, path)
 
 
 def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:

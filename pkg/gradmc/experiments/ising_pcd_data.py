@@ -165,11 +165,24 @@ def write_data(config: dict, out_path: str | Path, progress: Callable[[str], Non
     return manifest
 
 
+def model_keys(npz, path: str | Path) -> list[str]:
+    """The model keys listed in the manifest of an open :func:`write_data` file ``npz`` (read from ``path``).
+
+    Raises:
+        InputError: the file has no readable manifest (not a file written by ``gradmc run ising_pcd_data``).
+    """
+    try:
+        return [m["key"] for m in json.loads(str(npz["manifest"]))["models"]]
+    except (KeyError, TypeError, ValueError) as err:
+        raise InputError(f"{path} is not an ising_pcd_data file (no readable manifest: {err}); rebuild it with "
+                         "`gradmc run ising_pcd_data`") from None
+
+
 def read_model(path: str | Path, key: str) -> dict:
     """One model's arrays from a :func:`write_data` file: {"x": (N, D) float32, "J": (D, D), "bias": (D,)}
     torch tensors. Raises InputError naming the keys present when ``key`` is missing."""
     with np.load(path) as npz:
-        keys = [m["key"] for m in json.loads(str(npz["manifest"]))["models"]]
+        keys = model_keys(npz, path)
         if key not in keys:
             raise InputError(f"model {key!r} is not in {path}; it holds {keys}")
         return {"x": torch.from_numpy(npz[f"{key}/x"].astype(np.float32)),
