@@ -118,10 +118,11 @@ def stage_config(stage):
 def job_message(exp):
     """The Snakemake message of experiment ``exp``: its META message formatted with its config section (the value
     at its first config key), braces escaped for Snakemake."""
-    node = config
-    for part in exp.config_keys[0].split("."):
-        node = node[part]
-    section = config[exp.name] if exp.name in config else node
+    section = config.get(exp.name)
+    if section is None:
+        section = config
+        for part in exp.config_keys[0].split("."):
+            section = section[part]
     try:
         text = exp.message.format(**section)
     except (KeyError, IndexError, ValueError) as err:

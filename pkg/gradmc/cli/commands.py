@@ -33,12 +33,15 @@ def _full_config(path: str, *, needs_device: bool = True) -> dict:
     return config
 
 
-def _stage_config(path: str, stage: str) -> dict:
-    """The part of the config hand-written stage ``stage`` declares (``META["stages"]``)."""
+def _stage_config(path: str, stage: str) -> tuple[dict, dict]:
+    """The part of the config hand-written stage ``stage`` declares (``META["stages"]``), and that part with the
+    config's name (the provenance of the stage's metrics); the file is read and validated once."""
     from gradmc.config import select
     from gradmc.registry import stage_config_keys
 
-    return select(_full_config(path), stage_config_keys(stage))
+    full = _full_config(path)
+    part = select(full, stage_config_keys(stage))
+    return part, {"name": full["name"], **part}
 
 
 def _cmd_bench(args) -> None:
@@ -122,8 +125,7 @@ def _run_hand_written(args) -> None:
         if getattr(args, what, None) is not None:
             check_readable(getattr(args, what), f"--{what.replace('_', '-')}")
     stage = args.experiment
-    config = _stage_config(args.config, stage)
-    described = {"name": _full_config(args.config)["name"], **config}  # the provenance of its metrics
+    config, described = _stage_config(args.config, stage)
     if stage == "train_rbm":
         from gradmc.experiments.rbm_train import train_stage
 
