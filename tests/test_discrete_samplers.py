@@ -156,12 +156,13 @@ def test_block_hamming_ball_changes_one_block(rbm):
     sampler = BlockHammingBall.contiguous(12, 4, radius=2)
     gen = torch.Generator().manual_seed(6)
     state = sampler.init(_start(512, 12), rbm)
-    for _ in range(5):
+    for t in range(5):
         x_before = state.x
         state, info = sampler.step(state, rbm, gen)
         diff = (state.x != x_before).reshape(512, 3, 4)
         assert bool((diff.any(2).sum(1) <= 1).all())  # at most one block touched per chain
-        assert int(info.sites_changed.max()) <= 4 and info.energy_evals == 11
+        # 11 ball points; the first step also counts init's evaluation of x, which the RBM's cache uses
+        assert int(info.sites_changed.max()) <= 4 and info.energy_evals == (12 if t == 0 else 11)
         assert int(info.sites_changed.sum()) > 0
 
 

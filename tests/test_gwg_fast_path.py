@@ -1,5 +1,5 @@
-"""GWG's single-flip fast path (targets with log_prob_and_grad_single_flip: RBM, lattice Ising) samples
-the same kernel as the enumerated transition matrix of the general path."""
+"""GWG's single-flip fast path (targets with incremental evaluations, ``eval_flips``: RBM, lattice Ising)
+samples the same kernel as the enumerated transition matrix of the general path."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _rbm():
 @pytest.mark.parametrize("build", [_lattice, _rbm], ids=["lattice_ising_3x3", "rbm_9x4"])
 def test_fast_step_matches_enumerated_kernel(build):
     target = build()
-    assert hasattr(target, "log_prob_and_grad_single_flip")
+    assert hasattr(target, "eval_flips")
     states, pi = exact_distribution(target, 9)  # (512, 9), (512,)
     sampler = GWG()
     P = transition_matrix(lambda x: sampler.transition_probabilities(x, target), states)  # general path

@@ -57,7 +57,8 @@ def test_run_returns_tidy_rows(tiny_rows):
     assert set(tiny_rows["metric"]) == {"ess", "ess_per_second", "ess_per_energy_eval", "acceptance_rate",
                                         "ess_all_chains"}
     assert (tiny_rows["side"] == 4).all() and (tiny_rows["theta"] == 0.3).all()
-    assert (tiny_rows["energy_evals"] == 80).all() and (tiny_rows["wall_time_s"] > 0).all()
+    # 40 cached GWG steps: 1 evaluation each, plus init's evaluation (counted by the first step)
+    assert (tiny_rows["energy_evals"] == 40 + 1).all() and (tiny_rows["wall_time_s"] > 0).all()
 
 
 def test_chunked_shard_writes_chunk_pooled_ess(tiny_shard):

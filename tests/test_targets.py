@@ -367,22 +367,3 @@ def test_fhmm_input_validation():
         FactorialHMM(3, 2, torch.ones(3))
     with pytest.raises(ValueError, match="sigma"):
         FactorialHMM(3, 2, torch.ones(2), sigma=0.0)
-
-
-@pytest.mark.parametrize("side", [3, 4, 6])
-@pytest.mark.parametrize("bias", [0.0, 0.3])
-def test_lattice_ising_single_flip_matches_full_evaluation(side, bias):
-    from gradmc.targets.ising import LatticeIsing
-
-    g = torch.Generator().manual_seed(side)
-    model = LatticeIsing(side, theta=0.37, bias=bias).double()
-    x = torch.bernoulli(torch.full((7, side * side), 0.5, dtype=torch.float64), generator=g)
-    index = torch.randint(0, side * side, (7,), generator=g)
-    _, _, aux = model.log_prob_and_grad(x, return_aux=True)
-    f, grad, field = model.log_prob_and_grad_single_flip(x, index, aux)
-    x_new = x.clone()
-    x_new[torch.arange(7), index] = 1 - x_new[torch.arange(7), index]
-    f_full, grad_full, field_full = model.log_prob_and_grad(x_new, return_aux=True)
-    torch.testing.assert_close(f, f_full)
-    torch.testing.assert_close(grad, grad_full)
-    torch.testing.assert_close(field, field_full)

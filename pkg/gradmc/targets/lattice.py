@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["MAX_DENSE_SIDE", "check_side", "neighbour_sum", "lattice_adjacency", "lattice_edges"]
+__all__ = ["MAX_DENSE_SIDE", "check_side", "neighbour_sum", "neighbour_table", "lattice_adjacency", "lattice_edges"]
 
 #: Largest side for which dense D x D (or D x D x K x K) couplings are built (tests, small models).
 MAX_DENSE_SIDE = 10
@@ -46,6 +46,19 @@ def neighbour_sum(grid: torch.Tensor, periodic: bool = True) -> torch.Tensor:
     out += shift(grid, 1, 2)
     out += shift(grid, -1, 2)
     return out
+
+
+def neighbour_table(side: int, device=None) -> torch.Tensor:
+    """The 4 neighbours of every site of a periodic lattice, (D, 4) int64 flat indices (down, up, right,
+    left), D = side**2: row i lists the j with A_ij = 1.
+
+    Raises:
+        ValueError: if side is not an integer >= 3.
+    """
+    side = check_side(side, True)
+    idx = torch.arange(side * side, device=device).view(side, side)
+    moves = [torch.roll(idx, -1, 0), torch.roll(idx, 1, 0), torch.roll(idx, -1, 1), torch.roll(idx, 1, 1)]
+    return torch.stack([m.reshape(-1) for m in moves], 1)
 
 
 def lattice_adjacency(side: int, periodic: bool = True, dtype: torch.dtype = torch.float32,

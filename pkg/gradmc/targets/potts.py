@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gradmc.targets.lattice import MAX_DENSE_SIDE, check_side, lattice_adjacency, neighbour_sum
+from gradmc.samplers.incremental import Evaluation
+from gradmc.targets.lattice import MAX_DENSE_SIDE, check_side, lattice_adjacency, neighbour_sum, neighbour_table
 from gradmc.targets.validation import check_square_symmetric, validate_onehot
 
 __all__ = ["Potts", "LatticePotts"]
@@ -27,6 +28,23 @@ def _field(h, num_sites: int, num_states: int) -> torch.Tensor:
         raise ValueError(f"field h must be None, ({num_states},) or ({num_sites}, {num_states}), got {got}")
     h = h.detach() if h.is_floating_point() else h.float()
     return h.expand(num_sites, num_states).clone()
+
+
+def _changed_value(x: torch.Tensor, grad: torch.Tensor, f: torch.Tensor, site: torch.Tensor, value: torch.Tensor):
+    """Shared by both Potts models: (grad (C, D * K), f at x with site set to value (C,), old value (C,))."""
+    K = x.shape[2]
+    rows = torch.arange(x.shape[0], device=x.device)
+    old = x[rows, site].argmax(-1)
+    g = grad.reshape(x.shape[0], -1)
+    return g, f + g[rows, site * K + value] - g[rows, site * K + old], old
+
+
+def _change_candidates(x: torch.Tensor, grad: torch.Tensor, f: torch.Tensor, site: torch.Tensor) -> torch.Tensor:
+    """(C, K) f + grad_i[v] - grad_i[x_i] for every value v of site i = site[c] (exact for a Potts model)."""
+    rows = torch.arange(x.shape[0], device=x.device)
+    g_site = grad[rows, site]  # (C, K)
+    current = (g_site * x[rows, site].to(g_site.dtype)).sum(-1, keepdim=True)
+    return f[:, None] + g_site - current
 
 
 class Potts(nn.Module):
@@ -82,11 +100,38 @@ class Potts(nn.Module):
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """f(x) (C,) and grad_x f(x) = h + M x (C, D, K), analytically, detached."""
+        ev = self.eval_state(x)
+        return ev.log_prob, ev.grad
+
+    # The incremental evaluations of gradmc.samplers.incremental (no aux: the gradient is enough). f is
+    # affine in each site's one-hot vector (J_ii = 0), so f(x with site i set to v) - f(x) =
+    # grad_i[v] - grad_i[x_i] exactly, and the gradient changes by one row difference of M.
+
+    @torch.no_grad()
+    def eval_state(self, x: torch.Tensor, grad: bool = True) -> Evaluation:
+        """f(x) (C,) and grad f(x) (C, D, K) (always: the candidates need it), detached."""
         validate_onehot(x, self.num_sites, self.num_states)
         xf = x.to(self.M.dtype).reshape(x.shape[0], -1)
         mx = xf @ self.M
         f = xf @ self.h.reshape(-1) + 0.5 * (mx * xf).sum(-1)
-        return f, (mx + self.h.reshape(-1)).reshape(x.shape)
+        return Evaluation(f, (mx + self.h.reshape(-1)).reshape(x.shape))
+
+    @torch.no_grad()
+    def eval_change(self, x: torch.Tensor, ev: Evaluation, site: torch.Tensor, value: torch.Tensor,
+                    grad: bool = True) -> Evaluation:
+        """The evaluation at x with site ``site`` set to ``value`` ((C,) int64 each): O(C D K), no product."""
+        K = self.num_states
+        g, f, old = _changed_value(x, self._grad_of(x, ev), ev.log_prob, site, value)
+        g = g + self.M[site * K + value] - self.M[site * K + old]  # M symmetric: rows are columns
+        return Evaluation(f, g.reshape(x.shape))
+
+    @torch.no_grad()
+    def eval_change_candidates(self, x: torch.Tensor, ev: Evaluation, site: torch.Tensor) -> torch.Tensor:
+        """(C, K) f at x with site ``site`` (C,) set to each value: f + grad_i - grad_i[x_i], O(C K)."""
+        return _change_candidates(x, self._grad_of(x, ev), ev.log_prob, site)
+
+    def _grad_of(self, x: torch.Tensor, ev: Evaluation) -> torch.Tensor:
+        return ev.grad if ev.grad is not None else self.eval_state(x).grad
 
     def validate(self, x: torch.Tensor) -> None:
         """Full input check (shape and one-hot values); raises ValueError."""
@@ -120,6 +165,8 @@ class LatticePotts(nn.Module):
         self.num_states = num_states
         self.theta = float(theta)
         self.register_buffer("h", _field(h, self.num_sites, num_states))
+        if self.periodic:  # (D, 4) neighbour indices, for the incremental evaluations
+            self.register_buffer("_neighbour_index", neighbour_table(self.side), persistent=False)
 
     def extra_repr(self) -> str:
         return f"side={self.side}, num_states={self.num_states}, theta={self.theta}, periodic={self.periodic}"
@@ -140,10 +187,46 @@ class LatticePotts(nn.Module):
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """f(x) (C,) and grad_x f(x) = theta * neighbour sum + h (C, D, K), analytically, detached."""
+        ev = self.eval_state(x)
+        return ev.log_prob, ev.grad
+
+    # The incremental evaluations of gradmc.samplers.incremental, as for the dense Potts model: a change
+    # of site i from u to v moves the gradient by theta (e_v - e_u) at i's 4 neighbours (periodic
+    # lattices; free boundaries evaluate the changed state in full).
+
+    @torch.no_grad()
+    def eval_state(self, x: torch.Tensor, grad: bool = True) -> Evaluation:
+        """f(x) (C,) and grad f(x) = theta * neighbour sum + h (C, D, K) (always), detached."""
         nb = self._neighbours(x)
         h = self.h.to(x.dtype)
         f = (0.5 * self.theta) * (x * nb).sum((1, 2)) + (x * h).sum((1, 2))
-        return f, self.theta * nb + h
+        return Evaluation(f, self.theta * nb + h)
+
+    @torch.no_grad()
+    def eval_change(self, x: torch.Tensor, ev: Evaluation, site: torch.Tensor, value: torch.Tensor,
+                    grad: bool = True) -> Evaluation:
+        """The evaluation at x with site ``site`` set to ``value`` ((C,) int64 each): O(C K) beyond one copy."""
+        if not self.periodic:
+            rows = torch.arange(x.shape[0], device=x.device)
+            changed = x.clone()
+            changed[rows, site] = 0.0
+            changed[rows, site, value] = 1.0
+            return self.eval_state(changed)
+        C, K = x.shape[0], self.num_states
+        g, f, old = _changed_value(x, self._grad_of(x, ev), ev.log_prob, site, value)
+        neighbours = self._neighbour_index[site] * K  # (C, 4)
+        index = torch.cat([neighbours + value[:, None], neighbours + old[:, None]], 1)  # (C, 8)
+        step = torch.full((C, 4), self.theta, dtype=g.dtype, device=g.device)
+        g = g.clone().scatter_add_(1, index, torch.cat([step, -step], 1))
+        return Evaluation(f, g.reshape(x.shape))
+
+    @torch.no_grad()
+    def eval_change_candidates(self, x: torch.Tensor, ev: Evaluation, site: torch.Tensor) -> torch.Tensor:
+        """(C, K) f at x with site ``site`` (C,) set to each value: f + grad_i - grad_i[x_i], O(C K)."""
+        return _change_candidates(x, self._grad_of(x, ev), ev.log_prob, site)
+
+    def _grad_of(self, x: torch.Tensor, ev: Evaluation) -> torch.Tensor:
+        return ev.grad if ev.grad is not None else self.eval_state(x).grad
 
     def validate(self, x: torch.Tensor) -> None:
         """Full input check (shape and one-hot values); raises ValueError."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from gradmc.samplers.incremental import Evaluation, flip_deltas
 from gradmc.targets.exact import enumerate_binary
 from gradmc.targets.validation import check_binary
 
@@ -48,38 +49,61 @@ class RBM(nn.Module):
 
     log_prob = forward
 
-    def log_prob_and_grad(self, x: torch.Tensor, return_aux: bool = False):
+    def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """f(x) and its gradient in closed form, without autograd: (C, D) -> ((C,), (C, D)), detached.
 
-        grad f(x) = sigmoid(W x + c)^T W + b (the derivative of softplus is the sigmoid). With
-        ``return_aux`` also returns the pre-activations W x + c, (C, H), for
-        :meth:`log_prob_and_grad_single_flip`.
+        grad f(x) = sigmoid(W x + c)^T W + b (the derivative of softplus is the sigmoid).
         """
+        ev = self.eval_state(x, grad=True)
+        return ev.log_prob, ev.grad
+
+    # The incremental evaluations of gradmc.samplers.incremental; aux = the pre-activations W x + c (C, H).
+
+    def eval_state(self, x: torch.Tensor, grad: bool = True) -> Evaluation:
+        """f(x) (C,), grad f(x) (C, D) if ``grad`` and the pre-activations W x + c (C, H) as aux, detached."""
         check_binary(x, self.num_visible)
         with torch.no_grad():
             x = x.to(self.W.dtype)
             pre = torch.addmm(self.c, x, self.W.t())  # (C, H)
-            f, grad = self._from_preactivation(x, pre)
-        return (f, grad, pre) if return_aux else (f, grad)
+            return self._from_preactivation(pre, x @ self.b, grad)
 
-    def log_prob_and_grad_single_flip(self, x: torch.Tensor, index: torch.Tensor, aux: torch.Tensor):
-        """f and grad at x with bit ``index[c]`` of chain c flipped, reusing the pre-activations ``aux``
-        of an evaluation at x: W x' + c = W x + c + (1 - 2 x_i) W[:, i], so one (C, H) x (H, D) product
-        instead of two. Returns (f' (C,), grad' (C, D), aux' (C, H)); x is the state BEFORE the flip.
-        """
+    def eval_flips(self, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor, mask: torch.Tensor,
+                   grad: bool = True) -> Evaluation:
+        """The evaluation at x with bits ``sites`` (C, X) flipped where ``mask`` (C, X), from ev.aux:
+        W x' + c = W x + c + sum_k (x'_k - x_k) W[:, k], O(C X H), then one (C, H) x (H, D) product for
+        the gradient (none without ``grad``)."""
         with torch.no_grad():
-            rows = torch.arange(x.shape[0], device=x.device)
-            sign = 1.0 - 2.0 * x[rows, index].to(self.W.dtype)  # (C,)
-            pre = torch.addcmul(aux, sign[:, None], self.W.index_select(1, index).t())  # (C, H)
-            x_new = x.to(self.W.dtype).clone()
-            x_new[rows, index] += sign
-            f, grad = self._from_preactivation(x_new, pre)
-        return f, grad, pre
+            x = x.to(self.W.dtype)
+            delta = flip_deltas(x, sites, mask)  # (C, X)
+            if sites.shape[1] == 1:
+                pre = torch.addcmul(self._aux(x, ev), delta, self.W.t()[sites[:, 0]])
+            else:
+                pre = self._aux(x, ev) + torch.bmm(delta[:, None, :], self._columns(sites)).squeeze(1)
+            visible = x @ self.b + (delta * self.b[sites]).sum(-1)  # b^T x'
+            return self._from_preactivation(pre, visible, grad)
 
-    def _from_preactivation(self, x: torch.Tensor, pre: torch.Tensor):
-        f = nn.functional.softplus(pre).sum(-1) + x @ self.b
-        grad = torch.addmm(self.b, torch.sigmoid(pre), self.W)  # (C, D)
-        return f, grad
+    def eval_flip_candidates(self, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor,
+                             masks: torch.Tensor) -> torch.Tensor:
+        """(C, B) f at x with bits ``sites`` (C, X) flipped where ``masks`` (C, B, X), from ev.aux:
+        O(C B X H), no (C, D) x (D, H) product (Gibbs-X, HB-X-Y)."""
+        with torch.no_grad():
+            x = x.to(self.W.dtype)
+            delta = flip_deltas(x, sites, masks)  # (C, B, X)
+            pre = self._aux(x, ev)[:, None, :] + torch.bmm(delta, self._columns(sites))  # (C, B, H)
+            visible = (x @ self.b)[:, None] + (delta * self.b[sites][:, None, :]).sum(-1)  # (C, B)
+            return nn.functional.softplus(pre).sum(-1) + visible
+
+    def _aux(self, x: torch.Tensor, ev: Evaluation) -> torch.Tensor:
+        return ev.aux if ev.aux is not None else torch.addmm(self.c, x, self.W.t())
+
+    def _columns(self, sites: torch.Tensor) -> torch.Tensor:
+        """W[:, sites] as (C, X, H)."""
+        return self.W.t().index_select(0, sites.reshape(-1)).view(*sites.shape, self.num_hidden)
+
+    def _from_preactivation(self, pre: torch.Tensor, visible: torch.Tensor, grad: bool) -> Evaluation:
+        f = nn.functional.softplus(pre).sum(-1) + visible
+        g = torch.addmm(self.b, torch.sigmoid(pre), self.W) if grad else None  # (C, D)
+        return Evaluation(f, g, pre)
 
     def hidden_probs(self, x: torch.Tensor) -> torch.Tensor:
         """p(h_j = 1 | x) = sigmoid(W x + c): (C, D) -> (C, H)."""

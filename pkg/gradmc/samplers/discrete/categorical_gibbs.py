@@ -19,6 +19,16 @@ import torch
 from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
 from gradmc.samplers.discrete.blocks import random_orders
 from gradmc.samplers.discrete.onehot import check_onehot, enumerate_onehot
+from gradmc.samplers.incremental import (
+    CacheKey,
+    Evaluation,
+    cache_key,
+    current_evaluation,
+    eval_change,
+    eval_change_candidates,
+    evaluate,
+    offers,
+)
 
 __all__ = ["CategoricalGibbs", "CategoricalGibbsState"]
 
@@ -28,12 +38,15 @@ MAX_CANDIDATES = 2**16
 
 class CategoricalGibbsState(NamedTuple):
     """x: (C, D, K) one-hot state; order: (C, D) int64 per-chain permutation; position: next unused slot;
-    num_steps: steps taken since ``init`` (for error messages)."""
+    num_steps: steps taken since ``init``; cache / cache_key: the evaluation at x and its key for targets
+    with incremental evaluations (Gibbs-1 only; :mod:`gradmc.samplers.incremental`), else None."""
 
     x: torch.Tensor
     order: torch.Tensor
     position: int
     num_steps: int = 0
+    cache: Evaluation | None = None
+    cache_key: CacheKey | None = None
 
 
 @dataclass(frozen=True)
@@ -44,8 +57,10 @@ class CategoricalGibbs:
         block_size: X >= 1 sites updated jointly per step.
 
     Cost per step: one ``log_prob`` call on a (C * K**X, D, K) batch, reported as energy_evals = K**X,
-    grad_evals = 0. The step always "accepts" (acceptance_prob = 1); sites_changed counts the sites
-    whose value changed.
+    grad_evals = 0. For Gibbs-1 on targets with ``eval_change_candidates`` (dense and lattice Potts) the K
+    candidates come from the cached evaluation at x instead (O(C K) plus the cache update; the first step
+    counts init's evaluation of x, and a stale cache or its periodic refresh adds one evaluation of x). The step always "accepts" (acceptance_prob = 1);
+    sites_changed counts the sites whose value changed.
 
     Raises (from ``__post_init__`` / ``init``):
         ValueError: block_size < 1, block_size > D, or K**block_size > MAX_CANDIDATES.
@@ -83,10 +98,15 @@ class CategoricalGibbs:
         """
         check_onehot(x, check_values=True)
         self._check_sizes(x)
-        with torch.no_grad():
-            check_finite(self.name, 0, ("log_prob at the current state", log_prob(x)))
+        ev = evaluate(log_prob, x, grad=False)
+        check_finite(self.name, 0, ("log_prob at the current state", ev.log_prob))
         empty = torch.empty(x.shape[0], 0, dtype=torch.long, device=x.device)
-        return CategoricalGibbsState(x=x.clone(), order=empty, position=0)
+        key = cache_key(log_prob) if self._incremental(log_prob) else None
+        return CategoricalGibbsState(x=x.clone(), order=empty, position=0, cache=ev if key is not None else None,
+                                     cache_key=key)
+
+    def _incremental(self, log_prob) -> bool:
+        return self.block_size == 1 and offers(log_prob, "eval_change_candidates")
 
     def _block_candidates(self, x: torch.Tensor, block: torch.Tensor) -> torch.Tensor:
         """x (C, D, K) and block (C, X) distinct site indices -> (C, K**X, D, K): x with the block set to
@@ -131,15 +151,28 @@ class CategoricalGibbs:
         if position + X > order.shape[1]:
             order, position = random_orders(C, D, generator, x.device), 0
         block = order[:, position:position + X]  # (C, X)
-        candidates = self._block_candidates(x, block)  # (C, K**X, D, K)
-        logits = self._conditional_logits(candidates, log_prob)  # (C, K**X)
-        check_conditional(self.name, state.num_steps + 1, logits)
-        choice = sample_categorical(logits, generator)  # (C,)
-        x_new = candidates[torch.arange(C, device=x.device), choice]  # (C, D, K)
+        rows = torch.arange(C, device=x.device)
+        cache, key, evals = None, None, K**X
+        if self._incremental(log_prob):  # Gibbs-1: the K values of the site from the cache, in value order
+            ev, key, billed = current_evaluation(state, log_prob, x, grad=False)
+            logits = eval_change_candidates(log_prob, x, ev, block[:, 0])  # (C, K)
+            check_conditional(self.name, state.num_steps + 1, logits)
+            choice = sample_categorical(logits, generator)  # (C,)
+            x_new = x.clone()
+            x_new[rows, block[:, 0]] = torch.nn.functional.one_hot(choice, K).to(x.dtype)
+            cache = eval_change(log_prob, x, ev, block[:, 0], choice, grad=False) if key is not None else None
+            evals += billed
+        else:
+            candidates = self._block_candidates(x, block)  # (C, K**X, D, K)
+            logits = self._conditional_logits(candidates, log_prob)  # (C, K**X)
+            check_conditional(self.name, state.num_steps + 1, logits)
+            choice = sample_categorical(logits, generator)  # (C,)
+            x_new = candidates[rows, choice]  # (C, D, K)
         ones = torch.ones(C, dtype=x.dtype, device=x.device)
         info = Info(acceptance_prob=ones, accepted=torch.ones(C, dtype=torch.bool, device=x.device),
-                    sites_changed=(x_new != x).any(-1).sum(1), energy_evals=K**X, grad_evals=0)
-        return CategoricalGibbsState(x=x_new, order=order, position=position + X, num_steps=state.num_steps + 1), info
+                    sites_changed=(x_new != x).any(-1).sum(1), energy_evals=evals, grad_evals=0)
+        return CategoricalGibbsState(x=x_new, order=order, position=position + X, num_steps=state.num_steps + 1,
+                                     cache=cache, cache_key=key), info
 
     def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
         """Enumerate one step of the kernel from each state in x: the randomness is the block and the draw.

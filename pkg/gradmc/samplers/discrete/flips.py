@@ -33,6 +33,8 @@ from gradmc.samplers.base import sample_categorical
 __all__ = [
     "DENSITIES",
     "draw_flip_counts",
+    "draw_flips",
+    "distinct_draws",
     "apply_flips",
     "log_draws_probability",
     "log_set_probability",
@@ -42,20 +44,41 @@ __all__ = [
 DENSITIES = ("draws", "set")
 
 
-def draw_flip_counts(log_q: torch.Tensor, num_draws: int, generator: torch.Generator) -> torch.Tensor:
-    """N i.i.d. draws from q(. | x) per chain, as counts.
+def draw_flips(log_q: torch.Tensor, num_draws: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """N i.i.d. draws from q(. | x) per chain, as indices and as counts.
 
     Args:
         log_q: (C, D) normalised log-probabilities (rows logsumexp to 0); -inf entries are never drawn.
         num_draws: N >= 1.
 
     Returns:
-        (C, D) int64 counts n, each row summing to N.
+        draws (C, N) int64 indices in draw order, and counts (C, D) int64 n, each row summing to N.
     """
     C, D = log_q.shape
     idx = sample_categorical(log_q[:, None, :].expand(C, num_draws, D), generator)  # (C, N)
     counts = torch.zeros(C, D, dtype=torch.long, device=log_q.device)
-    return counts.scatter_add_(1, idx, torch.ones_like(idx))
+    return idx, counts.scatter_add_(1, idx, torch.ones_like(idx))
+
+
+def draw_flip_counts(log_q: torch.Tensor, num_draws: int, generator: torch.Generator) -> torch.Tensor:
+    """The counts (C, D) of :func:`draw_flips` (the same draws from the same generator stream)."""
+    return draw_flips(log_q, num_draws, generator)[1]
+
+
+def distinct_draws(draws: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The set of distinct drawn indices of each chain, as (sites, mask) for the incremental evaluations.
+
+    Args:
+        draws: (C, N) int64 indices.
+
+    Returns:
+        sites: (C, N) the draws sorted; mask: (C, N) bool, True at the first of each run of equal
+        indices, so the True entries of a row are its distinct draws (the flipped set of ``apply_flips``).
+    """
+    sites = draws.sort(1).values
+    mask = torch.ones_like(sites, dtype=torch.bool)
+    mask[:, 1:] = sites[:, 1:] != sites[:, :-1]
+    return sites, mask
 
 
 def apply_flips(x: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:

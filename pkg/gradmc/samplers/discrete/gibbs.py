@@ -23,6 +23,17 @@ import torch
 from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
 from gradmc.samplers.discrete.blocks import next_permutation_block, set_block
 from gradmc.samplers.enumerate import combinations
+from gradmc.samplers.incremental import (
+    CacheKey,
+    Evaluation,
+    cache_key,
+    current_evaluation,
+    eval_flip_candidates,
+    eval_flips,
+    evaluate,
+    flip_bits,
+    offers,
+)
 from gradmc.targets.exact import enumerate_binary
 from gradmc.targets.validation import check_binary
 
@@ -34,12 +45,16 @@ SCANS = ("random", "systematic")
 class GibbsState(NamedTuple):
     """x: (C, D) state; order: (C, D) int64 per-chain permutation ((C, 0) before the first random-scan
     step, unused by the systematic scan); position: next unused slot (random) or next window start
-    (systematic), a Python int shared by all chains; num_steps: steps taken since ``init``."""
+    (systematic), a Python int shared by all chains; num_steps: steps taken since ``init``; cache /
+    cache_key: the evaluation at x and its key, for targets with incremental evaluations
+    (:mod:`gradmc.samplers.incremental`), else None."""
 
     x: torch.Tensor
     order: torch.Tensor
     position: int
     num_steps: int = 0
+    cache: Evaluation | None = None
+    cache_key: CacheKey | None = None
 
 
 @dataclass(frozen=True)
@@ -48,7 +63,10 @@ class Gibbs:
 
     Args:
         block_size: X >= 1; every step evaluates the target on 2**X candidate states per chain
-            (energy_evals = 2**X, grad_evals = 0).
+            (energy_evals = 2**X, grad_evals = 0). Targets with ``eval_flip_candidates`` (RBM, lattice
+            Ising) compute them from the cached aux at x (RBM: O(2**X X H) instead of 2**X full passes);
+            the first step after ``init`` also counts init's evaluation of x, and a stale cache or its
+            periodic refresh evaluates x again (energy_evals + 1 each).
         scan: "random" (random-permutation scan, the paper's) or "systematic" (cyclic windows).
 
     Raises:
@@ -76,10 +94,11 @@ class Gibbs:
         check_binary(x, check_values=True)
         if x.shape[1] < self.block_size:
             raise ValueError(f"block_size {self.block_size} exceeds the dimension {x.shape[1]}")
-        with torch.no_grad():
-            check_finite(self.name, 0, ("log_prob at the current state", log_prob(x)))
+        ev = evaluate(log_prob, x, grad=False)
+        check_finite(self.name, 0, ("log_prob at the current state", ev.log_prob))
         empty = torch.empty(x.shape[0], 0, dtype=torch.long, device=x.device)
-        return GibbsState(x=x.clone(), order=empty, position=0)
+        key = cache_key(log_prob) if offers(log_prob, "eval_flip_candidates") else None
+        return GibbsState(x=x.clone(), order=empty, position=0, cache=ev if key is not None else None, cache_key=key)
 
     def conditional(self, x: torch.Tensor, block: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
         """The exact conditional of each chain's block: the kernel's only use of the target.
@@ -123,14 +142,28 @@ class Gibbs:
             order = state.order
             block = ((state.position + torch.arange(X, device=x.device)) % D).expand(C, X)
             position = (state.position + X) % D
-        candidates, logits = self.conditional(x, block, log_prob)  # (C, 2**X, D), (C, 2**X)
-        check_conditional(self.name, state.num_steps + 1, logits)
-        choice = sample_categorical(logits, generator)  # (C,)
-        x_new = candidates[torch.arange(C, device=x.device), choice]
+        cache, key, evals = None, None, 2**X
+        if offers(log_prob, "eval_flip_candidates"):  # candidates from the cached aux, conditional()'s order
+            ev, key, billed = current_evaluation(state, log_prob, x, grad=False)
+            patterns = enumerate_binary(X, x.dtype).to(x.device)  # (2**X, X)
+            masks = patterns[None] != x.gather(1, block)[:, None, :]  # (C, 2**X, X): flips giving each value
+            logits = eval_flip_candidates(log_prob, x, ev, block, masks)
+            check_conditional(self.name, state.num_steps + 1, logits)
+            choice = sample_categorical(logits, generator)  # (C,)
+            mask = masks[torch.arange(C, device=x.device), choice]
+            x_new = flip_bits(x, block, mask)
+            cache = eval_flips(log_prob, x, ev, block, mask, grad=False) if key is not None else None
+            evals += billed
+        else:
+            candidates, logits = self.conditional(x, block, log_prob)  # (C, 2**X, D), (C, 2**X)
+            check_conditional(self.name, state.num_steps + 1, logits)
+            choice = sample_categorical(logits, generator)  # (C,)
+            x_new = candidates[torch.arange(C, device=x.device), choice]
         ones = torch.ones(C, dtype=x.dtype, device=x.device)
         info = Info(acceptance_prob=ones, accepted=torch.ones(C, dtype=torch.bool, device=x.device),
-                    sites_changed=(x_new != x).sum(1), energy_evals=2**X, grad_evals=0)
-        return GibbsState(x=x_new, order=order, position=position, num_steps=state.num_steps + 1), info
+                    sites_changed=(x_new != x).sum(1), energy_evals=evals, grad_evals=0)
+        return GibbsState(x=x_new, order=order, position=position, num_steps=state.num_steps + 1,
+                          cache=cache, cache_key=key), info
 
     @torch.no_grad()
     def transition_probabilities(

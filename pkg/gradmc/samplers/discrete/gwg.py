@@ -25,23 +25,37 @@ from gradmc.samplers.base import (
 )
 from gradmc.samplers.discrete.flips import (
     apply_flips,
-    draw_flip_counts,
+    distinct_draws,
+    draw_flips,
     log_draws_probability,
     log_flip_probability,
 )
 from gradmc.samplers.enumerate import multisets
+from gradmc.samplers.incremental import (
+    CacheKey,
+    Evaluation,
+    cache_key,
+    current_evaluation,
+    eval_flips,
+    evaluate,
+    select,
+)
 from gradmc.targets.validation import check_binary
 
 __all__ = ["GWG", "GWGState", "GradientFlipMH"]
 
 
 class GWGState(NamedTuple):
-    """x: (C, D) current binary state; log_prob: (C,) f(x) at the last evaluation (diagnostic);
-    num_steps: steps taken since ``init`` (for error messages)."""
+    """x: (C, D) current binary state; log_prob: (C,) f(x); num_steps: steps taken since ``init`` (for
+    error messages and the cache refresh); cache: the :class:`~gradmc.samplers.incremental.Evaluation`
+    at x (f, grad f, the target's aux) and cache_key its :class:`~gradmc.samplers.incremental.CacheKey`,
+    both None for a target that cannot be cached (see :mod:`gradmc.samplers.incremental`)."""
 
     x: torch.Tensor
     log_prob: torch.Tensor
     num_steps: int = 0
+    cache: Evaluation | None = None
+    cache_key: CacheKey | None = None
 
 
 class GradientFlipMH:
@@ -52,9 +66,11 @@ class GradientFlipMH:
     ``step`` and ``transition_probabilities`` share every piece of the kernel: ``log_proposal`` (log q at
     a state), ``flips.apply_flips`` and ``log_acceptance``.
 
-    Cost per step: 2 function+gradient evaluations (at x and at x'), reported as energy_evals=2 and
-    grad_evals=2. f(x) is re-evaluated every step (not cached from the previous step) so the kernel
-    stays exact when the target changes between steps (AIS, PCD).
+    Cost per step: ONE function+gradient evaluation, at x' (energy_evals = grad_evals = 1): f(x) and
+    grad f(x) come from the state's cache (:mod:`gradmc.samplers.incremental`), which is checked against
+    the target at every step. When the target changed since the cache was made (AIS, PCD), it has no
+    cache, or at the periodic refresh, x is evaluated too (energy_evals = grad_evals = 2); the first step
+    after ``init`` counts init's evaluation of x (2 as well).
     """
 
     def _validate(self) -> None:
@@ -67,16 +83,16 @@ class GradientFlipMH:
         return f"GWG-{self.num_draws}"
 
     def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> GWGState:
-        """Start chains at x (C, D) floats in {0, 1}.
+        """Start chains at x (C, D) floats in {0, 1}; evaluates f and grad f at x once, for the cache.
 
         Raises:
             NonFiniteError: if f(x) is NaN or inf for some chain.
         """
         check_binary(x, check_values=True)
-        with torch.no_grad():
-            f = log_prob(x)
-        check_finite(self.name, 0, ("log_prob at the current state", f))
-        return GWGState(x=x.clone(), log_prob=f.detach())
+        ev = evaluate(log_prob, x, grad=True)
+        check_finite(self.name, 0, ("log_prob at the current state", ev.log_prob))
+        key = cache_key(log_prob)
+        return GWGState(x=x.clone(), log_prob=ev.log_prob, cache=ev if key is not None else None, cache_key=key)
 
     def proposal_logits(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         """Logits of q(i | x): d(x) / T = (1 - 2x) * grad f(x) / T (Eq. 3, 5), shape (C, D)."""
@@ -108,20 +124,24 @@ class GradientFlipMH:
             NonFiniteError: f(x) or grad f(x) NaN/inf at a current state (proposals of NaN/inf f are
                 rejected instead)."""
         x = state.x  # (C, D)
-        f_x, grad_x = log_prob_and_grad(log_prob, x)
-        _check_current(self.name, state, f_x, grad_x)
-        log_q_x = self.log_proposal(x, grad_x)  # (C, D)
-        counts = draw_flip_counts(log_q_x, self.num_draws, generator)  # (C, D)
+        ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
+        _check_current(self.name, state, ev.log_prob, ev.grad)
+        log_q_x = self.log_proposal(x, ev.grad)  # (C, D)
+        draws, counts = draw_flips(log_q_x, self.num_draws, generator)  # (C, N), (C, D)
+        sites, mask = distinct_draws(draws)
         x_new = apply_flips(x, counts)
-        f_new, grad_new = log_prob_and_grad(log_prob, x_new)
-        log_alpha = self.log_acceptance(f_x, log_q_x, f_new, self.log_proposal(x_new, grad_new), counts)
-        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, f_new)
+        ev_new = eval_flips(log_prob, x, ev, sites, mask, grad=True)
+        log_alpha = self.log_acceptance(ev.log_prob, log_q_x, ev_new.log_prob,
+                                        self.log_proposal(x_new, ev_new.grad), counts)
+        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
         x_out = torch.where(accepted[:, None], x_new, x)
-        f_out = torch.where(accepted, f_new, f_x)
+        out = select(accepted, ev_new, ev)
         sites = torch.where(accepted, (counts > 0).sum(1), torch.zeros_like(accepted, dtype=torch.long))
+        evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
-                    sites_changed=sites, energy_evals=2, grad_evals=2)
-        return GWGState(x=x_out, log_prob=f_out, num_steps=state.num_steps + 1), info
+                    sites_changed=sites, energy_evals=evals, grad_evals=evals)
+        return GWGState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
+                        cache=out if key is not None else None, cache_key=key), info
 
     @torch.no_grad()
     def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
@@ -179,39 +199,37 @@ class GWG(GradientFlipMH):
     def step(self, state: GWGState, log_prob, generator: torch.Generator) -> tuple[GWGState, Info]:
         """One GWG transition per chain, specialised to a single flip: the proposal and reverse terms are
         read at the drawn index only (O(C) beyond the two (C, D) logit passes), and the state is updated
-        by index, never by a full (C, D) select. Targets offering ``log_prob_and_grad(x, return_aux=True)``
-        and ``log_prob_and_grad_single_flip(x, index, aux)`` (the RBM) evaluate x' from cached
-        intermediate results; that is still one function+gradient evaluation, at a fraction of the cost.
-        Same kernel as the general ``GradientFlipMH.step`` with N = 1 (the exactness tests compare it with
-        ``transition_probabilities`` and with exact enumeration).
+        by index, never by a full (C, D) select. f and grad f at x come from the cache; at x' they are
+        computed by :func:`~gradmc.samplers.incremental.eval_flips`, from the target's aux where it
+        offers ``eval_flips`` (RBM: one (C, H) x (H, D) product; lattice Ising: O(C) beyond the
+        gradient pass). Same kernel as the general ``GradientFlipMH.step`` with N = 1 (the exactness
+        tests compare it with ``transition_probabilities`` and with exact enumeration).
 
         Raises:
             NonFiniteError: f(x) or grad f(x) NaN/inf at a current state (proposals of NaN/inf f are
                 rejected instead)."""
         x = state.x  # (C, D)
         rows = torch.arange(x.shape[0], device=x.device)
-        single_flip = getattr(log_prob, "log_prob_and_grad_single_flip", None)
-        if single_flip is not None:  # e.g. the RBM: f and grad at x' from cached pre-activations
-            f_x, grad_x, aux = log_prob.log_prob_and_grad(x, return_aux=True)
-        else:
-            f_x, grad_x = log_prob_and_grad(log_prob, x)
-        _check_current(self.name, state, f_x, grad_x)
-        logits = self.proposal_logits(x, grad_x)  # (C, D)
+        ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
+        _check_current(self.name, state, ev.log_prob, ev.grad)
+        logits = self.proposal_logits(x, ev.grad)  # (C, D)
         idx, log_q_fwd = sample_categorical(logits, generator, return_log_prob=True)  # (C,), (C,)
+        sites = idx[:, None]
+        ev_new = eval_flips(log_prob, x, ev, sites, torch.ones_like(sites, dtype=torch.bool), grad=True)
         old_bit = x[rows, idx]
         x_new = x.clone()
         x_new[rows, idx] = 1.0 - old_bit
-        if single_flip is not None:
-            f_new, grad_new, _ = single_flip(x, idx, aux)
-        else:
-            f_new, grad_new = log_prob_and_grad(log_prob, x_new)
-        logits_rev = self.proposal_logits(x_new, grad_new)
-        log_q_rev = torch.log_softmax(logits_rev, -1)[rows, idx]
-        accepted, acceptance_prob = metropolis_hastings_accept(f_new - f_x + log_q_rev - log_q_fwd, generator, f_new)
+        logits_rev = self.proposal_logits(x_new, ev_new.grad)
+        log_q_rev = logits_rev[rows, idx] - torch.logsumexp(logits_rev, -1)
+        accepted, acceptance_prob = metropolis_hastings_accept(
+            ev_new.log_prob - ev.log_prob + log_q_rev - log_q_fwd, generator, ev_new.log_prob)
         x_new[rows, idx] = torch.where(accepted, 1.0 - old_bit, old_bit)  # undo rejected flips
+        out = select(accepted, ev_new, ev)
+        evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
-                    sites_changed=accepted.long(), energy_evals=2, grad_evals=2)
-        return GWGState(x=x_new, log_prob=torch.where(accepted, f_new, f_x), num_steps=state.num_steps + 1), info
+                    sites_changed=accepted.long(), energy_evals=evals, grad_evals=evals)
+        return GWGState(x=x_new, log_prob=out.log_prob, num_steps=state.num_steps + 1,
+                        cache=out if key is not None else None, cache_key=key), info
 
 
 def _check_current(name: str, state, f_x: torch.Tensor, grad_x: torch.Tensor) -> None:

@@ -19,22 +19,33 @@ from gradmc.samplers.base import (
     Info,
     acceptance_probability,
     check_finite,
-    log_prob_and_grad,
     metropolis_hastings_accept,
     sample_categorical,
 )
 from gradmc.samplers.discrete.onehot import check_onehot
+from gradmc.samplers.incremental import (
+    CacheKey,
+    Evaluation,
+    cache_key,
+    current_evaluation,
+    eval_change,
+    evaluate,
+    select,
+)
 
 __all__ = ["GWGCategorical", "GWGCategoricalState"]
 
 
 class GWGCategoricalState(NamedTuple):
-    """x: (C, D, K) current one-hot state; log_prob: (C,) f(x) at the last evaluation (diagnostic);
-    num_steps: steps taken since ``init`` (for error messages)."""
+    """x: (C, D, K) current one-hot state; log_prob: (C,) f(x); num_steps: steps taken since ``init``;
+    cache / cache_key: the evaluation at x and its key (:mod:`gradmc.samplers.incremental`), None for a
+    target that cannot be cached."""
 
     x: torch.Tensor
     log_prob: torch.Tensor
     num_steps: int = 0
+    cache: Evaluation | None = None
+    cache_key: CacheKey | None = None
 
 
 @dataclass(frozen=True)
@@ -44,9 +55,11 @@ class GWGCategorical:
     Args:
         temperature: T in q(i, j | x) = softmax(d(x) / T); the paper's locally balanced choice is 2.
 
-    Cost per step: 2 function+gradient evaluations (at x and at x'), reported as energy_evals=2 and
-    grad_evals=2. f(x) is re-evaluated every step (not cached) so the kernel stays exact when the
-    target changes between steps (AIS, PCD).
+    Cost per step: ONE function+gradient evaluation, at x' (energy_evals = grad_evals = 1), computed by
+    the target's ``eval_change`` where it has one (dense and lattice Potts: no product at all); f and
+    grad f at x come from the state's cache, checked against the target at every step. A changed target
+    (AIS, PCD), an uncacheable one or the periodic refresh evaluates x too (energy_evals = grad_evals = 2);
+    the first step after ``init`` counts init's evaluation of x (2 as well).
 
     Raises:
         ValueError: temperature <= 0 (``__post_init__``); the input errors of
@@ -66,10 +79,11 @@ class GWGCategorical:
     def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> GWGCategoricalState:
         """Start chains at x (C, D, K) one-hot floats."""
         check_onehot(x, check_values=True)
-        with torch.no_grad():
-            f = log_prob(x)
-        check_finite(self.name, 0, ("log_prob at the current state", f))
-        return GWGCategoricalState(x=x.clone(), log_prob=f.detach())
+        ev = evaluate(log_prob, x, grad=True)
+        check_finite(self.name, 0, ("log_prob at the current state", ev.log_prob))
+        key = cache_key(log_prob)
+        return GWGCategoricalState(x=x.clone(), log_prob=ev.log_prob, cache=ev if key is not None else None,
+                                   cache_key=key)
 
     def proposal_logits(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         """Logits of q(i, j | x), shape (C, D * K), flattened site-major (index i * K + j).
@@ -112,21 +126,23 @@ class GWGCategorical:
         """(N,) log MH ratio f(x') - f(x) + log q(rev | x') - log q(fwd | x)."""
         return f_new - f_x + log_q_rev - log_q_fwd
 
-    def _propose_and_score(self, x, f_x, log_q_x, idx, log_prob):
+    def _propose_and_score(self, x, ev: Evaluation, log_q_x, idx, log_prob):
         """Shared by :meth:`step` and :meth:`transition_probabilities`: move x by idx, evaluate x'.
 
         Args:
-            x: (N, D, K); f_x: (N,); log_q_x: (N, D * K) forward log q at x; idx: (N,) int64.
+            x: (N, D, K); ev: the evaluation at x; log_q_x: (N, D * K) forward log q at x; idx: (N,) int64.
 
         Returns:
-            x_new (N, D, K), f_new (N,), log_q_fwd (N,), log_alpha (N,). One f+grad evaluation.
+            x_new (N, D, K), ev_new (the evaluation at x'), log_q_fwd (N,), log_alpha (N,). One f+grad
+            evaluation, by :func:`~gradmc.samplers.incremental.eval_change`.
         """
+        K = x.shape[2]
         x_new, rev_idx = self._apply_move(x, idx)
-        f_new, grad_new = log_prob_and_grad(log_prob, x_new)
-        log_q_new = self._reverse_log_q(x_new, grad_new)  # (N, D * K)
+        ev_new = eval_change(log_prob, x, ev, idx // K, idx % K, grad=True)
+        log_q_new = self._reverse_log_q(x_new, ev_new.grad)  # (N, D * K)
         log_q_fwd = log_q_x.gather(1, idx[:, None]).squeeze(1)
         log_q_rev = log_q_new.gather(1, rev_idx[:, None]).squeeze(1)
-        return x_new, f_new, log_q_fwd, self._log_alpha(f_x, f_new, log_q_fwd, log_q_rev)
+        return x_new, ev_new, log_q_fwd, self._log_alpha(ev.log_prob, ev_new.log_prob, log_q_fwd, log_q_rev)
 
     def step(
         self, state: GWGCategoricalState, log_prob, generator: torch.Generator
@@ -140,25 +156,27 @@ class GWGCategorical:
 
         Returns:
             the new state and Info (acceptance_prob (C,), accepted (C,) bool, sites_changed (C,) int64
-            in {0, 1}, energy_evals = 2, grad_evals = 2).
+            in {0, 1}, energy_evals = grad_evals = 1, or 2 when x was evaluated too).
 
         Raises:
             ValueError: if log_prob does not return shape (C,).
             NonFiniteError: f(x) or grad f(x) NaN/inf at a current state.
         """
         x = state.x  # (C, D, K)
-        f_x, grad_x = log_prob_and_grad(log_prob, x)
-        check_finite(self.name, state.num_steps + 1, ("log_prob at the current state", f_x),
-                     ("gradient of log_prob at the current state", grad_x))
-        log_q_x = self._forward_log_q(x, grad_x)  # (C, D * K)
+        ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
+        check_finite(self.name, state.num_steps + 1, ("log_prob at the current state", ev.log_prob),
+                     ("gradient of log_prob at the current state", ev.grad))
+        log_q_x = self._forward_log_q(x, ev.grad)  # (C, D * K)
         idx = sample_categorical(log_q_x, generator)  # (C,)
-        x_new, f_new, _, log_alpha = self._propose_and_score(x, f_x, log_q_x, idx, log_prob)
-        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, f_new)
+        x_new, ev_new, _, log_alpha = self._propose_and_score(x, ev, log_q_x, idx, log_prob)
+        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
         x_out = torch.where(accepted[:, None, None], x_new, x)
-        f_out = torch.where(accepted, f_new, f_x)
+        out = select(accepted, ev_new, ev)
+        evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
-                    sites_changed=accepted.long(), energy_evals=2, grad_evals=2)
-        return GWGCategoricalState(x=x_out, log_prob=f_out, num_steps=state.num_steps + 1), info
+                    sites_changed=accepted.long(), energy_evals=evals, grad_evals=evals)
+        return GWGCategoricalState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
+                                   cache=out if key is not None else None, cache_key=key), info
 
     def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
         """Enumerate one step of the kernel from each state in x, through the same helpers as :meth:`step`.
@@ -174,16 +192,17 @@ class GWGCategorical:
         Returns:
             next_states: (C, D * K + 1, D, K); probs: (C, D * K + 1) summing to 1.
 
-        Cost: f+grad on C and on C * D * K states.
+        Cost: f+grad on C states, then ``eval_change`` on C * D * K (the target's incremental path).
         """
         check_onehot(x, check_values=True)
         C, D, K = x.shape
         M = D * K
-        f_x, grad_x = log_prob_and_grad(log_prob, x)
-        log_q_x = self._forward_log_q(x, grad_x)  # (C, M)
+        ev = evaluate(log_prob, x, grad=True)
+        log_q_x = self._forward_log_q(x, ev.grad)  # (C, M)
         idx = torch.arange(M, device=x.device).repeat(C)  # (C * M,): chain-major
+        repeated = Evaluation(*(None if t is None else t.repeat_interleave(M, 0) for t in ev))
         x_new, _, log_q_fwd, log_alpha = self._propose_and_score(
-            x.repeat_interleave(M, 0), f_x.repeat_interleave(M), log_q_x.repeat_interleave(M, 0), idx, log_prob
+            x.repeat_interleave(M, 0), repeated, log_q_x.repeat_interleave(M, 0), idx, log_prob
         )
         acceptance_prob = acceptance_probability(log_alpha)  # what metropolis_hastings_accept accepts with
         move = (log_q_fwd.exp() * acceptance_prob).reshape(C, M)

@@ -15,6 +15,9 @@ reversible w.r.t. pi, and any rule for choosing blocks that does not look at x k
   of one time step of a factorial HMM), one drawn uniformly at random per chain per step.
 
 Cost per step: |H_Y| target evaluations in one call (HB-10-1: 11), no gradients; always "accepted".
+Targets with ``eval_flip_candidates`` (RBM, lattice Ising) evaluate the ball from the cached aux at x
+(RBM: O(|H_Y| X H) instead of |H_Y| full passes; :mod:`gradmc.samplers.incremental`); the first step
+after ``init`` counts init's evaluation of x, and a stale cache or its periodic refresh adds one more.
 """
 
 from __future__ import annotations
@@ -27,6 +30,17 @@ import torch
 from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
 from gradmc.samplers.discrete.blocks import next_permutation_block, xor_block
 from gradmc.samplers.enumerate import ball_patterns, ball_size, combinations
+from gradmc.samplers.incremental import (
+    CacheKey,
+    Evaluation,
+    cache_key,
+    current_evaluation,
+    eval_flip_candidates,
+    eval_flips,
+    evaluate,
+    flip_bits,
+    offers,
+)
 from gradmc.targets.validation import check_binary
 
 __all__ = ["HammingBall", "HammingBallState", "BlockHammingBall", "BlockHammingBallState"]
@@ -36,19 +50,25 @@ MAX_BALL = 2**16
 
 class HammingBallState(NamedTuple):
     """x: (C, D) state; order: (C, D) int64 per-chain scan permutation ((C, 0) before the first step);
-    position: next unused slot of ``order`` (Python int); num_steps: steps taken since ``init``."""
+    position: next unused slot of ``order`` (Python int); num_steps: steps taken since ``init``; cache /
+    cache_key: as :class:`~gradmc.samplers.discrete.gibbs.GibbsState`."""
 
     x: torch.Tensor
     order: torch.Tensor
     position: int
     num_steps: int = 0
+    cache: Evaluation | None = None
+    cache_key: CacheKey | None = None
 
 
 class BlockHammingBallState(NamedTuple):
-    """x: (C, D) state; num_steps: steps taken since ``init`` (for error messages)."""
+    """x: (C, D) state; num_steps: steps taken since ``init`` (for error messages); cache / cache_key:
+    as :class:`~gradmc.samplers.discrete.gibbs.GibbsState`."""
 
     x: torch.Tensor
     num_steps: int = 0
+    cache: Evaluation | None = None
+    cache_key: CacheKey | None = None
 
 
 class _HammingBallKernel:
@@ -73,23 +93,39 @@ class _HammingBallKernel:
             logits = log_prob(candidates.reshape(-1, D)).reshape(C, -1)
         return candidates, logits
 
-    def _check_init(self, x: torch.Tensor, log_prob) -> None:
-        with torch.no_grad():
-            check_finite(self.name, 0, ("log_prob at the current state", log_prob(x)))
+    def _init_cache(self, x: torch.Tensor, log_prob) -> tuple[Evaluation | None, CacheKey | None]:
+        """Check f at the initial states; return the cache and key to start with (None, None if the target
+        has no incremental evaluations)."""
+        ev = evaluate(log_prob, x, grad=False)
+        check_finite(self.name, 0, ("log_prob at the current state", ev.log_prob))
+        key = cache_key(log_prob) if offers(log_prob, "eval_flip_candidates") else None
+        return (ev if key is not None else None), key
 
-    def _update(self, x: torch.Tensor, block: torch.Tensor, log_prob, generator: torch.Generator,
-                step: int) -> tuple[torch.Tensor, Info]:
+    def _update(self, state, block: torch.Tensor, log_prob, generator: torch.Generator):
+        """One block update of ``state.x``; returns (x_new, cache, key, Info)."""
+        x, step = state.x, state.num_steps + 1
         C = x.shape[0]
         masks = self._masks(block.shape[1], x)  # (B, X)
         k = torch.randint(masks.shape[0], (C,), generator=generator, device=x.device)
-        u = xor_block(x, block, masks[k][:, None, :])[:, 0]  # (C, D), uniform on the ball around x
-        candidates, logits = self.conditional(u, block, log_prob)  # (C, B, D), (C, B)
-        check_conditional(self.name, step, logits)  # the ball around u holds x
-        x_new = candidates[torch.arange(C, device=x.device), sample_categorical(logits, generator)]
+        cache, key, evals = None, None, masks.shape[0]
+        if offers(log_prob, "eval_flip_candidates"):  # the ball around u = x ^ masks[k] as flips of x
+            ev, key, billed = current_evaluation(state, log_prob, x, grad=False)
+            flips = masks[k].bool()[:, None, :] ^ masks.bool()[None]  # (C, B, X)
+            logits = eval_flip_candidates(log_prob, x, ev, block, flips)
+            check_conditional(self.name, step, logits)  # the ball around u holds x
+            mask = flips[torch.arange(C, device=x.device), sample_categorical(logits, generator)]
+            x_new = flip_bits(x, block, mask)
+            cache = eval_flips(log_prob, x, ev, block, mask, grad=False) if key is not None else None
+            evals += billed
+        else:
+            u = xor_block(x, block, masks[k][:, None, :])[:, 0]  # (C, D), uniform on the ball around x
+            candidates, logits = self.conditional(u, block, log_prob)  # (C, B, D), (C, B)
+            check_conditional(self.name, step, logits)  # the ball around u holds x
+            x_new = candidates[torch.arange(C, device=x.device), sample_categorical(logits, generator)]
         ones = torch.ones(C, dtype=x.dtype, device=x.device)
         info = Info(acceptance_prob=ones, accepted=torch.ones(C, dtype=torch.bool, device=x.device),
-                    sites_changed=(x_new != x).sum(1), energy_evals=masks.shape[0], grad_evals=0)
-        return x_new, info
+                    sites_changed=(x_new != x).sum(1), energy_evals=evals, grad_evals=0)
+        return x_new, cache, key, info
 
     def _enumerate(self, x: torch.Tensor, blocks: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
         """All (block, u, x') outcomes from each x, block uniform over ``blocks`` (nb, X).
@@ -143,9 +179,9 @@ class HammingBall(_HammingBallKernel):
         check_binary(x, check_values=True)
         if x.shape[1] < self.block_size:
             raise ValueError(f"block_size {self.block_size} exceeds the dimension {x.shape[1]}")
-        self._check_init(x, log_prob)
+        cache, key = self._init_cache(x, log_prob)
         empty = torch.empty(x.shape[0], 0, dtype=torch.long, device=x.device)
-        return HammingBallState(x=x.clone(), order=empty, position=0)
+        return HammingBallState(x=x.clone(), order=empty, position=0, cache=cache, cache_key=key)
 
     def step(self, state: HammingBallState, log_prob, generator: torch.Generator):
         """One Hamming-ball update of the next scan block of every chain."""
@@ -153,8 +189,9 @@ class HammingBall(_HammingBallKernel):
         C, D = x.shape
         block, order, position = next_permutation_block(
             state.order, state.position, self.block_size, C, D, generator, x.device)  # (C, X)
-        x_new, info = self._update(x, block, log_prob, generator, state.num_steps + 1)
-        return HammingBallState(x=x_new, order=order, position=position, num_steps=state.num_steps + 1), info
+        x_new, cache, key, info = self._update(state, block, log_prob, generator)
+        return HammingBallState(x=x_new, order=order, position=position, num_steps=state.num_steps + 1,
+                                cache=cache, cache_key=key), info
 
     @torch.no_grad()
     def transition_probabilities(self, x: torch.Tensor, log_prob, blocks: torch.Tensor | None = None):
@@ -224,16 +261,16 @@ class BlockHammingBall(_HammingBallKernel):
         top = max(max(r) for r in self.blocks)
         if top >= x.shape[1]:
             raise ValueError(f"block index {top} out of range for dimension {x.shape[1]}")
-        self._check_init(x, log_prob)
-        return BlockHammingBallState(x=x.clone())
+        cache, key = self._init_cache(x, log_prob)
+        return BlockHammingBallState(x=x.clone(), cache=cache, cache_key=key)
 
     def step(self, state: BlockHammingBallState, log_prob, generator: torch.Generator):
         """One Hamming-ball update of a uniformly random block per chain."""
         x = state.x
         blocks = self.block_tensor(x.device)  # (nb, X)
         choice = torch.randint(blocks.shape[0], (x.shape[0],), generator=generator, device=x.device)
-        x_new, info = self._update(x, blocks[choice], log_prob, generator, state.num_steps + 1)
-        return BlockHammingBallState(x=x_new, num_steps=state.num_steps + 1), info
+        x_new, cache, key, info = self._update(state, blocks[choice], log_prob, generator)
+        return BlockHammingBallState(x=x_new, num_steps=state.num_steps + 1, cache=cache, cache_key=key), info
 
     @torch.no_grad()
     def transition_probabilities(self, x: torch.Tensor, log_prob):

@@ -1,0 +1,301 @@
+"""Cached and incremental target evaluations for the discrete kernels (issue 14).
+
+A gradient kernel such as GWG needs f(x) and grad f(x) at the current state and the same at its
+proposal x'. When x' is accepted it becomes the next step's x, so the kernels keep the last
+:class:`Evaluation` in their state and evaluate the target ONCE per step, at x'. Structured targets
+(RBM, lattice Ising, dense and lattice Potts) also keep target-specific intermediate results (``aux``:
+the RBM's pre-activations W x + c, the Ising neighbour field A s), from which a state that differs from
+x in a few sites is evaluated in O(changed sites) instead of a full pass.
+
+Exactness: a cache is exact only while the target is fixed, and PCD and AIS change it between steps.
+Every cached evaluation is therefore stored with a :class:`CacheKey`, which holds the target object
+itself (so its ``id`` cannot be reused while the key lives) and a fingerprint of its numbers: for an
+``nn.Module``, the version counter and storage address of every parameter, buffer and tensor attribute
+of every submodule (in-place updates, e.g. an optimiser step, bump the version counter; re-assigning a
+tensor changes the address) plus its scalar attributes (``theta``, ``training``, ...). A kernel uses
+its cache only when the key of the target passed to ``step`` equals the stored one, and evaluates
+afresh otherwise (counted in ``Info``). Targets that are neither modules nor declare
+``cache_fingerprint()`` are never cached. What cannot be detected, as in torch's own autograd: writes
+through ``tensor.data`` (they bypass the version counter) and changes hidden in a closure. PCD and AIS
+in gradmc re-initialise or pass a new target object after every change, so they never rely on the
+check; it is the guard against misuse.
+
+Drift: incremental updates of floating-point intermediates (the RBM's pre-activations) accumulate
+rounding error, so every :data:`REFRESH_EVERY` steps a kernel evaluates afresh from x.
+
+The optional target methods (each returns exactly what the generic path below computes, up to
+rounding; the targets' tests compare them):
+
+- ``eval_state(x, grad) -> Evaluation``: f, grad f (if ``grad``) and ``aux`` at x (C, ...);
+- binary states (C, D): ``eval_flips(x, ev, sites, mask, grad) -> Evaluation`` at x with bits
+  ``sites[c, k]`` flipped where ``mask[c, k]``, sites (C, X) int64, mask (C, X) bool (a site may repeat
+  in a row where all but one of its entries are masked out);
+  ``eval_flip_candidates(x, ev, sites, masks) -> (C, B)`` f at x with the bits of ``sites`` flipped
+  where ``masks[c, b]`` (C, B, X) bool (Gibbs-X, Hamming-ball);
+- one-hot states (C, D, K): ``eval_change(x, ev, site, value, grad) -> Evaluation`` at x with site
+  ``site[c]`` set to ``value[c]`` (C,) int64; ``eval_change_candidates(x, ev, site) -> (C, K)`` f at x
+  with site ``site[c]`` set to each of the K values (categorical Gibbs-1).
+
+Cost accounting (:class:`~gradmc.samplers.base.Info`): each state whose f is computed counts once,
+whether from scratch or from ``aux``, so "per energy evaluation" comparisons count the states a kernel
+looked at; a value read from the cache is not counted again, and the evaluation ``init`` makes for the
+cache is counted by the first step. A chain of n GWG steps from ``init`` counts n + 1 evaluations (the
+first step 2, the others 1, plus 1 at each refresh or target change); before caching it was 2 n.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from gradmc.samplers.base import log_prob_and_grad
+
+__all__ = ["REFRESH_EVERY", "Evaluation", "CacheKey", "cache_key", "fingerprint", "current_evaluation",
+           "evaluate", "eval_flips", "eval_flip_candidates", "eval_change", "eval_change_candidates",
+           "select", "flip_bits", "flip_deltas", "offers"]
+
+#: A kernel re-evaluates its cached f, grad f and aux from x every this many steps (bounds the rounding
+#: drift of incremental updates; costs 1 / REFRESH_EVERY of an evaluation per step).
+REFRESH_EVERY = 128
+
+_SCALARS = (bool, int, float, str, type(None))
+
+
+class Evaluation(NamedTuple):
+    """The target at the chains' states x.
+
+    Attributes:
+        log_prob: (C,) f(x), detached.
+        grad: grad_x f(x), shaped as x, detached; None when not computed (the Gibbs-type kernels).
+        aux: target-specific intermediate results with leading dimension C (RBM: pre-activations
+            (C, H); lattice Ising: neighbour field (C, D)), or None.
+    """
+
+    log_prob: torch.Tensor
+    grad: torch.Tensor | None = None
+    aux: torch.Tensor | None = None
+
+
+class CacheKey(NamedTuple):
+    """Identifies the target an :class:`Evaluation` belongs to (see the module docstring).
+
+    owner: the target object (for a bound method, the object it is bound to); func: the bound method's
+    function, or None; fingerprint: :func:`fingerprint` of ``owner`` when the key was made.
+    """
+
+    owner: object
+    func: object
+    fingerprint: tuple
+
+    def matches(self, other: CacheKey | None) -> bool:
+        """True when ``other`` names the same object, method and fingerprint (identity, not equality)."""
+        return (other is not None and self.owner is other.owner and self.func is other.func
+                and self.fingerprint == other.fingerprint)
+
+
+def _tensor_mark(t: torch.Tensor) -> tuple:
+    return (t._version, t.data_ptr(), t.dtype, t.device, tuple(t.shape))
+
+
+def _module_fingerprint(module: nn.Module) -> tuple:
+    parts = []
+    for sub in module.modules():
+        for name, t in itertools.chain(sub._parameters.items(), sub._buffers.items()):
+            parts.append((name, None) if t is None else (name, *_tensor_mark(t)))
+        for name, value in sub.__dict__.items():
+            if isinstance(value, torch.Tensor):
+                parts.append((name, *_tensor_mark(value)))
+            elif isinstance(value, _SCALARS):
+                parts.append((name, value))
+    return tuple(parts)
+
+
+def fingerprint(target) -> tuple | None:
+    """A tuple that changes whenever ``target``'s numbers change, or None if that cannot be known.
+
+    ``target.cache_fingerprint()`` when the object defines it; for an ``nn.Module`` (or a method bound
+    to one) its parameters, buffers, tensor attributes and scalar attributes, as described in the module
+    docstring; None for any other callable (a plain function or closure: never cached).
+    """
+    declared = getattr(target, "cache_fingerprint", None)
+    if declared is not None:
+        return declared()
+    if isinstance(target, nn.Module):
+        return _module_fingerprint(target)
+    return None
+
+
+def cache_key(log_prob) -> CacheKey | None:
+    """The :class:`CacheKey` of ``log_prob`` now, or None when it is not cacheable."""
+    owner, func = log_prob, None
+    if getattr(log_prob, "__self__", None) is not None and hasattr(log_prob, "__func__"):
+        owner, func = log_prob.__self__, log_prob.__func__  # a new bound-method object on every access
+    mark = fingerprint(owner)
+    return None if mark is None else CacheKey(owner, func, mark)
+
+
+def offers(log_prob, method: str) -> bool:
+    """Whether the target offers one of the optional methods above, e.g. ``"eval_flip_candidates"``: the
+    Gibbs-type kernels cache only then (for other targets a cache would cost an evaluation and save none)."""
+    return callable(getattr(log_prob, method, None))
+
+
+def current_evaluation(state, log_prob, x: torch.Tensor, grad: bool) -> tuple[Evaluation, CacheKey | None, int]:
+    """The evaluation at a kernel state's x: its cache when valid, otherwise a fresh one.
+
+    The cache (``state.cache``, ``state.cache_key``) is valid when the key of ``log_prob`` now matches
+    the stored one, it holds a gradient if ``grad`` is asked for, and the state is not due for its
+    periodic refresh (``num_steps`` a positive multiple of :data:`REFRESH_EVERY`).
+
+    Args:
+        state: a kernel state with fields ``cache`` (Evaluation or None), ``cache_key`` and ``num_steps``.
+        log_prob: the target passed to ``step``.
+        x: (C, ...) the state's x.
+        grad: whether grad f is needed.
+
+    Returns:
+        (evaluation, key to store with the next state, evaluations of x to count in this step's Info):
+        1 for a fresh evaluation, 1 for the first step after ``init`` (whose evaluation it uses: each
+        evaluation is counted once, by the step that needs it), else 0.
+    """
+    key = cache_key(log_prob)
+    cached = state.cache
+    if (key is not None and cached is not None and key.matches(state.cache_key)
+            and (cached.grad is not None or not grad) and not _refresh_due(state.num_steps)):
+        return cached, key, int(state.num_steps == 0)
+    return evaluate(log_prob, x, grad), key, 1
+
+
+def _refresh_due(num_steps: int) -> bool:
+    return num_steps > 0 and num_steps % REFRESH_EVERY == 0
+
+
+def evaluate(log_prob, x: torch.Tensor, grad: bool = True) -> Evaluation:
+    """f (and grad f) at x: ``log_prob.eval_state`` when offered, else the generic path.
+
+    Generic path: :func:`~gradmc.samplers.base.log_prob_and_grad` with ``grad``, else one no-grad call.
+
+    Args:
+        log_prob: target callable (C, ...) -> (C,).
+        x: (C, ...) states.
+
+    Raises:
+        ValueError: if log_prob does not return shape (C,).
+    """
+    own = getattr(log_prob, "eval_state", None)
+    if own is not None:
+        return own(x, grad)
+    if grad:
+        f, g = log_prob_and_grad(log_prob, x)
+        return Evaluation(f, g)
+    with torch.no_grad():
+        f = log_prob(x)
+    if f.shape != x.shape[:1]:
+        raise ValueError(f"log_prob must return shape ({x.shape[0]},), got {tuple(f.shape)}")
+    return Evaluation(f.detach())
+
+
+def flip_deltas(x: torch.Tensor, sites: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The bit changes x'_k - x_k (1 - 2 x_k where masked, else 0) at ``sites``: x (C, D), sites (C, X),
+    mask (C, X) or (C, B, X) bool -> shaped as mask, in x's dtype."""
+    sign = 1.0 - 2.0 * x.gather(1, sites)  # (C, X)
+    if mask.dim() == 3:
+        sign = sign[:, None, :]
+    return torch.where(mask, sign, torch.zeros((), dtype=x.dtype, device=x.device))
+
+
+def flip_bits(x: torch.Tensor, sites: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """A copy of binary x (C, D) with bits ``sites`` (C, X) flipped where ``mask`` (C, X) bool (a site may
+    repeat in a row where all but one of its entries are masked out)."""
+    return x.scatter_add(1, sites, flip_deltas(x, sites, mask))
+
+
+def eval_flips(log_prob, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor, mask: torch.Tensor,
+               grad: bool = True) -> Evaluation:
+    """The evaluation at x with bits ``sites[c, k]`` flipped where ``mask[c, k]``.
+
+    Args:
+        x: (C, D) binary; ev: the evaluation at x; sites: (C, X) int64; mask: (C, X) bool. A site may
+            repeat within a row only where all but one of its entries are masked out (GWG-N's draws).
+
+    Returns:
+        :class:`Evaluation` at the flipped states (``log_prob.eval_flips`` when offered, else a full
+        evaluation of them).
+    """
+    own = getattr(log_prob, "eval_flips", None)
+    if own is not None:
+        return own(x, ev, sites, mask, grad)
+    return evaluate(log_prob, flip_bits(x, sites, mask), grad)
+
+
+def eval_flip_candidates(log_prob, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor,
+                         masks: torch.Tensor) -> torch.Tensor:
+    """f at B candidates per chain: x with the bits ``sites`` flipped where ``masks``.
+
+    Args:
+        x: (C, D) binary; ev: the evaluation at x (``grad`` may be None); sites: (C, X) int64 distinct
+            within a row; masks: (C, B, X) bool.
+
+    Returns:
+        (C, B) log_prob of the candidates (``log_prob.eval_flip_candidates`` when offered, else one
+        log_prob call on the (C * B, D) candidates).
+    """
+    own = getattr(log_prob, "eval_flip_candidates", None)
+    if own is not None:
+        return own(x, ev, sites, masks)
+    C, D = x.shape
+    B = masks.shape[1]
+    candidates = x[:, None, :].repeat(1, B, 1)
+    candidates.scatter_add_(2, sites[:, None, :].expand(C, B, sites.shape[1]), flip_deltas(x, sites, masks))
+    with torch.no_grad():
+        return log_prob(candidates.reshape(C * B, D)).reshape(C, B)
+
+
+def _set_site(x: torch.Tensor, site: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    rows = torch.arange(x.shape[0], device=x.device)
+    out = x.clone()
+    out[rows, site] = 0.0
+    out[rows, site, value] = 1.0
+    return out
+
+
+def eval_change(log_prob, x: torch.Tensor, ev: Evaluation, site: torch.Tensor, value: torch.Tensor,
+                grad: bool = True) -> Evaluation:
+    """The evaluation at one-hot x (C, D, K) with site ``site[c]`` set to value ``value[c]`` ((C,) int64).
+
+    ``log_prob.eval_change`` when offered, else a full evaluation of the changed states.
+    """
+    own = getattr(log_prob, "eval_change", None)
+    if own is not None:
+        return own(x, ev, site, value, grad)
+    return evaluate(log_prob, _set_site(x, site, value), grad)
+
+
+def eval_change_candidates(log_prob, x: torch.Tensor, ev: Evaluation, site: torch.Tensor) -> torch.Tensor:
+    """(C, K) f at one-hot x (C, D, K) with site ``site[c]`` set to each value k = 0..K-1.
+
+    ``log_prob.eval_change_candidates`` when offered, else one log_prob call on the (C * K, D, K)
+    candidates.
+    """
+    own = getattr(log_prob, "eval_change_candidates", None)
+    if own is not None:
+        return own(x, ev, site)
+    C, D, K = x.shape
+    candidates = x[:, None].repeat(1, K, 1, 1)  # (C, K, D, K)
+    rows = torch.arange(C, device=x.device)
+    candidates[rows, :, site] = torch.eye(K, dtype=x.dtype, device=x.device)
+    with torch.no_grad():
+        return log_prob(candidates.reshape(C * K, D, K)).reshape(C, K)
+
+
+def select(accepted: torch.Tensor, new: Evaluation, old: Evaluation) -> Evaluation:
+    """Per chain, ``new`` where accepted (C,) bool, else ``old`` (fields that are None stay None)."""
+    def pick(a, b):
+        if a is None or b is None:
+            return None
+        return torch.where(accepted.reshape(-1, *([1] * (a.dim() - 1))), a, b)
+
+    return Evaluation(pick(new.log_prob, old.log_prob), pick(new.grad, old.grad), pick(new.aux, old.aux))
