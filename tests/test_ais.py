@@ -23,8 +23,10 @@ def _check(result, exact, max_se=0.08):
     assert abs(result.log_z - exact) < 4 * result.log_z_se + 0.01, (result.log_z, exact, result.log_z_se)
 
 
-@pytest.mark.parametrize("sampler", ["Gibbs-1", "GWG"])
-def test_ais_matches_exact_rbm_log_partition(sampler):
+@pytest.mark.parametrize("sampler,steps_per_level", [("Gibbs-1", 1), ("GWG", 1), ("GWG", 3), ("HB-4-1", 2)])
+def test_ais_matches_exact_rbm_log_partition(sampler, steps_per_level):
+    """With several steps per level the kernels' caches serve the later steps of a level (the target
+    object is new at every level, so the first step re-evaluates)."""
     g = torch.Generator().manual_seed(0)
     rbm = RBM(20, 10, weight_std=0.5, generator=g).double().requires_grad_(False)
     with torch.no_grad():
@@ -34,7 +36,7 @@ def test_ais_matches_exact_rbm_log_partition(sampler):
     data = torch.bernoulli(torch.full((50, 20), 0.4, dtype=torch.float64), generator=g)
     base = BernoulliBase.fit(data)
     result = ais_log_partition(rbm, base, make_sampler(sampler), num_chains=300, betas=linear_schedule(200),
-                               generator=g, dtype=torch.float64)
+                               generator=g, dtype=torch.float64, steps_per_level=steps_per_level)
     _check(result, exact)
     assert 1 < result.weights_ess <= 300
 

@@ -85,6 +85,20 @@ def test_draw_flip_counts_frequencies():
     assert torch.allclose(freq, torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64), atol=3e-3)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sample_categorical_frequencies_and_log_probs(dtype):
+    """Inverse-CDF draws follow softmax(logits) (-inf entries never drawn; large logits do not overflow)
+    and the returned log-probabilities equal log_softmax at the drawn index."""
+    from gradmc.samplers.base import sample_categorical
+
+    logits = torch.tensor([[800.0, 800.0 + math.log(3.0), -torch.inf, 799.0]], dtype=dtype).expand(200_000, 4)
+    idx, log_p = sample_categorical(logits, torch.Generator().manual_seed(1), return_log_prob=True)
+    want = torch.softmax(logits[0].double(), -1)
+    freq = torch.bincount(idx, minlength=4).double() / idx.numel()
+    assert int(freq[2]) == 0 and torch.allclose(freq, want, atol=4e-3)
+    torch.testing.assert_close(log_p, torch.log_softmax(logits, -1).gather(1, idx[:, None]).squeeze(1))
+
+
 # ---------------------------------------------------------------------------------------------------
 # argument checks
 

@@ -22,8 +22,10 @@ standard error by the delta method is
 computed stably from normalised weights; the effective sample size of the weights is also returned.
 
 Any sampler of :mod:`gradmc.samplers.discrete` works as T_k (binary (C, D) or one-hot (C, D, K)
-states): those kernels re-evaluate f at the current state every step, so they stay exact when the
-target changes between steps.
+states). Each level passes a NEW intermediate-target object, so a kernel's cached evaluation of the
+previous level never matches (:mod:`gradmc.samplers.incremental`: the key holds the target object) and
+the first step of every level evaluates the current state afresh; with several steps per level the
+later ones use the cache, valid while the model's parameters stay unchanged (its fingerprint).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+
+from gradmc.samplers.incremental import fingerprint
 
 __all__ = ["BernoulliBase", "CategoricalBase", "AISResult", "ais_log_partition", "linear_schedule"]
 
@@ -122,6 +126,12 @@ class _Intermediate:
 
     def __init__(self, model: Callable, base, beta: float):
         self.model, self.base, self.beta = model, base, float(beta)
+
+    def cache_fingerprint(self) -> tuple | None:
+        """For kernel caches: beta and the model's fingerprint (None, never cached, if the model has none).
+        The base is fitted once and never changed in place."""
+        mark = fingerprint(self.model)
+        return None if mark is None else (self.beta, id(self.base), mark)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return (1.0 - self.beta) * self.base.log_prob(x) + self.beta * self.model(x)

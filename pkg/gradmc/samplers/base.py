@@ -225,16 +225,17 @@ def sample_categorical(logits: torch.Tensor, generator: torch.Generator, return_
     Returns:
         (...,) int64 indices in [0, K); with return_log_prob, also (...,) their log-probabilities.
     """
-    log_probs = torch.log_softmax(logits, -1)  # (..., K)
-    cdf = log_probs.exp().cumsum(-1, dtype=torch.float64)
+    top = logits.amax(-1, keepdim=True)  # (..., 1)
+    cdf = torch.exp(logits - top).cumsum(-1, dtype=torch.float64)  # unnormalised, max term 1
     total = cdf[..., -1:].contiguous()
     u = torch.rand((*logits.shape[:-1], 1), generator=generator, device=logits.device, dtype=torch.float64)
     idx = torch.searchsorted(cdf, u * total, right=True)
     # u * total can round up to total: the first index where the CDF reaches its total is the last
     # entry of positive probability, so clipping to it never returns a zero-probability entry
     idx = torch.minimum(idx, torch.searchsorted(cdf, total, right=False))
-    if return_log_prob:
-        return idx.squeeze(-1), log_probs.gather(-1, idx).squeeze(-1)
+    if return_log_prob:  # log softmax at idx = logit - max - log(sum exp(logits - max))
+        log_prob = logits.gather(-1, idx) - top - torch.log(total).to(logits.dtype)
+        return idx.squeeze(-1), log_prob.squeeze(-1)
     return idx.squeeze(-1)
 
 

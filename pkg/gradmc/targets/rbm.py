@@ -76,7 +76,7 @@ class RBM(nn.Module):
             x = x.to(self.W.dtype)
             delta = flip_deltas(x, sites, mask)  # (C, X)
             if sites.shape[1] == 1:
-                pre = torch.addcmul(self._aux(x, ev), delta, self.W.t()[sites[:, 0]])
+                pre = torch.addcmul(self._aux(x, ev), delta, self.W.index_select(1, sites[:, 0]).t())
             else:
                 pre = self._aux(x, ev) + torch.bmm(delta[:, None, :], self._columns(sites)).squeeze(1)
             visible = x @ self.b + (delta * self.b[sites]).sum(-1)  # b^T x'

@@ -59,8 +59,8 @@ class CategoricalGibbs:
     Cost per step: one ``log_prob`` call on a (C * K**X, D, K) batch, reported as energy_evals = K**X,
     grad_evals = 0. For Gibbs-1 on targets with ``eval_change_candidates`` (dense and lattice Potts) the K
     candidates come from the cached evaluation at x instead (O(C K) plus the cache update; the first step
-    counts init's evaluation of x, and a stale cache or its periodic refresh adds one evaluation of x). The step always "accepts" (acceptance_prob = 1);
-    sites_changed counts the sites whose value changed.
+    counts init's evaluation of x, and a stale cache or its periodic refresh adds one evaluation of x).
+    The step always "accepts" (acceptance_prob = 1); sites_changed counts the sites whose value changed.
 
     Raises (from ``__post_init__`` / ``init``):
         ValueError: block_size < 1, block_size > D, or K**block_size > MAX_CANDIDATES.
