@@ -28,7 +28,7 @@ PROFILE ?= workflow/profiles/default
 CONFIG  ?= quick
 SMK     := $(BIN)/snakemake --workflow-profile $(PROFILE) --cores $(CORES)
 
-.PHONY: help venv data test test-full lint reproduce reproduce-paper reproduce-smoke bench report unlock clean-results
+.PHONY: help venv data test test-full lint reproduce reproduce-paper reproduce-smoke bench gpu-check report unlock clean-results
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -80,6 +80,9 @@ reproduce-smoke: $(STAMP)  ## tiny end-to-end run (a few minutes, into results/s
 
 bench: $(STAMP)  ## benchmarks, written to results/bench/
 	$(BIN)/python -m gradmc.cli bench --out results/bench
+
+gpu-check: $(STAMP)  ## CUDA check, <= 5 min on one GPU: smoke DAG cpu vs cuda, GWG steps/s -> results/gpu-check/
+	$(BIN)/python -m gradmc.bench.gpu_check --out results/gpu-check --cores $(CORES)
 
 report: $(STAMP)  ## HTML report of the quick results (figures, tables, claims) -> results/report.html
 	$(SMK) --configfile config/$(CONFIG).yaml --report results/report.html

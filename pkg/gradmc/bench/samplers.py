@@ -1,90 +1,347 @@
-"""Sampler throughput benchmark (issue 3): steps/s on the RBM and lattice-Ising settings of the GWG paper.
+"""Sampler throughput benchmark (``make bench``, issues 3 and 14): steps/s and ESS/s, written to samplers.json.
 
-Settings (fixed, so numbers compare across commits and with the authors' implementation measured on
-the same machine: GWG 160 steps/s on the RBM, 89 steps/s on the Ising model):
-- RBM 784 x 500, W ~ N(0, 0.1^2), zero biases, 100 chains: GWG, Gibbs-1, Gibbs-2, HB-10-1, GWG-3,
-  exact block Gibbs.
-- 40 x 40 cyclic lattice Ising, theta = 0.25, 32 chains: GWG, Gibbs-1.
+Suites (fixed settings, so numbers compare across commits and with the authors' implementation measured
+side by side on the reference machine, idle, 2 threads, CPU; issue 14, medians of 3 runs):
+
+- ``rbm_784x500_100chains``: RBM 784 x 500, W ~ N(0, 0.1^2), zero biases, 100 chains, binary x (100, 784):
+  GWG, Gibbs-1, Gibbs-2, HB-10-1, GWG-3, exact block Gibbs. Authors: GWG 195, GWG-3 259, Gibbs-1 605,
+  HB-10-1 120 steps/s.
+- ``ising_40x40_theta0.25_32chains``: 40 x 40 cyclic lattice Ising, theta = 0.25 (just above the critical
+  0.22), 32 chains: GWG, Gibbs-1. Authors: GWG 94 steps/s.
+- ``potts_48x21_100chains``: dense Potts at the protein size of GWG Sec. 5.4 (PF00018: 48 sites x 21
+  states), 100 chains, one-hot x (100, 48, 21): categorical GWG and categorical Gibbs-1. Random model:
+  fields h ~ N(0, 1); couplings J_ij = (W_ij + W_ji^T) / sqrt(2) with W entries N(0, 0.1^2) (so J entries
+  are N(0, 0.1^2), J_ji = J_ij^T) and J_ii = 0. Authors: GWG 64, Gibbs-1 26 steps/s.
+- ``lattice_potts_20x20x3_theta1.0_100chains``: cyclic lattice Potts 20 x 20 with 3 states,
+  log p(x) = theta sum_edges [x_i == x_j], theta = 1.0 (near the critical point log(1 + sqrt 3) ~= 1.005 of
+  the infinite 3-state lattice, as the Ising suite sits near its critical point), zero field, 100 chains,
+  one-hot x (100, 400, 3): categorical GWG and categorical Gibbs-1. Authors: GWG 68 steps/s.
+- ``rbm_trained_784x500_ess``: ESS/s of the Hamming statistic on an RBM trained on MNIST, the RBM suite's
+  samplers (see :mod:`gradmc.bench.rbm_ess`; skipped when static_mnist is not in the data folder).
 - Kernel HMC: one KMC-finite iteration and one GPC estimate (see :mod:`gradmc.bench.kmc`).
-All with ``torch.set_num_threads(threads)`` (2 on the reference machine) on CPU.
+
+All with ``torch.set_num_threads(threads)`` (2 on the reference machine) on CPU. The reference numbers and
+issue 14's targets are also stored in the JSON (``authors_reference``, ``targets``;
+:mod:`gradmc.bench.catalog`).
+
+JSON layout (``samplers.json``)::
+
+    {"created_utc", "gradmc_version", "torch_version", "git_commit", "git_dirty", "threads", "cpu",
+     "cpu_count", "steps_per_run", "repeats", "warmup",          # settings of the latest invocation
+     "suites": {suite: {sampler: {"steps_per_s": median, "steps_per_s_runs": [...], "steps_per_s_min",
+                                  "steps_per_s_max", "steps_per_s_rel_spread": (max - min) / median,
+                                  "repeats", "ms_per_step", ...}}        # or "skipped: <reason>"
+     "suite_settings": {suite: {"created_utc", "git_commit", "seconds", "steps_per_run", "repeats",
+                                "warmup", "params", "loadavg_before", "loadavg_after", ...}},
+     "authors_reference": {suite: {sampler: steps/s}}, "targets": {suite: {sampler: steps/s}}}
+
+Every entry of ``suites.<suite>`` is a sampler (or, for KMC / GPC, a batch size) whose row has
+``steps_per_s`` and its spread; metadata lives outside ``suites``. The ESS suite's rows add ``ess_per_s``,
+``ess``, ``steps``, ``seconds`` (:func:`gradmc.bench.rbm_ess.ess_run`). ``suite_settings`` is authoritative
+for each suite's own settings: a run of a subset (``suites=``) updates only those suites of an existing file.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
+import math
 import os
 import platform
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 from gradmc import __version__
 from gradmc.atomic import atomic_path
-from gradmc.bench.timing import time_sampler
+from gradmc.bench.catalog import (
+    AUTHORS_REFERENCE,
+    DEFAULT_ESS_BURN_IN,
+    DEFAULT_ESS_STEPS,
+    DEFAULT_REPEATS,
+    DEFAULT_STEPS,
+    DEFAULT_WARMUP,
+    GPC_SUITE,
+    ISING_SUITE,
+    KMC_SUITE,
+    LATTICE_POTTS_SUITE,
+    MIN_REPEATS,
+    POTTS_SUITE,
+    RBM_ESS_SUITE,
+    RBM_SUITE,
+    SCALING,
+    SUITE_NAMES,
+    TARGETS,
+    select_suites,
+)
+from gradmc.bench.timing import spread, time_sampler
+from gradmc.errors import InputError
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets.ising import LatticeIsing
+from gradmc.targets.potts import LatticePotts, Potts
 from gradmc.targets.rbm import RBM
 
-__all__ = ["SUITES", "run_benchmark"]
+__all__ = ["SamplerSuite", "SUITES", "build_rbm", "build_ising", "build_potts", "build_lattice_potts",
+           "run_benchmark"]
 
 
-def _rbm_suite(generator) -> tuple[object, torch.Tensor]:
-    rbm = RBM(784, 500, weight_std=0.1, generator=generator).requires_grad_(False)
-    x0 = torch.bernoulli(torch.full((100, 784), 0.5), generator=generator)
+def build_rbm(generator: torch.Generator, *, num_visible: int = 784, num_hidden: int = 500,
+              num_chains: int = 100, weight_std: float = 0.1) -> tuple[RBM, torch.Tensor]:
+    """RBM (num_visible x num_hidden, W ~ N(0, weight_std^2), zero biases) and x0 ~ Bernoulli(0.5),
+    (num_chains, num_visible) float."""
+    rbm = RBM(num_visible, num_hidden, weight_std=weight_std, generator=generator).requires_grad_(False)
+    x0 = torch.bernoulli(torch.full((num_chains, num_visible), 0.5), generator=generator)
     return rbm, x0
 
 
-def _ising_suite(generator) -> tuple[object, torch.Tensor]:
-    target = LatticeIsing(side=40, theta=0.25)
-    x0 = torch.bernoulli(torch.full((32, 1600), 0.5), generator=generator)
+def build_ising(generator: torch.Generator, *, side: int = 40, theta: float = 0.25,
+                num_chains: int = 32) -> tuple[LatticeIsing, torch.Tensor]:
+    """Cyclic side x side lattice Ising and x0 ~ Bernoulli(0.5), (num_chains, side**2) float."""
+    target = LatticeIsing(side=side, theta=theta)
+    x0 = torch.bernoulli(torch.full((num_chains, side * side), 0.5), generator=generator)
     return target, x0
 
 
-#: suite name -> (builder, sampler names)
-SUITES: dict[str, tuple[Callable, tuple[str, ...]]] = {
-    "rbm_784x500_100chains": (_rbm_suite, ("GWG", "Gibbs-1", "Gibbs-2", "HB-10-1", "GWG-3", "BlockGibbs")),
-    "ising_40x40_theta0.25_32chains": (_ising_suite, ("GWG", "Gibbs-1")),
+def _uniform_onehot(generator: torch.Generator, num_chains: int, num_sites: int, num_states: int) -> torch.Tensor:
+    """(num_chains, num_sites, num_states) float one-hot states with independent uniform categories."""
+    labels = torch.randint(num_states, (num_chains, num_sites), generator=generator)
+    return F.one_hot(labels, num_states).to(torch.get_default_dtype())
+
+
+def build_potts(generator: torch.Generator, *, num_sites: int = 48, num_states: int = 21, num_chains: int = 100,
+                coupling_std: float = 0.1, field_std: float = 1.0) -> tuple[Potts, torch.Tensor]:
+    """Dense Potts with random parameters (the module docstring) and uniform one-hot x0.
+
+    Returns:
+        (Potts with h (D, K) ~ N(0, field_std^2), J (D, D, K, K) with N(0, coupling_std^2) entries,
+        J_ji = J_ij^T, J_ii = 0; x0 (num_chains, D, K) float one-hot), D = num_sites, K = num_states.
+    """
+    D, K = num_sites, num_states
+    W = torch.randn(D, D, K, K, generator=generator) * coupling_std
+    J = (W + W.permute(1, 0, 3, 2)) / math.sqrt(2.0)  # exactly symmetric: J[j, i] = J[i, j]^T
+    J[torch.arange(D), torch.arange(D)] = 0.0
+    h = torch.randn(D, K, generator=generator) * field_std
+    return Potts(h, J), _uniform_onehot(generator, num_chains, D, K)
+
+
+def build_lattice_potts(generator: torch.Generator, *, side: int = 20, num_states: int = 3, theta: float = 1.0,
+                        num_chains: int = 100) -> tuple[LatticePotts, torch.Tensor]:
+    """Cyclic side x side lattice Potts (zero field) and uniform one-hot x0, (num_chains, side**2, num_states)."""
+    target = LatticePotts(side=side, num_states=num_states, theta=theta)
+    return target, _uniform_onehot(generator, num_chains, side * side, num_states)
+
+
+@dataclass(frozen=True)
+class SamplerSuite:
+    """A steps/s suite: ``build(generator, **params) -> (target, x0)`` and the sampler names to time.
+
+    ``state`` is the ``make_sampler`` state kind ("binary" or "categorical").
+    """
+
+    build: Callable[..., tuple[object, torch.Tensor]]
+    samplers: tuple[str, ...]
+    state: str = "binary"
+
+
+#: steps/s suites: name -> SamplerSuite (the ESS, KMC and GPC suites are run by their own modules)
+SUITES: dict[str, SamplerSuite] = {
+    RBM_SUITE: SamplerSuite(build_rbm, ("GWG", "Gibbs-1", "Gibbs-2", "HB-10-1", "GWG-3", "BlockGibbs")),
+    ISING_SUITE: SamplerSuite(build_ising, ("GWG", "Gibbs-1")),
+    POTTS_SUITE: SamplerSuite(build_potts, ("GWG", "Gibbs-1"), "categorical"),
+    LATTICE_POTTS_SUITE: SamplerSuite(build_lattice_potts, ("GWG", "Gibbs-1"), "categorical"),
 }
 
 
-def run_benchmark(out_path: str | Path, *, threads: int = 2, steps: int = 100, repeats: int = 5,
-                  progress=print) -> dict:
-    """Time every (suite, sampler) pair; write the results as JSON to ``out_path`` atomically; return them."""
-    torch.set_num_threads(threads)
-    results: dict = {
-        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "gradmc_version": __version__, "torch_version": torch.__version__, "threads": threads,
-        "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-        "steps_per_run": steps, "repeats": repeats, "suites": {},
-    }
-    for suite, (build, names) in SUITES.items():
-        generator = make_generator(seed_from("bench", suite))
-        target, x0 = build(generator)
-        results["suites"][suite] = {}
-        for name in names:
-            row = time_sampler(make_sampler(name), target, x0, generator, steps=steps, repeats=repeats)
-            results["suites"][suite][name] = row
-            if progress is not None:
-                progress(f"[bench] {suite} {name}: {row['steps_per_s']:.1f} steps/s "
-                         f"({row['ms_per_step']:.2f} ms/step)")
-    from gradmc.bench.kmc import gpc_estimate_suite, kmc_finite_suite
+def _check(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(f"bench {name} must be an integer >= {minimum}, got {value!r}")
 
-    kmc = kmc_finite_suite(steps=max(steps // 5, 5), repeats=repeats)
-    results["suites"]["kmc_finite_banana8_m1000_L10-100"] = kmc
-    for key, row in kmc.items():
-        if progress is not None:
-            progress(f"[bench] KMC finite banana {key}: {row['ms_per_iteration']:.2f} ms/iteration, "
-                     f"{row['iterations_per_s']:.0f} chain-iterations/s")
-    gpc = gpc_estimate_suite(repeats=repeats)
-    results["suites"]["gpc_glass_estimate_100samples"] = gpc if gpc is not None else "skipped: glass.data missing"
-    for key, row in (gpc or {}).items():
-        if progress is not None:
-            progress(f"[bench] GPC estimate {key}: {row['ms_per_estimate']:.1f} ms")
-    if gpc is None and progress is not None:
-        progress("[bench] GPC estimate skipped: glass/glass.data not in the data folder (GRADMC_DATA_DIR)")
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def _compare(suite: str, sampler: str, rate: float) -> str:
+    """", authors 64 (4.5x), target 640" for the progress line (empty when there is no reference)."""
+    text = ""
+    if (ref := AUTHORS_REFERENCE.get(suite, {}).get(sampler)) is not None:
+        text += f", authors {ref:g} ({rate / ref:.1f}x)"
+    if (target := TARGETS.get(suite, {}).get(sampler)) is not None:
+        text += f", target {target:g}"
+    return text
+
+
+def _kmc(steps: int, repeats: int) -> dict:
+    from gradmc.bench.kmc import kmc_finite_suite
+
+    rows = kmc_finite_suite(steps=max(steps // 5, 5), repeats=repeats)
+    for row in rows.values():  # kmc_finite_suite reports chain-iterations/s; the layout wants batch steps/s too
+        row.update(spread(row["steps_per_s_runs"], "steps_per_s"))
+    return rows
+
+
+def _gpc(repeats: int, data_dir) -> dict | str:
+    from gradmc.bench.kmc import gpc_estimate_suite
+    from gradmc.data import registry
+
+    rows = gpc_estimate_suite(repeats=repeats, data_dir=data_dir)
+    if rows is None:
+        folder = data_dir if data_dir is not None else registry.data_dir()
+        return f"skipped: glass.data missing (glass/glass.data not in the data folder {folder}, GRADMC_DATA_DIR)"
+    for row in rows.values():  # one estimate is one pseudo-marginal MH step: its rate bounds such a chain's
+        row.update(spread(row["ms_runs"], "ms_per_estimate"))
+        row.update(spread([1000.0 / ms for ms in row["ms_runs"]], "steps_per_s"))
+    return rows
+
+
+def _run_suite(suite: str, *, steps: int, repeats: int, warmup: int, ess_steps: int, ess_burn_in: int,
+               params: dict, data_dir, say: Callable[[str], None]) -> tuple[dict | str, dict]:
+    """(results, extra settings) of one suite."""
+    if suite in SUITES:
+        spec = SUITES[suite]
+        gen = make_generator(seed_from("bench", suite))  # builds the target, then drives every sampler in turn
+        target, x0 = spec.build(gen, **params)
+        out = {}
+        for name in spec.samplers:
+            row = time_sampler(make_sampler(name, state=spec.state), target, x0, gen, steps=steps, repeats=repeats,
+                               warmup=warmup)
+            out[name] = row
+            say(f"[bench] {suite} {name}: {row['steps_per_s']:.1f} steps/s ({row['ms_per_step']:.2f} ms/step; "
+                f"runs {row['steps_per_s_min']:.0f}-{row['steps_per_s_max']:.0f}, spread "
+                f"{100 * row['steps_per_s_rel_spread']:.0f}%{_compare(suite, name, row['steps_per_s'])})")
+        defaults = {k: p.default for k, p in inspect.signature(spec.build).parameters.items()
+                    if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        extra = {"params": {**defaults, **params, "x0_shape": list(x0.shape), "target": repr(target).splitlines()[0]},
+                 "samplers": list(spec.samplers), "state": spec.state}
+        return out, extra
+    if suite == RBM_ESS_SUITE:
+        from gradmc.bench.rbm_ess import rbm_ess_suite
+
+        kwargs = {"steps": ess_steps, "burn_in": ess_burn_in, "repeats": repeats, **params}
+        out, extra = rbm_ess_suite(data_dir=data_dir, progress=say, **kwargs)
+        # its timed runs are the `repeats` segments of the kept steps, its warm-up the burn-in
+        extra.update(steps_per_run=kwargs["steps"] // repeats, warmup=kwargs["burn_in"])
+        if isinstance(out, str):
+            say(f"[bench] {suite} {out}")
+        return out, extra
+    if params:
+        raise ValueError(f"suite {suite!r} takes no parameters, got {sorted(params)}")
+    if suite == KMC_SUITE:
+        out = _kmc(steps, repeats)
+        for key, row in out.items():
+            say(f"[bench] KMC finite banana {key}: {row['ms_per_iteration']:.2f} ms/iteration, "
+                f"{row['iterations_per_s']:.0f} chain-iterations/s (spread {100 * row['steps_per_s_rel_spread']:.0f}%)")
+        return out, {"steps_per_run": max(steps // 5, 5), "warmup": 5}
+    if suite == GPC_SUITE:
+        out = _gpc(repeats, data_dir)
+        if isinstance(out, str):
+            say(f"[bench] GPC estimate {out}")
+        else:
+            for key, row in out.items():
+                say(f"[bench] GPC estimate {key}: {row['ms_per_estimate']:.1f} ms "
+                    f"(spread {100 * row['ms_per_estimate_rel_spread']:.0f}%)")
+        return out, {"warmup": 1}
+    raise ValueError(f"unknown suite {suite!r}")  # select_suites() refuses it first
+
+
+def _existing(out_path: Path, say) -> dict | None:
+    """The JSON already at ``out_path`` when it is a samplers.json, else None (with a note if unreadable)."""
+    if not out_path.is_file():
+        return None
+    try:
+        old = json.loads(out_path.read_text())
+    except (OSError, ValueError) as err:
+        say(f"[bench] {out_path} is unreadable ({err}); writing a fresh file")
+        return None
+    if not isinstance(old, dict) or not isinstance(old.get("suites"), dict):
+        say(f"[bench] {out_path} is not a samplers.json (no 'suites'); writing a fresh file")
+        return None
+    return old
+
+
+def run_benchmark(out_path: str | Path, *, threads: int = 2, steps: int = DEFAULT_STEPS,
+                  repeats: int = DEFAULT_REPEATS, warmup: int = DEFAULT_WARMUP, suites=None,
+                  ess_steps: int = DEFAULT_ESS_STEPS, ess_burn_in: int = DEFAULT_ESS_BURN_IN,
+                  suite_params: dict[str, dict] | None = None, data_dir=None,
+                  progress: Callable[[str], None] | None = print) -> dict:
+    """Run the benchmark suites; write the results as JSON to ``out_path`` atomically; return them.
+
+    Args:
+        out_path: the JSON file (``results/bench/samplers.json`` under ``make bench``).
+        threads: ``torch.set_num_threads`` (2 on the reference machine).
+        steps: steps per timed run of the steps/s suites (KMC: steps // 5, at least 5).
+        repeats: timed runs per sampler (>= 5 for the spread issue 14 asks for; fewer are allowed but
+            flagged); the ESS suite splits its kept steps into this many timed segments.
+        warmup: untimed steps before the timed runs of the steps/s suites.
+        suites: names of :data:`gradmc.bench.catalog.SUITE_NAMES` to run (None: all). With a subset, the
+            other suites of an existing ``out_path`` are kept (each suite's settings are in ``suite_settings``).
+            "scaling" is accepted and ignored here (the CLI runs :mod:`gradmc.bench.scaling`).
+        ess_steps, ess_burn_in: timed and untimed steps of the ESS suite.
+        suite_params: {suite: keyword arguments} for the builders (sizes, e.g. ``{"potts_48x21_100chains":
+            {"num_sites": 6}}``) or for :func:`gradmc.bench.rbm_ess.rbm_ess_suite`; for tests and experiments
+            (the suite names then no longer describe the sizes: ``suite_settings.<suite>.params`` does).
+        data_dir: data folder of the ESS and GPC suites (default ``$GRADMC_DATA_DIR``).
+        progress: called with one line per measurement (None: silent).
+
+    Returns:
+        The JSON's content (see the module docstring).
+
+    Raises:
+        InputError: (a UserError) an unknown suite name, or steps, repeats, ess_steps < 1, warmup,
+            ess_burn_in < 0, threads < 1, or ess_steps < repeats (or < 4) when the ESS suite runs.
+        ValueError: suite_params naming a suite that is not run, or parameters a suite does not take.
+    """
+    say = progress or (lambda line: None)
+    selected = [s for s in select_suites(suites) if s != SCALING]
+    for name, value, minimum in (("threads", threads, 1), ("steps", steps, 1), ("repeats", repeats, 1),
+                                 ("warmup", warmup, 0), ("ess_steps", ess_steps, 1), ("ess_burn_in", ess_burn_in, 0)):
+        _check(name, value, minimum)
+    if RBM_ESS_SUITE in selected and ess_steps < max(4, repeats):
+        raise InputError(f"the ESS suite needs ess_steps >= max(4, repeats) (it times `repeats` segments), got "
+                         f"ess_steps {ess_steps}, repeats {repeats}")
+    suite_params = dict(suite_params or {})
+    if unused := sorted(set(suite_params) - set(selected)):
+        raise ValueError(f"suite_params for suites that do not run: {unused}")
+    if repeats < MIN_REPEATS:
+        say(f"[bench] note: repeats {repeats} < {MIN_REPEATS}: the spread of so few runs says little")
+    out_path = Path(out_path)
+    torch.set_num_threads(threads)
+    from gradmc.results.provenance import git_state
+
+    commit, dirty = git_state()
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    header = {
+        "created_utc": now, "gradmc_version": __version__, "torch_version": torch.__version__,
+        "git_commit": commit, "git_dirty": dirty, "threads": threads,
+        "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+        "steps_per_run": steps, "repeats": repeats, "warmup": warmup,
+    }
+    old = _existing(out_path, say) if suites else None
+    results: dict = {**(old or {}), **header}
+    results["suites"] = dict(old["suites"]) if old else {}
+    results["suite_settings"] = dict(old.get("suite_settings") or {}) if old else {}
+    results["authors_reference"] = AUTHORS_REFERENCE
+    results["targets"] = TARGETS
+    for suite in selected:
+        before, start = _loadavg(), time.perf_counter()
+        out, extra = _run_suite(suite, steps=steps, repeats=repeats, warmup=warmup, ess_steps=ess_steps,
+                                ess_burn_in=ess_burn_in, params=suite_params.get(suite, {}), data_dir=data_dir, say=say)
+        results["suites"][suite] = out
+        results["suite_settings"][suite] = {
+            "created_utc": now, "gradmc_version": __version__, "git_commit": commit, "git_dirty": dirty,
+            "threads": threads, "steps_per_run": steps, "repeats": repeats, "warmup": warmup, **extra,
+            "seconds": time.perf_counter() - start, "loadavg_before": before, "loadavg_after": _loadavg()}
+    results["suites"] = {s: results["suites"][s] for s in (*SUITE_NAMES, *results["suites"])
+                         if s in results["suites"]}  # catalogue order, then any older suites
     with atomic_path(out_path) as tmp:
         tmp.write_text(json.dumps(results, indent=2) + "\n")
     return results

@@ -1,7 +1,9 @@
-"""Timing of sampler steps: warm-up, several timed repeats, median steps per second.
+"""Timing of sampler steps: warm-up, several timed repeats, median steps per second and its spread.
 
 Only sampler time is measured (the device is synchronised before the clock is read); the first
-``warmup`` steps are discarded so allocator and thread-pool start-up do not count.
+``warmup`` steps are discarded so allocator and thread-pool start-up do not count. The spread over the
+repeats (:func:`spread`) is reported with the median, so a reader sees how far one number can be
+trusted on a shared machine.
 """
 
 from __future__ import annotations
@@ -11,16 +13,56 @@ import time
 
 import torch
 
-__all__ = ["time_sampler"]
+__all__ = ["spread", "time_sampler"]
+
+
+def spread(values, prefix: str = "steps_per_s") -> dict:
+    """Median and spread of repeated measurements, under keys starting with ``prefix``.
+
+    Args:
+        values: the measurement of each repeat (e.g. steps/s), at least one, all finite.
+        prefix: key prefix, e.g. "steps_per_s" or "ms_per_estimate".
+
+    Returns:
+        {prefix: median, f"{prefix}_runs": list of floats in run order, f"{prefix}_min", f"{prefix}_max",
+         f"{prefix}_rel_spread": (max - min) / median (0 for one run), "repeats": number of values}.
+
+    Raises:
+        ValueError: for no values, or a median that is not positive-finite (the relative spread would be
+            meaningless).
+    """
+    runs = [float(v) for v in values]
+    if not runs:
+        raise ValueError("spread needs at least one value")
+    median = statistics.median(runs)
+    if not 0 < median < float("inf"):
+        raise ValueError(f"spread needs a positive finite median, got {median} from {runs}")
+    lo, hi = min(runs), max(runs)
+    return {prefix: median, f"{prefix}_runs": runs, f"{prefix}_min": lo, f"{prefix}_max": hi,
+            f"{prefix}_rel_spread": (hi - lo) / median, "repeats": len(runs)}
 
 
 def time_sampler(sampler, log_prob, x0: torch.Tensor, generator: torch.Generator, *, steps: int = 100,
                  repeats: int = 5, warmup: int = 20) -> dict:
-    """Median steps/s of ``sampler`` on ``log_prob`` from ``x0`` (C, ...) over ``repeats`` runs of ``steps``.
+    """Median steps/s of ``sampler`` on ``log_prob`` from ``x0`` over ``repeats`` runs of ``steps`` steps.
+
+    Args:
+        sampler: a kernel with ``init(x, log_prob)`` and ``step(state, log_prob, generator) -> (state, info)``.
+        log_prob: the target.
+        x0: (C, D) binary or (C, D, K) one-hot initial states of the C chains.
+        generator: the random stream of the steps.
+        steps: steps per timed run (>= 1). repeats: timed runs (>= 1; the benchmark uses >= 5).
+        warmup: untimed steps before the first run (>= 0).
 
     Returns:
-        {"steps_per_s": median, "steps_per_s_runs": [...], "ms_per_step": 1000 / median,
-         "energy_evals_per_step": int, "grad_evals_per_step": int, "acceptance_rate": float}
+        {"steps_per_s": median over the runs (one step = one transition of all C chains),
+         "steps_per_s_runs", "steps_per_s_min", "steps_per_s_max", "steps_per_s_rel_spread", "repeats"
+         (see :func:`spread`), "ms_per_step": 1000 / median, "steps_per_run": steps,
+         "energy_evals_per_step": int, "grad_evals_per_step": int (of the last step, per chain-batch call,
+         as ``Info`` counts them), "acceptance_rate": mean over the runs of the last step's mean acceptance}
+
+    Raises:
+        ValueError: for steps or repeats < 1 or warmup < 0.
     """
     if min(steps, repeats) < 1 or warmup < 0:
         raise ValueError(f"steps and repeats must be >= 1 and warmup >= 0, got {steps}, {repeats}, {warmup}")
@@ -38,7 +80,7 @@ def time_sampler(sampler, log_prob, x0: torch.Tensor, generator: torch.Generator
         sync()
         rates.append(steps / (time.perf_counter() - start))
         accept.append(float(info.acceptance_prob.mean()))
-    median = statistics.median(rates)
-    return {"steps_per_s": median, "steps_per_s_runs": rates, "ms_per_step": 1000.0 / median,
+    row = spread(rates, "steps_per_s")
+    return {**row, "ms_per_step": 1000.0 / row["steps_per_s"], "steps_per_run": steps,
             "energy_evals_per_step": info.energy_evals, "grad_evals_per_step": info.grad_evals,
             "acceptance_rate": statistics.mean(accept)}

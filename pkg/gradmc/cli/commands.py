@@ -45,15 +45,24 @@ def _stage_config(path: str, stage: str) -> tuple[dict, dict]:
 
 
 def _cmd_bench(args) -> None:
-    from gradmc.bench.samplers import run_benchmark
-    from gradmc.bench.scaling import run_scaling
+    from gradmc.bench.catalog import SCALING, select_suites
 
-    out = Path(args.out) / "samplers.json"
-    run_benchmark(out, threads=args.threads, steps=args.steps, repeats=args.repeats, progress=log)
-    log(f"[bench] wrote {out}")
-    scaling = Path(args.out) / "scaling.json"
-    run_scaling(scaling, progress=log)
-    log(f"[bench] wrote {scaling}")
+    selected = select_suites(args.suites)  # InputError for an unknown name, before any work
+    suites = [s for s in selected if s != SCALING]
+    if suites:
+        from gradmc.bench.samplers import run_benchmark
+
+        out = Path(args.out) / "samplers.json"
+        run_benchmark(out, threads=args.threads, steps=args.steps, repeats=args.repeats, warmup=args.warmup,
+                      suites=args.suites and suites, ess_steps=args.ess_steps, ess_burn_in=args.ess_burn_in,
+                      progress=log)
+        log(f"[bench] wrote {out}")
+    if SCALING in selected:
+        from gradmc.bench.scaling import run_scaling
+
+        scaling = Path(args.out) / "scaling.json"
+        run_scaling(scaling, progress=log)
+        log(f"[bench] wrote {scaling}")
 
 
 def _cmd_data(args) -> None:

@@ -168,9 +168,39 @@ def build_parser() -> argparse.ArgumentParser:
                              "metrics.parquet")
     claims.add_argument("--config-name", default="", help="config label printed in the heading")
     claims.add_argument("--out", required=True, help="output prefix; writes PREFIX.md, PREFIX.csv and PREFIX.parquet")
-    bench = sub.add_parser("bench", help="benchmarks -> OUT/samplers.json (samplers, KMC, GPC), OUT/scaling.json")
-    bench.add_argument("--out", default="results/bench", help="output folder (default results/bench)")
-    bench.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the reference machine)")
-    bench.add_argument("--steps", type=int, default=100, help="steps per timed run (default 100)")
-    bench.add_argument("--repeats", type=int, default=5, help="timed runs per sampler; the median is reported")
+    _add_bench(sub)
     return parser
+
+
+def _add_bench(sub) -> None:
+    from gradmc.bench import catalog
+
+    suites = "\n".join(f"  {name}\n      {text}" for name, text in catalog.SUITES_HELP.items())
+    bench = sub.add_parser(
+        "bench", help="benchmarks -> OUT/samplers.json (samplers, ESS/s, KMC, GPC), OUT/scaling.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Benchmarks on this machine (CPU): sampler steps/s (median and spread over the repeats), ESS/s "
+                    "on a trained RBM, one KMC-finite iteration, one GPC estimate -> OUT/samplers.json; Ray "
+                    "scaling -> OUT/scaling.json. Layout: suites.<suite>.<sampler>.steps_per_s.",
+        epilog=f"suites (--suite NAME, repeatable; all by default):\n{suites}\n  {catalog.SCALING}\n"
+               "      Ray scaling of a sweep over 1 and 2 workers (OUT/scaling.json)\n\n"
+               "With --suite, only the named suites run and only their entries of an existing OUT/samplers.json are "
+               "replaced (each suite's own settings: suite_settings.<suite>); scaling.json is rewritten only when "
+               "'scaling' is named. Example: gradmc bench --suite potts_48x21_100chains --repeats 7")
+    bench.add_argument("--out", default="results/bench", help="output folder (default results/bench)")
+    bench.add_argument("--suite", action="append", dest="suites", metavar="NAME",
+                       help="run only this suite (repeatable; names below); default: every suite and scaling")
+    bench.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the reference machine)")
+    bench.add_argument("--steps", type=int, default=catalog.DEFAULT_STEPS,
+                       help=f"steps per timed run of the steps/s suites (default {catalog.DEFAULT_STEPS})")
+    bench.add_argument("--repeats", type=int, default=catalog.DEFAULT_REPEATS,
+                       help=f"timed runs per sampler: the median and the spread (min, max, (max - min) / median) "
+                            f"are reported (default {catalog.DEFAULT_REPEATS}; at least {catalog.MIN_REPEATS} "
+                            "for a meaningful spread)")
+    bench.add_argument("--warmup", type=int, default=catalog.DEFAULT_WARMUP,
+                       help=f"untimed steps before the timed runs (default {catalog.DEFAULT_WARMUP})")
+    bench.add_argument("--ess-steps", type=int, default=catalog.DEFAULT_ESS_STEPS,
+                       help=f"timed steps after burn-in of the ESS suite (default {catalog.DEFAULT_ESS_STEPS}, in "
+                            "--repeats segments)")
+    bench.add_argument("--ess-burn-in", type=int, default=catalog.DEFAULT_ESS_BURN_IN,
+                       help=f"untimed burn-in steps of the ESS suite (default {catalog.DEFAULT_ESS_BURN_IN})")

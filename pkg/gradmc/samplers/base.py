@@ -209,7 +209,8 @@ def hamiltonian_accept(
     return x_out, torch.where(accepted, log_prob_new, log_prob_x), accepted, acceptance_prob
 
 
-def sample_categorical(logits: torch.Tensor, generator: torch.Generator, return_log_prob: bool = False):
+def sample_categorical(logits: torch.Tensor, generator: torch.Generator, return_log_prob: bool = False,
+                       num_samples: int | None = None):
     """Draw one index per row from softmax(logits) by inverting the cumulative distribution.
 
     One uniform per row (not one per entry as with the Gumbel-max trick: on CPU the generator, not
@@ -221,22 +222,27 @@ def sample_categorical(logits: torch.Tensor, generator: torch.Generator, return_
             at least one finite entry).
         generator: torch.Generator on logits' device.
         return_log_prob: also return log softmax(logits) at the drawn index.
+        num_samples: N i.i.d. draws per row from one CDF, returned as (..., N) (the same draws as N
+            single draws from the rows of ``logits[..., None, :].expand(..., N, K)``, from the same
+            generator stream); None for one draw, returned as (...,).
 
     Returns:
-        (...,) int64 indices in [0, K); with return_log_prob, also (...,) their log-probabilities.
+        (...,) or (..., N) int64 indices in [0, K); with return_log_prob, also their log-probabilities.
     """
     top = logits.amax(-1, keepdim=True)  # (..., 1)
     cdf = torch.exp(logits - top).cumsum(-1, dtype=torch.float64)  # unnormalised, max term 1
     total = cdf[..., -1:].contiguous()
-    u = torch.rand((*logits.shape[:-1], 1), generator=generator, device=logits.device, dtype=torch.float64)
+    draws = 1 if num_samples is None else num_samples
+    u = torch.rand((*logits.shape[:-1], draws), generator=generator, device=logits.device, dtype=torch.float64)
     idx = torch.searchsorted(cdf, u * total, right=True)
     # u * total can round up to total: the first index where the CDF reaches its total is the last
     # entry of positive probability, so clipping to it never returns a zero-probability entry
     idx = torch.minimum(idx, torch.searchsorted(cdf, total, right=False))
+    shape = (lambda t: t.squeeze(-1)) if num_samples is None else (lambda t: t)
     if return_log_prob:  # log softmax at idx = logit - max - log(sum exp(logits - max))
         log_prob = logits.gather(-1, idx) - top - torch.log(total).to(logits.dtype)
-        return idx.squeeze(-1), log_prob.squeeze(-1)
-    return idx.squeeze(-1)
+        return shape(idx), shape(log_prob)
+    return shape(idx)
 
 
 def log_prob_and_grad(log_prob, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -27,12 +27,12 @@ The optional target methods (each returns exactly what the generic path below co
 rounding; the targets' tests compare them):
 
 - ``eval_state(x, grad) -> Evaluation``: f, grad f (if ``grad``) and ``aux`` at x (C, ...);
-- binary states (C, D): ``eval_flips(x, ev, sites, mask, grad) -> Evaluation`` at x with bits
+- binary states (C, D): ``eval_flips(x, ev, sites, mask, grad, known_log_prob) -> Evaluation`` at x with bits
   ``sites[c, k]`` flipped where ``mask[c, k]``, sites (C, X) int64, mask (C, X) bool (a site may repeat
   in a row where all but one of its entries are masked out);
   ``eval_flip_candidates(x, ev, sites, masks) -> (C, B)`` f at x with the bits of ``sites`` flipped
   where ``masks[c, b]`` (C, B, X) bool (Gibbs-X, Hamming-ball);
-- one-hot states (C, D, K): ``eval_change(x, ev, site, value, grad) -> Evaluation`` at x with site
+- one-hot states (C, D, K): ``eval_change(x, ev, site, value, grad, known_log_prob) -> Evaluation`` at x with site
   ``site[c]`` set to ``value[c]`` (C,) int64; ``eval_change_candidates(x, ev, site) -> (C, K)`` f at x
   with site ``site[c]`` set to each of the K values (categorical Gibbs-1).
 
@@ -214,12 +214,14 @@ def flip_bits(x: torch.Tensor, sites: torch.Tensor, mask: torch.Tensor) -> torch
 
 
 def eval_flips(log_prob, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor, mask: torch.Tensor,
-               grad: bool = True) -> Evaluation:
+               grad: bool = True, known_log_prob: torch.Tensor | None = None) -> Evaluation:
     """The evaluation at x with bits ``sites[c, k]`` flipped where ``mask[c, k]``.
 
     Args:
         x: (C, D) binary; ev: the evaluation at x; sites: (C, X) int64; mask: (C, X) bool. A site may
             repeat within a row only where all but one of its entries are masked out (GWG-N's draws).
+        known_log_prob: (C,) f at the flipped states when the caller has it (a Gibbs step's chosen
+            candidate): then it is the result's log_prob, and a target may skip computing it.
 
     Returns:
         :class:`Evaluation` at the flipped states (``log_prob.eval_flips`` when offered, else a full
@@ -227,8 +229,9 @@ def eval_flips(log_prob, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor, m
     """
     own = getattr(log_prob, "eval_flips", None)
     if own is not None:
-        return own(x, ev, sites, mask, grad)
-    return evaluate(log_prob, flip_bits(x, sites, mask), grad)
+        return own(x, ev, sites, mask, grad, known_log_prob)
+    new = evaluate(log_prob, flip_bits(x, sites, mask), grad)
+    return new if known_log_prob is None else new._replace(log_prob=known_log_prob)
 
 
 def eval_flip_candidates(log_prob, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor,
@@ -263,15 +266,17 @@ def _set_site(x: torch.Tensor, site: torch.Tensor, value: torch.Tensor) -> torch
 
 
 def eval_change(log_prob, x: torch.Tensor, ev: Evaluation, site: torch.Tensor, value: torch.Tensor,
-                grad: bool = True) -> Evaluation:
+                grad: bool = True, known_log_prob: torch.Tensor | None = None) -> Evaluation:
     """The evaluation at one-hot x (C, D, K) with site ``site[c]`` set to value ``value[c]`` ((C,) int64).
 
-    ``log_prob.eval_change`` when offered, else a full evaluation of the changed states.
+    ``log_prob.eval_change`` when offered, else a full evaluation of the changed states; ``known_log_prob``
+    as in :func:`eval_flips`.
     """
     own = getattr(log_prob, "eval_change", None)
     if own is not None:
-        return own(x, ev, site, value, grad)
-    return evaluate(log_prob, _set_site(x, site, value), grad)
+        return own(x, ev, site, value, grad, known_log_prob)
+    new = evaluate(log_prob, _set_site(x, site, value), grad)
+    return new if known_log_prob is None else new._replace(log_prob=known_log_prob)
 
 
 def eval_change_candidates(log_prob, x: torch.Tensor, ev: Evaluation, site: torch.Tensor) -> torch.Tensor:

@@ -120,11 +120,12 @@ class LatticeIsing(nn.Module):
 
     @torch.no_grad()
     def eval_flips(self, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor, mask: torch.Tensor,
-                   grad: bool = True) -> Evaluation:
+                   grad: bool = True, known_log_prob: torch.Tensor | None = None) -> Evaluation:
         """The evaluation at x with bits ``sites`` (C, X) flipped where ``mask`` (C, X), from ev.aux: the
         field changes at the 4 X neighbours of the flipped sites only, and with the spin changes
         ds = s' - s on the sites, f(x') - f(x) = sum_k ds_k [theta (A s + A s')_k + b_k] exactly (periodic
-        lattices; free boundaries evaluate x' in full). O(C X) plus one (C, D) pass for the gradient."""
+        lattices; free boundaries evaluate x' in full). O(C X) plus one (C, D) pass for the gradient.
+        ``known_log_prob`` is accepted for the protocol and not needed (f' costs O(C X) here)."""
         if not self.periodic or ev.aux is None:
             return self.eval_state(flip_bits(x, sites, mask), grad)
         C, X = sites.shape

@@ -118,8 +118,9 @@ class Potts(nn.Module):
 
     @torch.no_grad()
     def eval_change(self, x: torch.Tensor, ev: Evaluation, site: torch.Tensor, value: torch.Tensor,
-                    grad: bool = True) -> Evaluation:
-        """The evaluation at x with site ``site`` set to ``value`` ((C,) int64 each): O(C D K), no product."""
+                    grad: bool = True, known_log_prob: torch.Tensor | None = None) -> Evaluation:
+        """The evaluation at x with site ``site`` set to ``value`` ((C,) int64 each): O(C D K), no product
+        (``known_log_prob`` is accepted for the protocol; f' is one gather here)."""
         K = self.num_states
         g, f, old = _changed_value(x, self._grad_of(x, ev), ev.log_prob, site, value)
         g = g + self.M[site * K + value] - self.M[site * K + old]  # M symmetric: rows are columns
@@ -204,7 +205,7 @@ class LatticePotts(nn.Module):
 
     @torch.no_grad()
     def eval_change(self, x: torch.Tensor, ev: Evaluation, site: torch.Tensor, value: torch.Tensor,
-                    grad: bool = True) -> Evaluation:
+                    grad: bool = True, known_log_prob: torch.Tensor | None = None) -> Evaluation:
         """The evaluation at x with site ``site`` set to ``value`` ((C,) int64 each): O(C K) beyond one copy."""
         if not self.periodic:
             rows = torch.arange(x.shape[0], device=x.device)

@@ -68,17 +68,19 @@ class RBM(nn.Module):
             return self._from_preactivation(pre, x @ self.b, grad)
 
     def eval_flips(self, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor, mask: torch.Tensor,
-                   grad: bool = True) -> Evaluation:
+                   grad: bool = True, known_log_prob: torch.Tensor | None = None) -> Evaluation:
         """The evaluation at x with bits ``sites`` (C, X) flipped where ``mask`` (C, X), from ev.aux:
         W x' + c = W x + c + sum_k (x'_k - x_k) W[:, k], O(C X H), then one (C, H) x (H, D) product for
-        the gradient (none without ``grad``)."""
+        the gradient (none without ``grad``); with ``known_log_prob`` no softplus pass either."""
         with torch.no_grad():
             x = x.to(self.W.dtype)
             delta = flip_deltas(x, sites, mask)  # (C, X)
             if sites.shape[1] == 1:
-                pre = torch.addcmul(self._aux(x, ev), delta, self.W.index_select(1, sites[:, 0]).t())
+                pre = torch.addcmul(self._aux(x, ev), delta, self._weight_rows().index_select(0, sites[:, 0]))
             else:
                 pre = self._aux(x, ev) + torch.bmm(delta[:, None, :], self._columns(sites)).squeeze(1)
+            if known_log_prob is not None and not grad:
+                return Evaluation(known_log_prob, None, pre)
             visible = x @ self.b + (delta * self.b[sites]).sum(-1)  # b^T x'
             return self._from_preactivation(pre, visible, grad)
 
@@ -98,7 +100,18 @@ class RBM(nn.Module):
 
     def _columns(self, sites: torch.Tensor) -> torch.Tensor:
         """W[:, sites] as (C, X, H)."""
-        return self.W.t().index_select(0, sites.reshape(-1)).view(*sites.shape, self.num_hidden)
+        return self._weight_rows().index_select(0, sites.reshape(-1)).view(*sites.shape, self.num_hidden)
+
+    def _weight_rows(self) -> torch.Tensor:
+        """W^T (D, H), contiguous (a column of W is then one contiguous row), rebuilt when W changes. Kept
+        in a tuple, which the kernels' cache fingerprint ignores: it is derived from W, which it covers."""
+        mark = (self.W._version, self.W.data_ptr(), self.W.dtype, self.W.device)
+        cached = getattr(self, "_weight_rows_cache", None)
+        if cached is None or cached[0] != mark:
+            with torch.no_grad():
+                cached = (mark, self.W.detach().t().contiguous())
+            self._weight_rows_cache = cached
+        return cached[1]
 
     def _from_preactivation(self, pre: torch.Tensor, visible: torch.Tensor, grad: bool) -> Evaluation:
         f = nn.functional.softplus(pre).sum(-1) + visible

@@ -160,7 +160,9 @@ class CategoricalGibbs:
             choice = sample_categorical(logits, generator)  # (C,)
             x_new = x.clone()
             x_new[rows, block[:, 0]] = torch.nn.functional.one_hot(choice, K).to(x.dtype)
-            cache = eval_change(log_prob, x, ev, block[:, 0], choice, grad=False) if key is not None else None
+            if key is not None:
+                f_new = logits.gather(1, choice[:, None]).squeeze(1)
+                cache = eval_change(log_prob, x, ev, block[:, 0], choice, grad=False, known_log_prob=f_new)
             evals += billed
         else:
             candidates = self._block_candidates(x, block)  # (C, K**X, D, K)

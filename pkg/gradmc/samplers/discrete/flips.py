@@ -55,7 +55,7 @@ def draw_flips(log_q: torch.Tensor, num_draws: int, generator: torch.Generator) 
         draws (C, N) int64 indices in draw order, and counts (C, D) int64 n, each row summing to N.
     """
     C, D = log_q.shape
-    idx = sample_categorical(log_q[:, None, :].expand(C, num_draws, D), generator)  # (C, N)
+    idx = sample_categorical(log_q, generator, num_samples=num_draws)  # (C, N): one CDF per chain
     counts = torch.zeros(C, D, dtype=torch.long, device=log_q.device)
     return idx, counts.scatter_add_(1, idx, torch.ones_like(idx))
 

@@ -64,7 +64,8 @@ class Gibbs:
     Args:
         block_size: X >= 1; every step evaluates the target on 2**X candidate states per chain
             (energy_evals = 2**X, grad_evals = 0). Targets with ``eval_flip_candidates`` (RBM, lattice
-            Ising) compute them from the cached aux at x (RBM: O(2**X X H) instead of 2**X full passes);
+            Ising) compute them from the cached aux at x (RBM: O(2**X X H) instead of 2**X full passes),
+            and Gibbs-1 then reads f at the current value from the cache (energy_evals = 1);
             the first step after ``init`` also counts init's evaluation of x, and a stale cache or its
             periodic refresh evaluates x again (energy_evals + 1 each).
         scan: "random" (random-permutation scan, the paper's) or "systematic" (cyclic windows).
@@ -145,14 +146,25 @@ class Gibbs:
         cache, key, evals = None, None, 2**X
         if offers(log_prob, "eval_flip_candidates"):  # candidates from the cached aux, conditional()'s order
             ev, key, billed = current_evaluation(state, log_prob, x, grad=False)
-            patterns = enumerate_binary(X, x.dtype).to(x.device)  # (2**X, X)
-            masks = patterns[None] != x.gather(1, block)[:, None, :]  # (C, 2**X, X): flips giving each value
-            logits = eval_flip_candidates(log_prob, x, ev, block, masks)
+            current = x.gather(1, block)  # (C, X)
+            if X == 1:  # the value x already has is the cached f(x): evaluate the flipped state only
+                everything = torch.ones_like(current, dtype=torch.bool)[:, None]  # (C, 1, 1)
+                flipped = eval_flip_candidates(log_prob, x, ev, block, everything)
+                bit = current[:, 0].bool()
+                logits = torch.stack([torch.where(bit, flipped[:, 0], ev.log_prob),
+                                      torch.where(bit, ev.log_prob, flipped[:, 0])], 1)  # value order (0, 1)
+                evals = 1
+            else:
+                patterns = enumerate_binary(X, x.dtype).to(x.device)  # (2**X, X)
+                masks = patterns[None] != current[:, None, :]  # (C, 2**X, X): flips giving each value
+                logits = eval_flip_candidates(log_prob, x, ev, block, masks)
             check_conditional(self.name, state.num_steps + 1, logits)
             choice = sample_categorical(logits, generator)  # (C,)
-            mask = masks[torch.arange(C, device=x.device), choice]
+            mask = (choice[:, None] != current) if X == 1 else masks[torch.arange(C, device=x.device), choice]
             x_new = flip_bits(x, block, mask)
-            cache = eval_flips(log_prob, x, ev, block, mask, grad=False) if key is not None else None
+            if key is not None:
+                f_new = logits.gather(1, choice[:, None]).squeeze(1)
+                cache = eval_flips(log_prob, x, ev, block, mask, grad=False, known_log_prob=f_new)
             evals += billed
         else:
             candidates, logits = self.conditional(x, block, log_prob)  # (C, 2**X, D), (C, 2**X)

@@ -113,9 +113,12 @@ class _HammingBallKernel:
             flips = masks[k].bool()[:, None, :] ^ masks.bool()[None]  # (C, B, X)
             logits = eval_flip_candidates(log_prob, x, ev, block, flips)
             check_conditional(self.name, step, logits)  # the ball around u holds x
-            mask = flips[torch.arange(C, device=x.device), sample_categorical(logits, generator)]
+            choice = sample_categorical(logits, generator)
+            mask = flips[torch.arange(C, device=x.device), choice]
             x_new = flip_bits(x, block, mask)
-            cache = eval_flips(log_prob, x, ev, block, mask, grad=False) if key is not None else None
+            if key is not None:
+                choice_f = logits.gather(1, choice[:, None]).squeeze(1)
+                cache = eval_flips(log_prob, x, ev, block, mask, grad=False, known_log_prob=choice_f)
             evals += billed
         else:
             u = xor_block(x, block, masks[k][:, None, :])[:, 0]  # (C, D), uniform on the ball around x
