@@ -19,7 +19,9 @@ from gradmc.samplers.base import (
     Info,
     acceptance_probability,
     check_finite,
+    log_normaliser,
     log_prob_and_grad,
+    log_softmax,
     metropolis_hastings_accept,
     sample_categorical,
 )
@@ -100,7 +102,7 @@ class GradientFlipMH:
 
     def log_proposal(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         """log q(i | x) = log_softmax(d(x) / T), shape (C, D)."""
-        return torch.log_softmax(self.proposal_logits(x, grad), -1)
+        return log_softmax(self.proposal_logits(x, grad))
 
     def log_acceptance(self, f_x: torch.Tensor, log_q_x: torch.Tensor, f_new: torch.Tensor,
                        log_q_new: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
@@ -220,7 +222,7 @@ class GWG(GradientFlipMH):
         x_new = x.clone()
         x_new[rows, idx] = 1.0 - old_bit
         logits_rev = self.proposal_logits(x_new, ev_new.grad)
-        log_q_rev = logits_rev[rows, idx] - torch.logsumexp(logits_rev, -1)
+        log_q_rev = logits_rev[rows, idx] - log_normaliser(logits_rev)
         accepted, acceptance_prob = metropolis_hastings_accept(
             ev_new.log_prob - ev.log_prob + log_q_rev - log_q_fwd, generator, ev_new.log_prob)
         x_new[rows, idx] = torch.where(accepted, 1.0 - old_bit, old_bit)  # undo rejected flips
