@@ -206,3 +206,23 @@ def test_ess_suite_tiny_run_is_finite_and_positive(real_data, tmp_path):
         _check_row(row, 5)
     training = res["suite_settings"][RBM_ESS_SUITE]["training"]
     assert training["num_train"] == 200 and training["iterations"] == 2
+
+
+def test_compile_suite_is_opt_in_and_skips_without_a_compiler(monkeypatch):
+    """``--suite compile`` only when named; a failing torch.compile (no compiler) is recorded, not raised."""
+    from gradmc.bench import compile as compile_bench
+    from gradmc.bench.catalog import COMPILE_SUITE
+
+    assert COMPILE_SUITE not in select_suites(None) and select_suites([COMPILE_SUITE]) == (COMPILE_SUITE,)
+
+    def no_compiler(fn, **kwargs):
+        def broken(*args, **kw):
+            raise RuntimeError("InductorError: no working C++ compiler found")
+        return broken
+
+    monkeypatch.setattr(compile_bench.torch, "compile", no_compiler)
+    from gradmc.bench.samplers import build_ising
+
+    out = compile_bench.compile_suite({"tiny": lambda g: build_ising(g, side=4, num_chains=2)}, steps=2, repeats=1,
+                                      warmup=0)
+    assert out.startswith("skipped: torch.compile failed (RuntimeError: InductorError")

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from gradmc.errors import InputError
 
 __all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "RBM_ESS_SUITE", "KMC_SUITE",
-           "GPC_SUITE", "SCALING", "SUITES_HELP", "SUITE_NAMES", "AUTHORS_REFERENCE", "TARGETS",
+           "GPC_SUITE", "COMPILE_SUITE", "OPT_IN_HELP", "SCALING", "SUITES_HELP", "SUITE_NAMES",
+           "AUTHORS_REFERENCE", "TARGETS",
            "DEFAULT_STEPS", "DEFAULT_REPEATS", "DEFAULT_WARMUP", "DEFAULT_ESS_STEPS", "DEFAULT_ESS_BURN_IN",
            "MIN_REPEATS", "select_suites"]
 
@@ -24,6 +25,8 @@ LATTICE_POTTS_SUITE = "lattice_potts_20x20x3_theta1.0_100chains"
 RBM_ESS_SUITE = "rbm_trained_784x500_ess"
 KMC_SUITE = "kmc_finite_banana8_m1000_L10-100"
 GPC_SUITE = "gpc_glass_estimate_100samples"
+#: opt-in (not run by a plain ``make bench``): eager against torch.compile'd GWG steps
+COMPILE_SUITE = "compile"
 #: not a suite of samplers.json: the Ray scaling benchmark (scaling.json), selectable with ``--suite scaling``
 SCALING = "scaling"
 
@@ -40,6 +43,11 @@ SUITES_HELP: dict[str, str] = {
     GPC_SUITE: "one GP-classification likelihood estimate on Glass (needs glass in GRADMC_DATA_DIR)",
 }
 SUITE_NAMES: tuple[str, ...] = tuple(SUITES_HELP)
+#: suites run only when named with ``--suite`` -> their help line
+OPT_IN_HELP: dict[str, str] = {
+    COMPILE_SUITE: "opt-in: GWG steps/s eager against torch.compile(step) on the RBM and Ising settings "
+                   "(tens of seconds of compilation; needs a C++ compiler)",
+}
 
 #: suite -> sampler -> the authors' steps/s on the reference machine (issue 14; median of 3 runs)
 AUTHORS_REFERENCE: dict[str, dict[str, float]] = {
@@ -72,7 +80,8 @@ def select_suites(names: Iterable[str] | None) -> tuple[str, ...]:
             the scaling benchmark.
 
     Returns:
-        Names from :data:`SUITE_NAMES` and possibly "scaling", each once.
+        Names from :data:`SUITE_NAMES`, the opt-in suites of :data:`OPT_IN_HELP` only when named, and
+        possibly "scaling", each once.
 
     Raises:
         InputError: (a ValueError) for a name that is not a suite, listing the known ones.
@@ -80,7 +89,7 @@ def select_suites(names: Iterable[str] | None) -> tuple[str, ...]:
     if not names:
         return (*SUITE_NAMES, SCALING)
     names = list(names)
-    known = (*SUITE_NAMES, SCALING)
+    known = (*SUITE_NAMES, *OPT_IN_HELP, SCALING)
     unknown = [n for n in names if n not in known]
     if unknown:
         raise InputError(f"unknown bench suite {', '.join(repr(n) for n in unknown)}; known suites: "

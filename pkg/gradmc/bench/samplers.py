@@ -61,6 +61,7 @@ from gradmc import __version__
 from gradmc.atomic import atomic_path
 from gradmc.bench.catalog import (
     AUTHORS_REFERENCE,
+    COMPILE_SUITE,
     DEFAULT_ESS_BURN_IN,
     DEFAULT_ESS_STEPS,
     DEFAULT_REPEATS,
@@ -235,6 +236,18 @@ def _run_suite(suite: str, *, steps: int, repeats: int, warmup: int, ess_steps: 
         return out, extra
     if params:
         raise ValueError(f"suite {suite!r} takes no parameters, got {sorted(params)}")
+    if suite == COMPILE_SUITE:
+        from gradmc.bench.compile import compile_suite
+
+        out = compile_suite({RBM_SUITE: build_rbm, ISING_SUITE: build_ising}, steps=steps, repeats=repeats,
+                            warmup=warmup)
+        for key, row in ({} if isinstance(out, str) else out).items():
+            say(f"[bench] compile {key} GWG: eager {row['eager']['steps_per_s']:.0f}, compiled "
+                f"{row['compiled']['steps_per_s']:.0f} steps/s (x{row['speedup']:.2f}; "
+                f"compile {row['compile_s']:.0f} s)")
+        if isinstance(out, str):
+            say(f"[bench] compile {out}")
+        return out, {"kernel": "GWG", "settings": [RBM_SUITE, ISING_SUITE]}
     if suite == KMC_SUITE:
         out = _kmc(steps, repeats)
         for key, row in out.items():

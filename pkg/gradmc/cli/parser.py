@@ -175,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_bench(sub) -> None:
     from gradmc.bench import catalog
 
-    suites = "\n".join(f"  {name}\n      {text}" for name, text in catalog.SUITES_HELP.items())
+    every = {**catalog.SUITES_HELP, **catalog.OPT_IN_HELP}
+    suites = "\n".join(f"  {name}\n      {text}" for name, text in every.items())
     bench = sub.add_parser(
         "bench", help="benchmarks -> OUT/samplers.json (samplers, ESS/s, KMC, GPC), OUT/scaling.json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
