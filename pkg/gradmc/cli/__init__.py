@@ -22,6 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     interrupted). Exceptions outside the user-error family propagate (Python prints the traceback, status 1)."""
     from gradmc.cli.commands import COMMANDS, log
     from gradmc.errors import UserError
+    from gradmc.tuning import tune_allocator
+
+    tune_allocator()  # malloc thresholds for the compute commands (gradmc.tuning)
 
     parser = build_parser()
     args = parser.parse_args(argv)

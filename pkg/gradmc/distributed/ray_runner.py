@@ -34,8 +34,12 @@ __all__ = ["PER_SHARD_LINES", "run_shards"]
 @ray.remote
 def _run_shard(fn: Callable[[Any], Any], shard: Any, threads: int) -> Any:
     """Ray task body: fix torch's intra-op threads (OMP_NUM_THREADS from Snakemake leaks into
-    workers and would oversubscribe cores), then run one shard (out of memory: a clear error)."""
+    workers and would oversubscribe cores) and the malloc thresholds (:mod:`gradmc.tuning`), then run
+    one shard (out of memory: a clear error)."""
+    from gradmc.tuning import tune_allocator
+
     torch.set_num_threads(threads)
+    tune_allocator()
     return run_guarded(fn, shard)
 
 

@@ -78,7 +78,7 @@ class RBM(nn.Module):
             if sites.shape[1] == 1:
                 pre = torch.addcmul(self._aux(x, ev), delta, self._weight_rows().index_select(0, sites[:, 0]))
             else:
-                pre = self._aux(x, ev) + torch.bmm(delta[:, None, :], self._columns(sites)).squeeze(1)
+                pre = torch.baddbmm(self._aux(x, ev)[:, None, :], delta[:, None, :], self._columns(sites)).squeeze(1)
             if known_log_prob is not None and not grad:
                 return Evaluation(known_log_prob, None, pre)
             visible = x @ self.b + (delta * self.b[sites]).sum(-1)  # b^T x'
@@ -91,7 +91,7 @@ class RBM(nn.Module):
         with torch.no_grad():
             x = x.to(self.W.dtype)
             delta = flip_deltas(x, sites, masks)  # (C, B, X)
-            pre = self._aux(x, ev)[:, None, :] + torch.bmm(delta, self._columns(sites))  # (C, B, H)
+            pre = torch.baddbmm(self._aux(x, ev)[:, None, :], delta, self._columns(sites))  # (C, B, H)
             visible = (x @ self.b)[:, None] + (delta * self.b[sites][:, None, :]).sum(-1)  # (C, B)
             return nn.functional.softplus(pre).sum(-1) + visible
 
