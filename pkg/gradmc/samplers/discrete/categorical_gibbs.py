@@ -160,6 +160,7 @@ class CategoricalGibbs:
             choice = sample_categorical(logits, generator)  # (C,)
             x_new = x.clone()
             x_new[rows, block[:, 0]] = torch.nn.functional.one_hot(choice, K).to(x.dtype)
+            changed = (choice != x[rows, block[:, 0]].argmax(-1)).long()  # (C,): 0 or 1
             if key is not None:
                 f_new = logits.gather(1, choice[:, None]).squeeze(1)
                 cache = eval_change(log_prob, x, ev, block[:, 0], choice, grad=False, known_log_prob=f_new)
@@ -170,9 +171,10 @@ class CategoricalGibbs:
             check_conditional(self.name, state.num_steps + 1, logits)
             choice = sample_categorical(logits, generator)  # (C,)
             x_new = candidates[rows, choice]  # (C, D, K)
+            changed = (x_new != x).any(-1).sum(1)
         ones = torch.ones(C, dtype=x.dtype, device=x.device)
         info = Info(acceptance_prob=ones, accepted=torch.ones(C, dtype=torch.bool, device=x.device),
-                    sites_changed=(x_new != x).any(-1).sum(1), energy_evals=evals, grad_evals=0)
+                    sites_changed=changed, energy_evals=evals, grad_evals=0)
         return CategoricalGibbsState(x=x_new, order=order, position=position + X, num_steps=state.num_steps + 1,
                                      cache=cache, cache_key=key), info
 

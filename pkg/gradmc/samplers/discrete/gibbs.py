@@ -162,6 +162,7 @@ class Gibbs:
             choice = sample_categorical(logits, generator)  # (C,)
             mask = (choice[:, None] != current) if X == 1 else masks[torch.arange(C, device=x.device), choice]
             x_new = flip_bits(x, block, mask)
+            changed = mask.sum(1)  # the flipped bits (distinct sites)
             if key is not None:
                 f_new = logits.gather(1, choice[:, None]).squeeze(1)
                 cache = eval_flips(log_prob, x, ev, block, mask, grad=False, known_log_prob=f_new)
@@ -171,9 +172,10 @@ class Gibbs:
             check_conditional(self.name, state.num_steps + 1, logits)
             choice = sample_categorical(logits, generator)  # (C,)
             x_new = candidates[torch.arange(C, device=x.device), choice]
+            changed = (x_new != x).sum(1)
         ones = torch.ones(C, dtype=x.dtype, device=x.device)
         info = Info(acceptance_prob=ones, accepted=torch.ones(C, dtype=torch.bool, device=x.device),
-                    sites_changed=(x_new != x).sum(1), energy_evals=evals, grad_evals=0)
+                    sites_changed=changed, energy_evals=evals, grad_evals=0)
         return GibbsState(x=x_new, order=order, position=position, num_steps=state.num_steps + 1,
                           cache=cache, cache_key=key), info
 

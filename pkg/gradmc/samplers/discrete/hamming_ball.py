@@ -116,6 +116,7 @@ class _HammingBallKernel:
             choice = sample_categorical(logits, generator)
             mask = flips[torch.arange(C, device=x.device), choice]
             x_new = flip_bits(x, block, mask)
+            changed = mask.sum(1)  # the flipped bits (distinct sites)
             if key is not None:
                 choice_f = logits.gather(1, choice[:, None]).squeeze(1)
                 cache = eval_flips(log_prob, x, ev, block, mask, grad=False, known_log_prob=choice_f)
@@ -125,9 +126,10 @@ class _HammingBallKernel:
             candidates, logits = self.conditional(u, block, log_prob)  # (C, B, D), (C, B)
             check_conditional(self.name, step, logits)  # the ball around u holds x
             x_new = candidates[torch.arange(C, device=x.device), sample_categorical(logits, generator)]
+            changed = (x_new != x).sum(1)
         ones = torch.ones(C, dtype=x.dtype, device=x.device)
         info = Info(acceptance_prob=ones, accepted=torch.ones(C, dtype=torch.bool, device=x.device),
-                    sites_changed=(x_new != x).sum(1), energy_evals=evals, grad_evals=0)
+                    sites_changed=changed, energy_evals=evals, grad_evals=0)
         return x_new, cache, key, info
 
     def _enumerate(self, x: torch.Tensor, blocks: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
