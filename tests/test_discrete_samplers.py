@@ -99,6 +99,24 @@ def test_sample_categorical_frequencies_and_log_probs(dtype):
     torch.testing.assert_close(log_p, torch.log_softmax(logits, -1).gather(1, idx[:, None]).squeeze(1))
 
 
+def test_fast_exp_helpers_match_torch():
+    """exp_below_max / log_normaliser / log_softmax equal torch's on -inf, very negative and ordinary logits."""
+    from gradmc.samplers.base import EXP_FLOOR, exp_below_max, log_normaliser, log_softmax
+
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(50, 300, generator=g, dtype=torch.float64) * 30.0  # spreads far beyond -80
+    logits[0] = torch.linspace(-500.0, 0.0, 300, dtype=torch.float64)
+    logits[:, ::7] = -torch.inf
+    top = logits.amax(-1, keepdim=True)
+    weights = exp_below_max(logits, top)
+    exact = torch.exp(logits - top)
+    assert bool((weights[:, ::7] == 0).all()) and bool((weights[exact < math.exp(EXP_FLOOR)] == 0).all())
+    assert float((weights - exact).abs().max()) <= math.exp(EXP_FLOOR)
+    torch.testing.assert_close(log_normaliser(logits), torch.logsumexp(logits, -1), rtol=0, atol=1e-12)
+    torch.testing.assert_close(log_softmax(logits), torch.log_softmax(logits, -1), rtol=0, atol=1e-12)
+    assert bool(log_normaliser(torch.full((2, 4), -torch.inf)).isnan().all())  # no valid entry: NaN, as torch
+
+
 # ---------------------------------------------------------------------------------------------------
 # argument checks
 

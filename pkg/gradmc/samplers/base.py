@@ -271,13 +271,17 @@ def exp_below_max(logits: torch.Tensor, top: torch.Tensor) -> torch.Tensor:
 
 
 def log_normaliser(logits: torch.Tensor) -> torch.Tensor:
-    """logsumexp over the last dimension, (..., K) -> (...,), through :func:`exp_below_max`.
+    """logsumexp over the last dimension, (..., K) -> (...,), without torch's slow exp on -inf and very
+    negative entries (see :func:`exp_below_max`).
 
-    Equals ``torch.logsumexp`` to float rounding (the dropped terms weigh < 1.8e-35 each relative to the
-    largest) without its slow exp on -inf and very negative entries. Rows of all -inf give NaN.
+    Arguments below EXP_FLOOR relative to the row maximum are clamped there, so each such term counts
+    exp(EXP_FLOOR) = 1.8e-35 (relative to the maximum's 1) instead of less: the result exceeds
+    ``torch.logsumexp`` by at most K * 1.8e-35, far below float rounding. (Zeroing them, as
+    :func:`exp_below_max` does for drawing, is not needed in a sum.) Rows of all -inf give NaN.
     """
     top = logits.amax(-1, keepdim=True)
-    return (top + exp_below_max(logits, top).sum(-1, keepdim=True).log_()).squeeze(-1)
+    weights = (logits - top).clamp_(min=EXP_FLOOR).exp_()
+    return (top + weights.sum(-1, keepdim=True).log_()).squeeze(-1)
 
 
 def log_softmax(logits: torch.Tensor) -> torch.Tensor:
