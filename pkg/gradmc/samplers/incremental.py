@@ -20,6 +20,9 @@ through ``tensor.data`` (they bypass the version counter) and changes hidden in 
 in gradmc re-initialise or pass a new target object after every change, so they never rely on the
 check; it is the guard against misuse.
 
+The target must be a function of each chain's own state (no statistics over the batch, such as a
+BatchNorm layer in training mode): Metropolis-Hastings itself needs that, and so does the cache.
+
 Drift: incremental updates of floating-point intermediates (the RBM's pre-activations) accumulate
 rounding error, so every :data:`REFRESH_EVERY` steps a kernel evaluates afresh from x.
 

@@ -47,7 +47,23 @@ def _change_candidates(x: torch.Tensor, grad: torch.Tensor, f: torch.Tensor, sit
     return f[:, None] + g_site - current
 
 
-class Potts(nn.Module):
+class _PottsEvaluations:
+    """What both Potts models share: the candidates of one site from the gradient, and the input check."""
+
+    @torch.no_grad()
+    def eval_change_candidates(self, x: torch.Tensor, ev: Evaluation, site: torch.Tensor) -> torch.Tensor:
+        """(C, K) f at x with site ``site`` (C,) set to each value: f + grad_i - grad_i[x_i], O(C K)."""
+        return _change_candidates(x, self._grad_of(x, ev), ev.log_prob, site)
+
+    def _grad_of(self, x: torch.Tensor, ev: Evaluation) -> torch.Tensor:
+        return ev.grad if ev.grad is not None else self.eval_state(x).grad
+
+    def validate(self, x: torch.Tensor) -> None:
+        """Full input check (shape and one-hot values); raises ValueError."""
+        validate_onehot(x, self.num_sites, self.num_states, check_values=True)
+
+
+class Potts(_PottsEvaluations, nn.Module):
     """Potts model with dense fields h (D, K) and couplings J (D, D, K, K).
 
     Args:
@@ -126,20 +142,9 @@ class Potts(nn.Module):
         g = g + self.M[site * K + value] - self.M[site * K + old]  # M symmetric: rows are columns
         return Evaluation(f, g.reshape(x.shape))
 
-    @torch.no_grad()
-    def eval_change_candidates(self, x: torch.Tensor, ev: Evaluation, site: torch.Tensor) -> torch.Tensor:
-        """(C, K) f at x with site ``site`` (C,) set to each value: f + grad_i - grad_i[x_i], O(C K)."""
-        return _change_candidates(x, self._grad_of(x, ev), ev.log_prob, site)
-
-    def _grad_of(self, x: torch.Tensor, ev: Evaluation) -> torch.Tensor:
-        return ev.grad if ev.grad is not None else self.eval_state(x).grad
-
-    def validate(self, x: torch.Tensor) -> None:
-        """Full input check (shape and one-hot values); raises ValueError."""
-        validate_onehot(x, self.num_sites, self.num_states, check_values=True)
 
 
-class LatticePotts(nn.Module):
+class LatticePotts(_PottsEvaluations, nn.Module):
     """Potts model on a side x side 2-D lattice: log p(x) = theta sum_{edges} [x_i == x_j] + sum_i h_i^T x_i.
 
     Each lattice edge counted once; on one-hot x, [x_i == x_j] = x_i^T x_j, so J_ij = theta * I_K on
@@ -221,17 +226,6 @@ class LatticePotts(nn.Module):
         g = g.clone().scatter_add_(1, index, torch.cat([step, -step], 1))
         return Evaluation(f, g.reshape(x.shape))
 
-    @torch.no_grad()
-    def eval_change_candidates(self, x: torch.Tensor, ev: Evaluation, site: torch.Tensor) -> torch.Tensor:
-        """(C, K) f at x with site ``site`` (C,) set to each value: f + grad_i - grad_i[x_i], O(C K)."""
-        return _change_candidates(x, self._grad_of(x, ev), ev.log_prob, site)
-
-    def _grad_of(self, x: torch.Tensor, ev: Evaluation) -> torch.Tensor:
-        return ev.grad if ev.grad is not None else self.eval_state(x).grad
-
-    def validate(self, x: torch.Tensor) -> None:
-        """Full input check (shape and one-hot values); raises ValueError."""
-        validate_onehot(x, self.num_sites, self.num_states, check_values=True)
 
     def couplings_dense(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(h (D, K), J (D, D, K, K)) of the equivalent dense :class:`Potts`, for tests and small lattices.
