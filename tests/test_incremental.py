@@ -297,3 +297,114 @@ def test_ais_intermediate_targets_are_keyed_by_level_and_model():
     _in_place(target)
     assert not key.matches(cache_key(level))
     assert cache_key(_Intermediate(lambda x: target(x), base, 0.5)) is None  # a closure model: never cached
+
+
+# ---------------------------------------------------------------------------------------------------
+# misuse found by a new user's tries: each must be detected (a fresh evaluation), never a silent cache
+
+
+def _fresh_agrees(sampler, state, target, seed=21):
+    """One step of ``state`` equals one step from a fresh init of its x, and the cache is target(x)."""
+    fresh = sampler.init(state.x, target)
+    if hasattr(state, "order"):
+        fresh = fresh._replace(order=state.order, position=state.position)
+    a, _ = sampler.step(fresh, target, torch.Generator().manual_seed(seed))
+    b, info = sampler.step(state, target, torch.Generator().manual_seed(seed))
+    assert torch.equal(a.x, b.x)
+    torch.testing.assert_close(b.cache.log_prob, target(b.x))
+    return info
+
+
+def _stepped(sampler, target, steps=3):
+    g = torch.Generator().manual_seed(20)
+    state = sampler.init(_bits(32, 9, 19), target)
+    for _ in range(steps):
+        state, _ = sampler.step(state, target, g)
+    return state
+
+
+@pytest.mark.parametrize("sampler_name", ["GWG", "Gibbs-1", "HB-3-1"])
+def test_replaced_parameter_at_a_reused_address_is_detected(sampler_name):
+    """A new Parameter may land at the freed address of the old one with version 0: identity, not the
+    address, tells them apart (the kernel key and the RBM's transposed-weight cache)."""
+    target, sampler = _rbm(), make_sampler(sampler_name)
+    state = _stepped(sampler, target)
+    g = torch.Generator().manual_seed(22)
+    target.W = torch.nn.Parameter(torch.empty(1, dtype=torch.float64))
+    target.W = torch.nn.Parameter(torch.randn(4, 9, generator=g, dtype=torch.float64))
+    assert _fresh_agrees(sampler, state, target).energy_evals >= 2
+    del target.W
+    target.W = torch.nn.Parameter(torch.randn(4, 9, generator=g, dtype=torch.float64))
+    chain = _stepped(sampler, target)  # a new chain on the new weights
+    torch.testing.assert_close(chain.cache.log_prob, target(chain.x))
+
+
+def test_numpy_scalar_attribute_change_is_detected():
+    import numpy as np
+
+    target = LatticeIsing(3, theta=0.3, bias=0.2).double()
+    sampler = make_sampler("GWG")
+    state = _stepped(sampler, target)
+    target.theta = np.float32(0.9)
+    assert _fresh_agrees(sampler, state, target).energy_evals == 2
+
+
+class _Holder(torch.nn.Module):
+    """A wrapper whose numbers the fingerprint cannot see: a plain list and a bound method."""
+
+    def __init__(self, rbm):
+        super().__init__()
+        self.scales = [1.0]
+        self.fn = rbm.forward
+
+    def forward(self, x):
+        return self.scales[0] * self.fn(x)
+
+
+def test_module_with_unseeable_attributes_is_not_cached():
+    holder = _Holder(_rbm())
+    assert cache_key(holder) is None
+    sampler = make_sampler("GWG")
+    state = sampler.init(_bits(8, 9, 23), holder)
+    holder.scales[0] = 3.0
+    _, info = sampler.step(state, holder, torch.Generator().manual_seed(24))
+    assert state.cache is None and info.energy_evals == 2
+
+
+class _TemperedRBM(RBM):
+    """A subclass with another density: the RBM's closed forms and incremental methods do not apply."""
+
+    def forward(self, x):
+        return 0.5 * super().forward(x)
+
+
+@pytest.mark.parametrize("sampler_name", ["GWG", "Gibbs-1", "HB-3-1"])
+def test_subclass_with_its_own_forward_uses_the_generic_path(sampler_name):
+    from gradmc.samplers.base import own_method
+
+    target = _TemperedRBM(9, 4, weight_std=1.0, generator=torch.Generator().manual_seed(25)).double()
+    assert own_method(target, "eval_flips") is None and own_method(target, "log_prob_and_grad") is None
+    assert own_method(_rbm(), "eval_flips") is not None
+    state = _stepped(make_sampler(sampler_name), target)
+    if state.cache is not None:
+        torch.testing.assert_close(state.cache.log_prob, target(state.x))
+
+
+@pytest.mark.parametrize("sampler_name", ["GWG", "Gibbs-1"])
+def test_replaced_or_edited_state_x_is_evaluated_afresh(sampler_name):
+    target, sampler = _rbm(), make_sampler(sampler_name)
+    state = _stepped(sampler, target)
+    replaced = state._replace(x=_bits(32, 9, 26))
+    assert _fresh_agrees(sampler, replaced, target).energy_evals >= 2
+    edited = _stepped(sampler, target)
+    edited.x[:4] = 1.0 - edited.x[:4]
+    assert _fresh_agrees(sampler, edited, target).energy_evals >= 2
+
+
+def test_categorical_gwg_with_a_float64_model_and_float32_states():
+    target = _potts()  # float64
+    sampler = make_sampler("GWG", state="categorical")
+    state = sampler.init(_onehot(8, target.num_sites, target.num_states, 27).float(), target)
+    for _ in range(3):
+        state, _ = sampler.step(state, target, torch.Generator().manual_seed(28))
+    assert state.x.dtype == torch.float32 and bool((state.x.sum(-1) == 1).all())

@@ -31,7 +31,7 @@ import torch
 
 __all__ = ["Info", "NonFiniteError", "check_finite", "check_conditional", "acceptance_probability",
            "metropolis_hastings_accept", "hamiltonian_accept", "sample_categorical", "log_prob_and_grad",
-           "EXP_FLOOR", "exp_below_max", "log_normaliser", "log_softmax"]
+           "EXP_FLOOR", "exp_below_max", "log_normaliser", "log_softmax", "own_method"]
 
 #: How many affected chain indices a :class:`NonFiniteError` message lists.
 MAX_LISTED_CHAINS = 8
@@ -289,6 +289,23 @@ def log_softmax(logits: torch.Tensor) -> torch.Tensor:
     return logits - log_normaliser(logits)[..., None]
 
 
+def own_method(target, name: str):
+    """``target.<name>`` (a closed form or incremental evaluation) if it is valid for this target, else None.
+
+    A class that writes closed forms for its density declares ``closed_forms_for = forward`` in its body.
+    A subclass that overrides ``forward`` without restating ``closed_forms_for`` inherits formulas for
+    a density it no longer has, so they are not used (the generic path runs instead). Targets that
+    declare nothing are trusted to keep their methods consistent.
+    """
+    fn = getattr(target, name, None)
+    if fn is None or not callable(fn):
+        return None
+    declared = getattr(type(target), "closed_forms_for", None)
+    if declared is not None and getattr(type(target), "forward", None) is not declared:
+        return None
+    return fn
+
+
 def log_prob_and_grad(log_prob, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Evaluate f(x) and grad_x f(x): one forward and one backward pass, or the target's closed form.
 
@@ -306,7 +323,7 @@ def log_prob_and_grad(log_prob, x: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     Raises:
         ValueError: if log_prob does not return shape (C,).
     """
-    closed_form = getattr(log_prob, "log_prob_and_grad", None)
+    closed_form = own_method(log_prob, "log_prob_and_grad")
     if closed_form is not None:
         f, grad = closed_form(x)
     else:

@@ -9,16 +9,23 @@ x in a few sites is evaluated in O(changed sites) instead of a full pass.
 
 Exactness: a cache is exact only while the target is fixed, and PCD and AIS change it between steps.
 Every cached evaluation is therefore stored with a :class:`CacheKey`, which holds the target object
-itself (so its ``id`` cannot be reused while the key lives) and a fingerprint of its numbers: for an
-``nn.Module``, the version counter and storage address of every parameter, buffer and tensor attribute
-of every submodule (in-place updates, e.g. an optimiser step, bump the version counter; re-assigning a
-tensor changes the address) plus its scalar attributes (``theta``, ``training``, ...). A kernel uses
-its cache only when the key of the target passed to ``step`` equals the stored one, and evaluates
-afresh otherwise (counted in ``Info``). Targets that are neither modules nor declare
-``cache_fingerprint()`` are never cached. What cannot be detected, as in torch's own autograd: writes
-through ``tensor.data`` (they bypass the version counter) and changes hidden in a closure. PCD and AIS
-in gradmc re-initialise or pass a new target object after every change, so they never rely on the
-check; it is the guard against misuse.
+itself (so its ``id`` cannot be reused while the key lives), the state tensor x the evaluation is of
+(with its version counter), and a :class:`Fingerprint` of the target's numbers: for an ``nn.Module``,
+the identity, version counter and storage address of every parameter, buffer and tensor attribute of
+every submodule, holding those tensors so that no new tensor can take their identity (in-place updates,
+e.g. an optimiser step, bump the version counter; re-assigning a tensor changes the identity), plus its
+scalar attributes (``theta``, ``training``, ...). A module with an attribute whose changes cannot be
+seen (a list, an array, a function) is not cached at all. A kernel uses its cache only when the key of
+the target passed to ``step`` matches the stored one and the state's x is the one the cache was made
+for, unchanged; otherwise it evaluates afresh (counted in ``Info``). Targets that are neither modules
+nor declare ``cache_fingerprint()`` are never cached. What cannot be detected, as in torch's own
+autograd: writes through ``tensor.data`` (they bypass the version counter) and changes hidden in a
+closure. PCD and AIS in gradmc re-initialise or pass a new target object after every change, so they
+never rely on the check; it is the guard against misuse.
+
+The incremental methods below (and the closed-form ``log_prob_and_grad``) are used only while they
+belong to the target's density: a class declares ``closed_forms_for = forward``, and a subclass that
+overrides ``forward`` without restating it gets the generic path (:func:`~gradmc.samplers.base.own_method`).
 
 The target must be a function of each chain's own state (no statistics over the batch, such as a
 BatchNorm layer in training mode): Metropolis-Hastings itself needs that, and so does the cache.
@@ -54,9 +61,10 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from gradmc.samplers.base import log_prob_and_grad
+from gradmc.samplers.base import log_prob_and_grad, own_method
 
-__all__ = ["REFRESH_EVERY", "Evaluation", "CacheKey", "cache_key", "fingerprint", "current_evaluation",
+__all__ = ["REFRESH_EVERY", "DERIVED_PREFIX", "Evaluation", "Fingerprint", "CacheKey", "bind_state", "cache_key",
+           "fingerprint", "current_evaluation",
            "evaluate", "eval_flips", "eval_flip_candidates", "eval_change", "eval_change_candidates",
            "select", "flip_bits", "flip_deltas", "offers"]
 
@@ -82,16 +90,39 @@ class Evaluation(NamedTuple):
     aux: torch.Tensor | None = None
 
 
+class Fingerprint:
+    """The numbers of a target at one moment: ``marks`` (compared) and ``refs`` (held, not compared).
+
+    A mark of a tensor is (id, version counter, storage address, dtype, device, shape). ``refs`` holds the
+    tensors themselves, so while a fingerprint lives no other tensor can take their ids (an id or an address
+    alone could be reused by a new tensor after the old one is freed). Equal when the marks are equal.
+    """
+
+    __slots__ = ("marks", "refs")
+
+    def __init__(self, marks: tuple, refs: tuple):
+        self.marks, self.refs = marks, refs
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Fingerprint) and self.marks == other.marks
+
+    __hash__ = None
+
+
 class CacheKey(NamedTuple):
-    """Identifies the target an :class:`Evaluation` belongs to (see the module docstring).
+    """Identifies the target and the state x an :class:`Evaluation` belongs to (module docstring).
 
     owner: the target object (for a bound method, the object it is bound to); func: the bound method's
-    function, or None; fingerprint: :func:`fingerprint` of ``owner`` when the key was made.
+    function, or None; fingerprint: :func:`fingerprint` of ``owner`` when the key was made; x and
+    x_version: the state tensor the evaluation is of and its version counter (set by :func:`bind_state`),
+    so a state whose x was replaced (``state._replace(x=...)``) or edited in place is evaluated afresh.
     """
 
     owner: object
     func: object
-    fingerprint: tuple
+    fingerprint: object
+    x: torch.Tensor | None = None
+    x_version: int = -1
 
     def matches(self, other: CacheKey | None) -> bool:
         """True when ``other`` names the same object, method and fingerprint (identity, not equality)."""
@@ -99,29 +130,63 @@ class CacheKey(NamedTuple):
                 and self.fingerprint == other.fingerprint)
 
 
-def _tensor_mark(t: torch.Tensor) -> tuple:
-    return (t._version, t.data_ptr(), t.dtype, t.device, tuple(t.shape))
+def bind_state(state):
+    """``state`` with its cache key bound to ``state.x`` (its identity and version counter now)."""
+    key = state.cache_key
+    if key is None:
+        return state
+    return state._replace(cache_key=key._replace(x=state.x, x_version=state.x._version))
 
 
-def _module_fingerprint(module: nn.Module) -> tuple:
-    parts = []
+#: nn.Module's own attributes (hooks, registries, flags other than ``training``): not the target's numbers
+_MODULE_INTERNALS = frozenset(nn.Module().__dict__) - {"training"}
+#: attribute names with this prefix hold values derived from the others (e.g. a transposed weight):
+#: skipped by the fingerprint, whose job is the values they are derived from
+DERIVED_PREFIX = "_cached_"
+
+
+def _value_mark(value, refs: list):
+    """A comparable mark of an attribute value, or _UNKNOWN when its changes cannot be seen."""
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, torch.Tensor):
+        refs.append(value)
+        return (id(value), value._version, value.data_ptr(), value.dtype, value.device, tuple(value.shape))
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == () and hasattr(value, "item"):
+        return ("numpy", type(value).__name__, value.item())  # a NumPy scalar (np.float32(0.9))
+    if isinstance(value, tuple) and len(value) <= 64:
+        marks = tuple(_value_mark(v, refs) for v in value)
+        return _UNKNOWN if any(m is _UNKNOWN for m in marks) else ("tuple", marks)
+    return _UNKNOWN
+
+
+_UNKNOWN = object()
+
+
+def _module_fingerprint(module: nn.Module) -> Fingerprint | None:
+    marks, refs = [], []
     for sub in module.modules():
+        marks.append(type(sub))
         for name, t in itertools.chain(sub._parameters.items(), sub._buffers.items()):
-            parts.append((name, None) if t is None else (name, *_tensor_mark(t)))
+            marks.append((name, None if t is None else _value_mark(t, refs)))
         for name, value in sub.__dict__.items():
-            if isinstance(value, torch.Tensor):
-                parts.append((name, *_tensor_mark(value)))
-            elif isinstance(value, _SCALARS):
-                parts.append((name, value))
-    return tuple(parts)
+            if name in _MODULE_INTERNALS or name.startswith(DERIVED_PREFIX):
+                continue
+            mark = _value_mark(value, refs)
+            if mark is _UNKNOWN:
+                return None  # a list, an array, a callable, an object: its changes cannot be seen
+            marks.append((name, mark))
+    return Fingerprint(tuple(marks), tuple(refs))
 
 
-def fingerprint(target) -> tuple | None:
-    """A tuple that changes whenever ``target``'s numbers change, or None if that cannot be known.
+def fingerprint(target) -> object | None:
+    """A value that changes whenever ``target``'s numbers change, or None if that cannot be known.
 
-    ``target.cache_fingerprint()`` when the object defines it; for an ``nn.Module`` (or a method bound
-    to one) its parameters, buffers, tensor attributes and scalar attributes, as described in the module
-    docstring; None for any other callable (a plain function or closure: never cached).
+    ``target.cache_fingerprint()`` when the object defines it. For an ``nn.Module`` (or a method bound to
+    one): a :class:`Fingerprint` of its parameters, buffers, tensor attributes and scalar attributes
+    (Python and NumPy scalars, tuples of them) over all submodules; None when a module holds an
+    attribute of any other kind (a list, an array, a function: changes inside it cannot be seen) other
+    than those named ``_cached_*``. None for any other callable (a plain function or closure).
     """
     declared = getattr(target, "cache_fingerprint", None)
     if declared is not None:
@@ -143,15 +208,16 @@ def cache_key(log_prob) -> CacheKey | None:
 def offers(log_prob, method: str) -> bool:
     """Whether the target offers one of the optional methods above, e.g. ``"eval_flip_candidates"``: the
     Gibbs-type kernels cache only then (for other targets a cache would cost an evaluation and save none)."""
-    return callable(getattr(log_prob, method, None))
+    return own_method(log_prob, method) is not None
 
 
 def current_evaluation(state, log_prob, x: torch.Tensor, grad: bool) -> tuple[Evaluation, CacheKey | None, int]:
     """The evaluation at a kernel state's x: its cache when valid, otherwise a fresh one.
 
     The cache (``state.cache``, ``state.cache_key``) is valid when the key of ``log_prob`` now matches
-    the stored one, it holds a gradient if ``grad`` is asked for, and the state is not due for its
-    periodic refresh (``num_steps`` a positive multiple of :data:`REFRESH_EVERY`).
+    the stored one, the stored key is bound to this very x at its current version (:func:`bind_state`),
+    it holds a gradient if ``grad`` is asked for, and the state is not due for its periodic refresh
+    (``num_steps`` a positive multiple of :data:`REFRESH_EVERY`).
 
     Args:
         state: a kernel state with fields ``cache`` (Evaluation or None), ``cache_key`` and ``num_steps``.
@@ -165,9 +231,10 @@ def current_evaluation(state, log_prob, x: torch.Tensor, grad: bool) -> tuple[Ev
         evaluation is counted once, by the step that needs it), else 0.
     """
     key = cache_key(log_prob)
-    cached = state.cache
-    if (key is not None and cached is not None and key.matches(state.cache_key)
-            and (cached.grad is not None or not grad) and not _refresh_due(state.num_steps)):
+    cached, stored = state.cache, state.cache_key
+    if (key is not None and cached is not None and key.matches(stored) and stored.x is x
+            and stored.x_version == x._version and (cached.grad is not None or not grad)
+            and not _refresh_due(state.num_steps)):
         return cached, key, int(state.num_steps == 0)
     return evaluate(log_prob, x, grad), key, 1
 
@@ -188,7 +255,7 @@ def evaluate(log_prob, x: torch.Tensor, grad: bool = True) -> Evaluation:
     Raises:
         ValueError: if log_prob does not return shape (C,).
     """
-    own = getattr(log_prob, "eval_state", None)
+    own = own_method(log_prob, "eval_state")
     if own is not None:
         return own(x, grad)
     if grad:
@@ -230,7 +297,7 @@ def eval_flips(log_prob, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor, m
         :class:`Evaluation` at the flipped states (``log_prob.eval_flips`` when offered, else a full
         evaluation of them).
     """
-    own = getattr(log_prob, "eval_flips", None)
+    own = own_method(log_prob, "eval_flips")
     if own is not None:
         return own(x, ev, sites, mask, grad, known_log_prob)
     new = evaluate(log_prob, flip_bits(x, sites, mask), grad)
@@ -249,7 +316,7 @@ def eval_flip_candidates(log_prob, x: torch.Tensor, ev: Evaluation, sites: torch
         (C, B) log_prob of the candidates (``log_prob.eval_flip_candidates`` when offered, else one
         log_prob call on the (C * B, D) candidates).
     """
-    own = getattr(log_prob, "eval_flip_candidates", None)
+    own = own_method(log_prob, "eval_flip_candidates")
     if own is not None:
         return own(x, ev, sites, masks)
     C, D = x.shape
@@ -275,7 +342,7 @@ def eval_change(log_prob, x: torch.Tensor, ev: Evaluation, site: torch.Tensor, v
     ``log_prob.eval_change`` when offered, else a full evaluation of the changed states; ``known_log_prob``
     as in :func:`eval_flips`.
     """
-    own = getattr(log_prob, "eval_change", None)
+    own = own_method(log_prob, "eval_change")
     if own is not None:
         return own(x, ev, site, value, grad, known_log_prob)
     new = evaluate(log_prob, _set_site(x, site, value), grad)
@@ -288,7 +355,7 @@ def eval_change_candidates(log_prob, x: torch.Tensor, ev: Evaluation, site: torc
     ``log_prob.eval_change_candidates`` when offered, else one log_prob call on the (C * K, D, K)
     candidates.
     """
-    own = getattr(log_prob, "eval_change_candidates", None)
+    own = own_method(log_prob, "eval_change_candidates")
     if own is not None:
         return own(x, ev, site)
     C, D, K = x.shape

@@ -172,6 +172,7 @@ class FHMMPosterior(nn.Module):
         return self.model.log_joint(x, self.y)
 
     log_prob = forward
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.samplers.base.own_method)
 
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

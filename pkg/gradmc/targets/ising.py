@@ -85,6 +85,7 @@ class LatticeIsing(nn.Module):
         return f + s @ self.bias.to(s.dtype) if self._has_bias else f
 
     log_prob = forward
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.samplers.base.own_method)
 
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -189,6 +190,7 @@ class DenseIsing(nn.Module):
         return ((s @ self.J) * s).sum(-1) + s @ self.bias
 
     log_prob = forward
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.samplers.base.own_method)
 
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -112,6 +112,7 @@ class Potts(_PottsEvaluations, nn.Module):
         return xf @ self.h.reshape(-1) + 0.5 * ((xf @ self.M) * xf).sum(-1)
 
     log_prob = forward
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.samplers.base.own_method)
 
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -189,6 +190,7 @@ class LatticePotts(_PottsEvaluations, nn.Module):
         return (0.5 * self.theta) * (x * nb).sum((1, 2)) + (x * self.h.to(x.dtype)).sum((1, 2))
 
     log_prob = forward
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.samplers.base.own_method)
 
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

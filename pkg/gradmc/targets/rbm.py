@@ -48,6 +48,7 @@ class RBM(nn.Module):
         return nn.functional.softplus(pre).sum(-1) + x @ self.b
 
     log_prob = forward
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.samplers.base.own_method)
 
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """f(x) and its gradient in closed form, without autograd: (C, D) -> ((C,), (C, D)), detached.
@@ -103,15 +104,17 @@ class RBM(nn.Module):
         return self._weight_rows().index_select(0, sites.reshape(-1)).view(*sites.shape, self.num_hidden)
 
     def _weight_rows(self) -> torch.Tensor:
-        """W^T (D, H), contiguous (a column of W is then one contiguous row), rebuilt when W changes. Kept
-        in a tuple, which the kernels' cache fingerprint ignores: it is derived from W, which it covers."""
-        mark = (self.W._version, self.W.data_ptr(), self.W.dtype, self.W.device)
-        cached = getattr(self, "_weight_rows_cache", None)
-        if cached is None or cached[0] != mark:
+        """W^T (D, H), contiguous (a column of W is then one contiguous row), rebuilt when W changes: the
+        cache holds the W tensor it was made from (identity, not an address a new tensor could reuse), its
+        version counter and its storage address. A ``_cached_*`` attribute: the kernels' fingerprint covers W itself."""
+        W = self.W
+        mark = (W._version, W.data_ptr())  # ``W.data = ...`` keeps the object and its version, not the storage
+        cached = getattr(self, "_cached_weight_rows", None)
+        if cached is None or cached[0] is not W or cached[1] != mark:
             with torch.no_grad():
-                cached = (mark, self.W.detach().t().contiguous())
-            self._weight_rows_cache = cached
-        return cached[1]
+                cached = (W, mark, W.detach().t().contiguous())
+            self._cached_weight_rows = cached
+        return cached[2]
 
     def _from_preactivation(self, pre: torch.Tensor, visible: torch.Tensor, grad: bool) -> Evaluation:
         f = nn.functional.softplus(pre).sum(-1) + visible

@@ -22,6 +22,7 @@ from gradmc.samplers.discrete.onehot import check_onehot, enumerate_onehot
 from gradmc.samplers.incremental import (
     CacheKey,
     Evaluation,
+    bind_state,
     cache_key,
     current_evaluation,
     eval_change,
@@ -102,8 +103,8 @@ class CategoricalGibbs:
         check_finite(self.name, 0, ("log_prob at the current state", ev.log_prob))
         empty = torch.empty(x.shape[0], 0, dtype=torch.long, device=x.device)
         key = cache_key(log_prob) if self._incremental(log_prob) else None
-        return CategoricalGibbsState(x=x.clone(), order=empty, position=0, cache=ev if key is not None else None,
-                                     cache_key=key)
+        return bind_state(CategoricalGibbsState(x=x.clone(), order=empty, position=0,
+                                                cache=ev if key is not None else None, cache_key=key))
 
     def _incremental(self, log_prob) -> bool:
         return self.block_size == 1 and offers(log_prob, "eval_change_candidates")
@@ -175,8 +176,8 @@ class CategoricalGibbs:
         ones = torch.ones(C, dtype=x.dtype, device=x.device)
         info = Info(acceptance_prob=ones, accepted=torch.ones(C, dtype=torch.bool, device=x.device),
                     sites_changed=changed, energy_evals=evals, grad_evals=0)
-        return CategoricalGibbsState(x=x_new, order=order, position=position + X, num_steps=state.num_steps + 1,
-                                     cache=cache, cache_key=key), info
+        return bind_state(CategoricalGibbsState(x=x_new, order=order, position=position + X,
+                                                num_steps=state.num_steps + 1, cache=cache, cache_key=key)), info
 
     def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
         """Enumerate one step of the kernel from each state in x: the randomness is the block and the draw.

@@ -26,6 +26,7 @@ from gradmc.samplers.enumerate import combinations
 from gradmc.samplers.incremental import (
     CacheKey,
     Evaluation,
+    bind_state,
     cache_key,
     current_evaluation,
     eval_flip_candidates,
@@ -99,7 +100,8 @@ class Gibbs:
         check_finite(self.name, 0, ("log_prob at the current state", ev.log_prob))
         empty = torch.empty(x.shape[0], 0, dtype=torch.long, device=x.device)
         key = cache_key(log_prob) if offers(log_prob, "eval_flip_candidates") else None
-        return GibbsState(x=x.clone(), order=empty, position=0, cache=ev if key is not None else None, cache_key=key)
+        return bind_state(GibbsState(x=x.clone(), order=empty, position=0, cache=ev if key is not None else None,
+                                     cache_key=key))
 
     def conditional(self, x: torch.Tensor, block: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
         """The exact conditional of each chain's block: the kernel's only use of the target.
@@ -176,8 +178,8 @@ class Gibbs:
         ones = torch.ones(C, dtype=x.dtype, device=x.device)
         info = Info(acceptance_prob=ones, accepted=torch.ones(C, dtype=torch.bool, device=x.device),
                     sites_changed=changed, energy_evals=evals, grad_evals=0)
-        return GibbsState(x=x_new, order=order, position=position, num_steps=state.num_steps + 1,
-                          cache=cache, cache_key=key), info
+        return bind_state(GibbsState(x=x_new, order=order, position=position, num_steps=state.num_steps + 1,
+                          cache=cache, cache_key=key)), info
 
     @torch.no_grad()
     def transition_probabilities(

@@ -36,6 +36,7 @@ from gradmc.samplers.enumerate import multisets
 from gradmc.samplers.incremental import (
     CacheKey,
     Evaluation,
+    bind_state,
     cache_key,
     current_evaluation,
     eval_flips,
@@ -94,7 +95,8 @@ class GradientFlipMH:
         ev = evaluate(log_prob, x, grad=True)
         check_finite(self.name, 0, ("log_prob at the current state", ev.log_prob))
         key = cache_key(log_prob)
-        return GWGState(x=x.clone(), log_prob=ev.log_prob, cache=ev if key is not None else None, cache_key=key)
+        return bind_state(GWGState(x=x.clone(), log_prob=ev.log_prob, cache=ev if key is not None else None,
+                                   cache_key=key))
 
     def proposal_logits(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         """Logits of q(i | x): d(x) / T = (1 - 2x) * grad f(x) / T (Eq. 3, 5), shape (C, D)."""
@@ -142,8 +144,8 @@ class GradientFlipMH:
         evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
                     sites_changed=sites, energy_evals=evals, grad_evals=evals)
-        return GWGState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
-                        cache=out if key is not None else None, cache_key=key), info
+        return bind_state(GWGState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
+                        cache=out if key is not None else None, cache_key=key)), info
 
     @torch.no_grad()
     def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
@@ -230,8 +232,8 @@ class GWG(GradientFlipMH):
         evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
                     sites_changed=accepted.long(), energy_evals=evals, grad_evals=evals)
-        return GWGState(x=x_new, log_prob=out.log_prob, num_steps=state.num_steps + 1,
-                        cache=out if key is not None else None, cache_key=key), info
+        return bind_state(GWGState(x=x_new, log_prob=out.log_prob, num_steps=state.num_steps + 1,
+                        cache=out if key is not None else None, cache_key=key)), info
 
 
 def _check_current(name: str, state, f_x: torch.Tensor, grad_x: torch.Tensor) -> None:

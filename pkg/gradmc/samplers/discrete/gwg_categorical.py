@@ -27,6 +27,7 @@ from gradmc.samplers.discrete.onehot import check_onehot
 from gradmc.samplers.incremental import (
     CacheKey,
     Evaluation,
+    bind_state,
     cache_key,
     current_evaluation,
     eval_change,
@@ -86,8 +87,8 @@ class GWGCategorical:
         ev = evaluate(log_prob, x, grad=True)
         check_finite(self.name, 0, ("log_prob at the current state", ev.log_prob))
         key = cache_key(log_prob)
-        return GWGCategoricalState(x=x.clone(), log_prob=ev.log_prob, cache=ev if key is not None else None,
-                                   cache_key=key)
+        return bind_state(GWGCategoricalState(x=x.clone(), log_prob=ev.log_prob, cache=ev if key is not None else None,
+                                   cache_key=key))
 
     def proposal_logits(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         """Logits of q(i, j | x), shape (C, D * K), flattened site-major (index i * K + j).
@@ -97,6 +98,7 @@ class GWGCategorical:
         :func:`~gradmc.samplers.base.exp_below_max`), so it is never proposed, as with -inf, but built by
         one fused pass (a -inf mask costs 3-4 times the whole logit computation on CPU).
         """
+        x = x.to(grad.dtype)  # a float64 model with float32 states, or the reverse
         current = torch.linalg.vecdot(grad, x)[..., None]  # <grad_i, x_i>, (C, D, 1)
         logits = torch.addcmul(grad, x, grad.new_tensor(MASKED_LOGIT * self.temperature)).sub_(current)
         return logits.div_(self.temperature).flatten(1)
@@ -182,8 +184,8 @@ class GWGCategorical:
         evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
                     sites_changed=accepted.long(), energy_evals=evals, grad_evals=evals)
-        return GWGCategoricalState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
-                                   cache=out if key is not None else None, cache_key=key), info
+        return bind_state(GWGCategoricalState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
+                                   cache=out if key is not None else None, cache_key=key)), info
 
     def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
         """Enumerate one step of the kernel from each state in x, through the same helpers as :meth:`step`.

@@ -33,6 +33,7 @@ from gradmc.samplers.enumerate import ball_patterns, ball_size, combinations
 from gradmc.samplers.incremental import (
     CacheKey,
     Evaluation,
+    bind_state,
     cache_key,
     current_evaluation,
     eval_flip_candidates,
@@ -186,7 +187,7 @@ class HammingBall(_HammingBallKernel):
             raise ValueError(f"block_size {self.block_size} exceeds the dimension {x.shape[1]}")
         cache, key = self._init_cache(x, log_prob)
         empty = torch.empty(x.shape[0], 0, dtype=torch.long, device=x.device)
-        return HammingBallState(x=x.clone(), order=empty, position=0, cache=cache, cache_key=key)
+        return bind_state(HammingBallState(x=x.clone(), order=empty, position=0, cache=cache, cache_key=key))
 
     def step(self, state: HammingBallState, log_prob, generator: torch.Generator):
         """One Hamming-ball update of the next scan block of every chain."""
@@ -195,8 +196,8 @@ class HammingBall(_HammingBallKernel):
         block, order, position = next_permutation_block(
             state.order, state.position, self.block_size, C, D, generator, x.device)  # (C, X)
         x_new, cache, key, info = self._update(state, block, log_prob, generator)
-        return HammingBallState(x=x_new, order=order, position=position, num_steps=state.num_steps + 1,
-                                cache=cache, cache_key=key), info
+        return bind_state(HammingBallState(x=x_new, order=order, position=position, num_steps=state.num_steps + 1,
+                                cache=cache, cache_key=key)), info
 
     @torch.no_grad()
     def transition_probabilities(self, x: torch.Tensor, log_prob, blocks: torch.Tensor | None = None):
@@ -267,7 +268,7 @@ class BlockHammingBall(_HammingBallKernel):
         if top >= x.shape[1]:
             raise ValueError(f"block index {top} out of range for dimension {x.shape[1]}")
         cache, key = self._init_cache(x, log_prob)
-        return BlockHammingBallState(x=x.clone(), cache=cache, cache_key=key)
+        return bind_state(BlockHammingBallState(x=x.clone(), cache=cache, cache_key=key))
 
     def step(self, state: BlockHammingBallState, log_prob, generator: torch.Generator):
         """One Hamming-ball update of a uniformly random block per chain."""
@@ -275,7 +276,8 @@ class BlockHammingBall(_HammingBallKernel):
         blocks = self.block_tensor(x.device)  # (nb, X)
         choice = torch.randint(blocks.shape[0], (x.shape[0],), generator=generator, device=x.device)
         x_new, cache, key, info = self._update(state, blocks[choice], log_prob, generator)
-        return BlockHammingBallState(x=x_new, num_steps=state.num_steps + 1, cache=cache, cache_key=key), info
+        return bind_state(BlockHammingBallState(x=x_new, num_steps=state.num_steps + 1, cache=cache,
+                                                cache_key=key)), info
 
     @torch.no_grad()
     def transition_probabilities(self, x: torch.Tensor, log_prob):
