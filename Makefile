@@ -28,7 +28,7 @@ PROFILE ?= workflow/profiles/default
 CONFIG  ?= quick
 SMK     := $(BIN)/snakemake --workflow-profile $(PROFILE) --cores $(CORES)
 
-.PHONY: help venv data test test-full lint reproduce reproduce-paper reproduce-smoke bench gpu-check report unlock clean-results
+.PHONY: help venv data test test-full lint reproduce reproduce-paper reproduce-smoke stage-times bench gpu-check report unlock clean-results
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -77,6 +77,9 @@ reproduce-paper: $(STAMP)  ## run the whole pipeline with the papers' settings (
 
 reproduce-smoke: $(STAMP)  ## tiny end-to-end run (a few minutes, into results/smoke/), what the tests run
 	$(SMK) --configfile config/smoke.yaml
+
+stage-times: $(STAMP)  ## per-stage wall times of the last pipeline run (from Snakemake's log) -> stdout
+	$(BIN)/python workflow/stage_times.py
 
 bench: $(STAMP)  ## benchmarks, written to results/bench/
 	$(BIN)/python -m gradmc.cli bench --out results/bench

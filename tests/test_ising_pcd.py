@@ -198,30 +198,45 @@ def test_figure_and_claims_on_results(results, tmp_path):
     table = pd.read_csv(tmp_path / "tab" / "fig6.csv")
     assert len(table) == 2 * 2 * 2 and (table["iterations"] == 20).all()
     out = claims(results)
-    assert len(out) == 3 and all("K = 2: GWG" in c.measured for c in out[:2])
+    assert len(out) == 6 and all(c.status == "INCONCLUSIVE" for c in out)  # 2 models x (K = 2, K = 4, cheap); 1 seed
+    assert "GWG K = 2" in out[0].measured and out[0].interval.replicates == 1
 
 
-def _synthetic(gwg_better: bool, ks=(5, 25), iterations: int = 10000) -> pd.DataFrame:
+def _synthetic(gap: float, ks=(5, 25), iterations: int = 10000, seeds=(0, 1, 2, 3, 4)) -> pd.DataFrame:
+    """final_log_rmse rows: GWG = Gibbs-1 - gap + a seed-dependent wiggle (so paired differences vary)."""
     rows = []
     for target, model, side, theta in (("lattice25_theta0.25", "lattice", 25, 0.25), ("er200", "er", 0, math.nan)):
         for name in ("Gibbs-1", "GWG"):
             for k in ks:
-                value = -3.0 - 0.1 * k / 5 - (0.5 if (name == "GWG") == gwg_better else 0.0)
-                rows.append(("ising_pcd", target, name, model, 625, side, theta, k, 0, -1, iterations,
-                             "final_log_rmse", value, iterations * k * 2, 0, 1.0))
+                for seed in seeds:
+                    value = -3.0 - 0.1 * k / 5 + 0.01 * seed - (gap + 0.02 * (seed % 2) if name == "GWG" else 0.0)
+                    rows.append(("ising_pcd", target, name, model, 625, side, theta, k, seed, -1, iterations,
+                                 "final_log_rmse", value, iterations * k * 2, 0, 1.0))
     return pd.DataFrame(rows, columns=["experiment", "target", "sampler", "model", "dim", "side", "theta", "K", "seed",
                                        "chain", "step", "metric", "value", "energy_evals", "grad_evals",
                                        "wall_time_s"])
 
 
-def test_claims_pass_and_fail():
-    good = claims(_synthetic(True))
-    assert [c.passed for c in good] == [True, True, True]
+def test_claims_pass_fail_inconclusive():
+    from scipy import stats
+
+    good = claims(_synthetic(0.5))
+    assert len(good) == 6 and [c.status for c in good] == ["PASS"] * 6  # per model: K = 5, K = 25, K_min vs K_max
     lattice = [c for c in good if "25x25 lattice, theta = 0.25" in c.claim]
-    assert len(lattice) == 1 and "K = 5: GWG -3.600 vs Gibbs-1 -3.100" in lattice[0].measured
-    assert "on 2 of 2 models" in good[2].measured
-    bad = claims(_synthetic(False, iterations=500))
-    assert [c.passed for c in bad] == [False, False, False] and "only 500 PCD iterations" in bad[0].note
-    paper = claims(_synthetic(False, ks=(5, 10, 25, 50, 100)))
-    assert not any(c.passed for c in paper) and all(c.note == "" for c in paper)  # paper sizes: no excuse
-    assert claims(_synthetic(True).query("sampler == 'GWG'")) == []
+    assert [c.paper for c in lattice] == ["GWG Fig. 11", "GWG Fig. 11", "GWG Fig. 6"]
+    assert "GWG K = 5 -3.588 vs Gibbs-1 K = 5 -3.080" in lattice[0].measured
+    # closed form: differences GWG - Gibbs-1 per seed = -(0.5 + 0.02 * (seed % 2))
+    d = -(0.5 + 0.02 * (np.arange(5) % 2))
+    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / math.sqrt(5)
+    iv = lattice[0].interval
+    assert iv.effect == pytest.approx(d.mean()) and iv.low == pytest.approx(d.mean() - half)
+    assert iv.high == pytest.approx(d.mean() + half) and iv.replicates == 5 and iv.unit == "seeds"
+    # K_min GWG vs K_max Gibbs-1: -3.1 - gap - wiggle vs -3.5: difference 0.4 - 0.5 - wiggle
+    assert lattice[2].interval.effect == pytest.approx(0.4 + d.mean())
+    bad = claims(_synthetic(-0.5, iterations=500))
+    assert [c.status for c in bad[:2]] == ["FAIL", "FAIL"] and "only 500 PCD iterations" in bad[0].note
+    few = claims(_synthetic(0.5, seeds=(0, 1)))
+    assert {c.status for c in few} == {"INCONCLUSIVE"} and "needs at least 5 seeds" in few[0].row()["note"]
+    paper = claims(_synthetic(-0.5, ks=(5, 10, 25, 50, 100)))
+    assert all("quick sizes" not in c.note for c in paper)  # paper sizes: no excuse
+    assert claims(_synthetic(0.5).query("sampler == 'GWG'")) == []

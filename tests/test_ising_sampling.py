@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pandas as pd
@@ -81,15 +82,16 @@ def test_reference_configuration_is_per_lattice_and_theta():
     assert not (a == exp.reference_configuration(4, 0.5)).all()
 
 
-def _synthetic(gwg_gain: dict[float, float], sides=(10, 40)) -> pd.DataFrame:
-    """Tidy rows with ESS = 10 for Gibbs-1 and 10 * gain[theta] for GWG, 2 seeds x 2 chains."""
+def _synthetic(gwg_gain: dict[float, float], sides=(10, 40), spread: float = 0.1) -> pd.DataFrame:
+    """Tidy rows with ESS = 10 (1 + spread * seed) for Gibbs-1 and gain[theta] times that for GWG, 2 seeds x 2
+    chains."""
     rows = []
     for side in sides:
         for theta, gain in gwg_gain.items():
             for sampler, ess in (("Gibbs-1", 10.0), ("GWG", 10.0 * gain)):
                 for seed in (0, 1):
                     for chain in (0, 1):
-                        value = ess * (1.0 + 0.1 * seed)
+                        value = ess * (1.0 + spread * seed)
                         for metric, v in (("ess", value), ("ess_per_second", value / 2), ("ess_per_energy_eval",
                                           value / 100), ("acceptance_rate", 0.9)):
                             rows.append(("ising_sampling", f"lattice_ising_{side}x{side}", sampler, seed, chain,
@@ -109,14 +111,34 @@ def test_collect_sorts_stably():
     assert list(a.sort_values(exp.META["sort_by"], kind="stable").index) == list(a.index)
 
 
-def test_claims_pass_and_fail():
+def test_claims_pass_fail_and_inconclusive():
     good = {c.claim: c for c in claims(_synthetic({-0.1: 1.0, 0.3: 3.0, 0.5: 5.0}))}
-    assert len(good) == 3 and all(c.passed for c in good.values())
-    assert any("40x40" in name and "theta >= 0.3" in name for name in good)
-    bad = claims(_synthetic({-0.1: 2.0, 0.3: 0.5, 0.5: 0.8}))
-    assert len(bad) == 3 and not any(c.passed for c in bad)
-    assert "theta 0.3: GWG 5.25 vs Gibbs-1 10.5" in bad[0].measured  # the numbers behind a FAIL
+    assert sorted(good) == ["GWG ESS > Gibbs-1 ESS on the 40x40 lattice at theta 0.3",
+                            "GWG ESS > Gibbs-1 ESS on the 40x40 lattice at theta 0.5",
+                            "GWG's ESS advantage over Gibbs-1 grows with theta (10x10 lattice)",
+                            "GWG's ESS advantage over Gibbs-1 grows with theta (40x40 lattice)"]
+    assert all(c.status == "PASS" for c in good.values())
+    c = good["GWG ESS > Gibbs-1 ESS on the 40x40 lattice at theta 0.3"]
+    assert c.interval.unit == "chains" and c.interval.replicates == 4  # 2 seeds x 2 chains pooled
+    # chains' ESS lie in [10, 11] (x gain): the bootstrap log ratio cannot leave log(gain) +- log(1.1)
+    assert math.isclose(c.interval.effect, math.log(3.0))
+    assert math.log(3.0 / 1.1) - 1e-12 <= c.interval.low <= c.interval.high <= math.log(3.3) + 1e-12
+    bad = {c.claim: c.status for c in claims(_synthetic({-0.1: 2.0, 0.3: 0.5, 0.5: 0.8}))}
+    assert set(bad.values()) == {"FAIL"}
+    flat = {c.claim: c.status for c in claims(_synthetic({-0.1: 1.0, 0.3: 1.0}))}
+    assert set(flat.values()) == {"INCONCLUSIVE"}  # effect 0: the interval straddles the null
     assert claims(_synthetic({0.5: 2.0})[lambda d: d["sampler"] == "GWG"]) == []
+
+
+def test_claims_closed_form_without_spread():
+    """Identical chains: every bootstrap resample gives the full-sample statistic, so the interval is a point."""
+    out = {c.claim: c for c in claims(_synthetic({-0.1: 2.0, 0.5: 6.0}, spread=0.0))}
+    grow = out["GWG's ESS advantage over Gibbs-1 grows with theta (40x40 lattice)"]
+    assert grow.status == "PASS" and grow.direction == 1
+    assert np.allclose([grow.interval.effect, grow.interval.low, grow.interval.high], math.log(6.0) - math.log(2.0))
+    assert "ESS ratio GWG / Gibbs-1: 6 at theta 0.5 vs 2 at theta -0.1" in grow.measured
+    strong = out["GWG ESS > Gibbs-1 ESS on the 40x40 lattice at theta 0.5"]
+    assert np.allclose([strong.interval.low, strong.interval.high], math.log(6.0))
 
 
 def test_figure_writes_four_files(tmp_path):

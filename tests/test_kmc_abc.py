@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from scipy import stats
 
 from gradmc.claims.kmc_abc import claims, marginal_error
 from gradmc.config import ConfigError, fill_defaults, validate_config
@@ -117,8 +118,18 @@ def test_run_is_deterministic_and_rejects_bad_shards(smoke_frames):
 # ---------------------------------------------------------------------------------- figure and claims
 
 
-def _synthetic(kmc_sd: float, habc_sd: float, T: int = 3000, runs: int = 4) -> pd.DataFrame:
-    """Exact reference N(9.5, 0.6^2); KMC and HABC i.i.d. normal draws (ACF 0), RW an AR(1) with phi 0.95."""
+def _ar1(rng, mean: float, sd: float, phi: float, T: int) -> np.ndarray:
+    """Stationary AR(1) with the given mean, marginal sd and coefficient phi (phi = 0: i.i.d. normal)."""
+    x = np.empty(T)
+    x[0] = mean + sd * rng.standard_normal()
+    for t in range(1, T):
+        x[t] = mean + phi * (x[t - 1] - mean) + sd * math.sqrt(1 - phi**2) * rng.standard_normal()
+    return x
+
+
+def _synthetic(kmc_sd: float, habc_sd: float, T: int = 3000, runs: int = 5, kmc_shift: float = 0.0,
+               kmc_phi: float = 0.0) -> pd.DataFrame:
+    """Exact reference N(9.5, 0.6^2); KMC an AR(1) (kmc_phi, mean 9.5 + kmc_shift), HABC i.i.d., RW AR(1) phi 0.95."""
     rng = np.random.default_rng(1)
     frames = []
     ref = {"mean_theta1": 9.5, "std_theta1": 0.6}
@@ -129,15 +140,11 @@ def _synthetic(kmc_sd: float, habc_sd: float, T: int = 3000, runs: int = 4) -> p
     df = tidy_frame(rows, exp.EXPERIMENT, exp.TARGET)
     df["x"] = np.concatenate([[np.nan, np.nan], grid])
     frames.append(df)
-    for name, sd, sims in (("KMC", kmc_sd, 10.0), ("HABC", habc_sd, 1020.0), ("RW", 0.6, 10.0)):
+    chains = (("KMC", 9.5 + kmc_shift, kmc_sd, kmc_phi, 10.0), ("HABC", 9.5, habc_sd, 0.0, 1020.0),
+              ("RW", 9.5, 0.6, 0.95, 10.0))
+    for name, mean, sd, phi, sims in chains:
         for seed in range(runs):
-            if name == "RW":
-                x = np.empty(T)
-                x[0] = 9.5
-                for t in range(1, T):
-                    x[t] = 9.5 + 0.95 * (x[t - 1] - 9.5) + 0.6 * math.sqrt(1 - 0.95**2) * rng.standard_normal()
-            else:
-                x = 9.5 + sd * rng.standard_normal(T)
+            x = _ar1(rng, mean, sd, phi, T)
             rows = [(name, seed, 0, t + 1, "theta1", v, t + 1, 0, 0.0) for t, v in enumerate(x)]
             rows += [(name, seed, 0, k, "acf_theta1", v, T, 0, 0.0) for k, v in enumerate(autocorrelation(x, 30))]
             rows += [(name, seed, 0, T, m, v, T, 0, 0.0) for m, v in (
@@ -151,17 +158,33 @@ def _synthetic(kmc_sd: float, habc_sd: float, T: int = 3000, runs: int = 4) -> p
     return out
 
 
-def test_claims_pass_and_fail():
-    good = claims(_synthetic(kmc_sd=0.6, habc_sd=1.8))
-    assert [c.passed for c in good] == [True, True, True, True, True], [c.measured for c in good]
-    assert "simulations per iteration KMC 10 vs HABC 1020 (102x)" in good[3].measured
-    bad = claims(_synthetic(kmc_sd=1.8, habc_sd=0.6))
-    assert [c.passed for c in bad] == [False, False, False, True, True]
-    assert "3000 kept iterations" in bad[0].note
-    assert claims(_synthetic(0.6, 1.8).query("sampler != 'reference'")) == []
+def test_claims_pass_fail_inconclusive():
+    good = claims(_synthetic(kmc_sd=0.6, habc_sd=1.8, T=10_000))
+    assert [c.status for c in good] == ["PASS"] * 8, [c.row() for c in good]
+    assert [c.direction for c in good] == [0, 0, 1, 1, 0, -1, 1, 0]
+    bad = claims(_synthetic(kmc_sd=1.8, habc_sd=0.6, kmc_shift=1.5, kmc_phi=0.99))
+    assert [c.status for c in bad] == ["FAIL"] * 7 + ["PASS"], [c.row() for c in bad]
+    assert "3000 kept iterations" in bad[0].note and "5 runs" in bad[0].note
+    few = claims(_synthetic(kmc_sd=0.6, habc_sd=1.8, T=500, runs=4))
+    assert [c.status for c in few] == ["INCONCLUSIVE"] * 8
+    assert claims(_synthetic(0.6, 1.8, T=100).query("sampler != 'reference'")) == []
     np.testing.assert_allclose(marginal_error(np.array([1.0, 3.0]), 1.0, 1.0), 1.0 + abs(math.sqrt(2) - 1))
     with pytest.raises(ValueError, match="ref_sd"):
         marginal_error(np.array([1.0, 2.0]), 0.0, 0.0)
+
+
+def test_claims_effects_by_hand():
+    df = _synthetic(kmc_sd=0.6, habc_sd=1.8, kmc_shift=0.03, T=1000)
+    out = claims(df)
+    # KMC's mean shift: mean over runs of (run mean - 9.5) / 0.6, t interval over 5 runs.
+    runs = df[(df["sampler"] == "KMC") & (df["metric"] == "mean_theta1")].sort_values("seed")["value"].to_numpy()
+    z = (runs - 9.5) / 0.6
+    half = stats.t.ppf(0.975, 4) * z.std(ddof=1) / math.sqrt(5)
+    iv = out[0].interval
+    np.testing.assert_allclose([iv.effect, iv.low, iv.high], [z.mean(), z.mean() - half, z.mean() + half])
+    assert out[0].tolerance == 0.1 and out[4].tolerance == pytest.approx(1.96 / math.sqrt(5000))
+    # simulations per iteration: 1020 / 10 = 102 in every run, vs the paper's 2L = 100: a zero-width interval at 2.
+    assert (out[-1].interval.effect, out[-1].interval.low, out[-1].interval.high) == (2.0, 2.0, 2.0)
 
 
 def test_figure_writes_files_and_table(tmp_path, smoke_frames):

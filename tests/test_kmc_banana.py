@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from scipy import stats
 
 from gradmc.claims.kmc_banana import claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
@@ -118,15 +120,42 @@ def _synthetic(kmc_good: bool) -> pd.DataFrame:
     return df
 
 
-def test_claims_pass_and_fail():
-    good = claims(_synthetic(True))
-    assert [c.passed for c in good] == [True, True, True]
-    assert "KMC (n = 1000) 46.0 vs RW 5.0" in good[0].measured and all(c.note == "" for c in good)
-    bad = claims(_synthetic(False))
-    assert [c.passed for c in bad] == [False, False, False]
-    assert "KAMH 7.0" in good[1].measured
-    assert "30 runs" in bad[0].note
-    assert claims(_synthetic(True).query("sampler != 'KMC'")) == []
+def _runs(kmc: dict, runs: int = 5) -> pd.DataFrame:
+    """min ESS rows: sampler s, run i has ESS base * exp(noise); KMC's noise is constant along n within a run."""
+    noise = {"KMC": [0.1, -0.2, 0.0, 0.3, -0.1], "RW": [0.0, 0.2, -0.1, 0.1, 0.05],
+             "KAMH": [-0.1, 0.0, 0.2, 0.1, 0.0], "HMC": [0.05, 0.0, -0.05, 0.1, 0.0]}
+    base = [*((("KMC", n), v) for n, v in kmc.items()), (("HMC", 0), 50.0), (("RW", 0), 4.0), (("KAMH", 1000), 6.0)]
+    rows = [("kmc_banana", "banana", name, n, seed, 0, 2200, "min_ess", ess * math.exp(noise[name][seed]), 4400, 0, 1.0)
+            for (name, n), ess in base for seed in range(runs)]
+    return pd.DataFrame(rows, columns=["experiment", "target", "sampler", "n", "seed", "chain", "step", "metric",
+                                       "value", "energy_evals", "grad_evals", "wall_time_s"])
+
+
+def test_claims_pass_fail_inconclusive():
+    good = claims(_runs({50: 5.0, 200: 20.0, 1000: 45.0}))
+    assert [c.status for c in good] == ["PASS"] * 4, [c.row() for c in good]
+    bad = claims(_runs({50: 5.0, 200: 3.0, 1000: 2.0}))
+    assert [c.status for c in bad] == ["FAIL"] * 4
+    assert "30 runs" in bad[0].note and "n up to 1000" in bad[0].note
+    few = claims(_runs({50: 5.0, 200: 20.0, 1000: 45.0}, runs=4))
+    assert [c.status for c in few] == ["INCONCLUSIVE"] * 4
+    assert claims(_runs({50: 5.0}).query("sampler != 'KMC'")) == []
+
+
+def test_claims_effects_by_hand():
+    good = claims(_runs({50: 5.0, 200: 20.0, 1000: 45.0}))
+    # KMC vs RW: per-run log ratio log(45 / 4) + noise_KMC - noise_RW, t interval over 5 runs.
+    d = math.log(45.0 / 4.0) + np.array([0.1, -0.2, 0.0, 0.3, -0.1]) - np.array([0.0, 0.2, -0.1, 0.1, 0.05])
+    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / math.sqrt(5)
+    iv = good[0].interval
+    np.testing.assert_allclose([iv.effect, iv.low, iv.high], [d.mean(), d.mean() - half, d.mean() + half])
+    assert iv.replicates == 5 and iv.unit == "runs" and good[0].direction == 1
+    # trend: KMC's noise is constant along n, so every run has the same slope: a zero-width interval.
+    slope = np.polyfit(np.log([50.0, 200.0, 1000.0]), np.log([5.0, 20.0, 45.0]), 1)[0]
+    np.testing.assert_allclose([good[2].interval.effect, good[2].interval.low, good[2].interval.high], [slope] * 3)
+    # the gap to HMC shrinks by log(45 / 5) in every run (HMC cancels within a run).
+    np.testing.assert_allclose(good[3].interval.effect, math.log(9.0))
+    assert "n = 200: 20.4" in good[2].measured  # geometric mean: 20 exp(mean noise 0.02)
 
 
 def test_figure_writes_files(tmp_path):

@@ -8,11 +8,14 @@ torch.distributions, cost accounting, the shard grid, and the errors. Real data:
 from __future__ import annotations
 
 import copy
+import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 import yaml
+from scipy import stats
 
 from gradmc.claims.kmc_gpc import claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
@@ -195,25 +198,47 @@ def test_figure_and_claims_on_the_smoke_run(sampling_metrics, tmp_path):
     kmc = table[(table["sampler"] == "KMC") & (table["metric"] == "mmd2")]
     assert kmc["step"].tolist() == [10, 20, 25] and (kmc["runs"] == 1).all()
     assert table[(table["sampler"] == "RW") & (table["metric"] == "min_ess")]["paper"].item() == 25.0
-    assert len(claims(sampling_metrics)) == 2
+    samplers = set(sampling_metrics.loc[sampling_metrics["metric"] == "min_ess", "sampler"])
+    others = len(samplers & {"RW", "KAMH"})
+    assert len(claims(sampling_metrics)) == 3 * others + 1 + others  # ESS, MMD, ratio each; absolute per sampler
 
 
-def _synthetic(kmc_ess: float, kmc_mmd: float) -> pd.DataFrame:
+_NOISE = {"KMC": [0.1, -0.2, 0.0, 0.3, -0.1], "KAMH": [-0.1, 0.0, 0.2, 0.1, 0.0], "RW": [0.0, 0.2, -0.1, 0.1, 0.05]}
+
+
+def _synthetic(kmc_ess: float, kmc_mmd: float, runs: int = 5, iterations: int = 6000) -> pd.DataFrame:
+    """Run i of sampler s: min ESS and final MMD^2 = base * exp(noise[s][i]); an early MMD^2 row at step 100."""
     rows = []
-    for name, e, m in (("KMC", kmc_ess, kmc_mmd), ("KAMH", 30.0, 50.0), ("RW", 20.0, 80.0)):
-        for seed in range(3):
-            rows += [("kmc_gpc", "gpc_glass", name, seed, 0, 100, "mmd2", 10 * m, 101, 0, 1.0),
-                     ("kmc_gpc", "gpc_glass", name, seed, 0, 200, "mmd2", m + seed, 201, 0, 2.0),
-                     ("kmc_gpc", "gpc_glass", name, seed, 0, 200, "min_ess", e + seed, 201, 0, 2.0)]
+    for name, e, m in (("KMC", kmc_ess, kmc_mmd), ("KAMH", 35.0, 50.0), ("RW", 25.0, 80.0)):
+        for seed in range(runs):
+            f = math.exp(_NOISE[name][seed])
+            rows += [("kmc_gpc", "gpc_glass", name, seed, 0, 100, "mmd2", 1e3 * m, 101, 0, 1.0),
+                     ("kmc_gpc", "gpc_glass", name, seed, 0, iterations, "mmd2", m * f, iterations + 1, 0, 2.0),
+                     ("kmc_gpc", "gpc_glass", name, seed, 0, iterations, "min_ess", e * f, iterations + 1, 0, 2.0)]
     return pd.DataFrame(rows, columns=["experiment", "target", "sampler", "seed", "chain", "step", "metric", "value",
                                        "energy_evals", "grad_evals", "wall_time_s"])
 
 
-def test_claims_pass_and_fail_on_synthetic_metrics():
-    good = claims(_synthetic(400.0, 10.0))
-    assert [c.passed for c in good] == [True, True] and all(c.note == "" for c in good)
-    assert "KMC 401.0, RW 21.0, KAMH 31.0" in good[0].measured and "KMC ~415" in good[0].measured
-    assert "KMC 11 vs RW 81" in good[1].measured
-    bad = claims(_synthetic(25.0, 90.0))
-    assert [c.passed for c in bad] == [False, False] and "6000" in bad[0].note
-    assert claims(_synthetic(400.0, 10.0).query("sampler != 'KMC'")) == []
+def test_claims_pass_fail_inconclusive_on_synthetic_metrics():
+    good = claims(_synthetic(415.0, 10.0))
+    assert [c.status for c in good] == ["PASS"] * 9, [c.row() for c in good]
+    assert [c.direction for c in good] == [1, 1, -1, -1, 0, 0, 0, 0, 0]
+    assert "KMC 423.4 vs RW 26.3" in good[0].measured and "paper: KMC ~415" in good[0].measured
+    bad = claims(_synthetic(10.0, 200.0, iterations=2000))
+    assert [c.status for c in bad] == ["FAIL"] * 7 + ["PASS"] * 2  # RW and KAMH sit at the paper's values
+    assert "2000 iterations per run (paper 6000)" in bad[0].note and "0.33x" in bad[6].note
+    few = claims(_synthetic(415.0, 10.0, runs=3))
+    assert [c.status for c in few] == ["INCONCLUSIVE"] * 9
+    assert claims(_synthetic(415.0, 10.0).query("sampler != 'KMC'")) == []
+
+
+def test_claims_effects_by_hand():
+    good = claims(_synthetic(415.0, 10.0))
+    # the KMC / RW ratio agreement: mean over runs of log(KMC / RW) - log(415 / 25) = mean(noise_KMC - noise_RW).
+    d = np.array(_NOISE["KMC"]) - np.array(_NOISE["RW"])
+    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / math.sqrt(5)
+    iv = good[4].interval
+    np.testing.assert_allclose([iv.effect, iv.low, iv.high], [d.mean(), d.mean() - half, d.mean() + half])
+    assert good[4].tolerance == pytest.approx(math.log(2)) and good[4].paper_value == pytest.approx(math.log(16.6))
+    # final MMD^2 vs RW: log(10 / 80) + the same noise difference (the step-100 rows are not final).
+    np.testing.assert_allclose(good[2].interval.effect, math.log(10 / 80) + d.mean())

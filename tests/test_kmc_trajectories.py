@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from scipy import stats
 
 from gradmc.claims.kmc_trajectories import claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
@@ -111,14 +112,52 @@ def _synthetic(good: bool) -> pd.DataFrame:
     return df
 
 
-def test_claims_pass_and_fail():
-    good = claims(_synthetic(True))
-    assert [c.passed for c in good] == [True, True]
-    assert "d=2, n=m=1000" in good[0].measured and all(c.note == "" for c in good)
-    bad = claims(_synthetic(False))
-    assert [c.passed for c in bad] == [False, False]
-    assert "100" in bad[0].note
-    assert claims(_synthetic(True).query("metric != 'acceptance_kmc'")) == []
+_W = [0.0, 1.0, -1.0, 2.0, -2.0]
+
+
+def _shard_frame(good: bool, shards: int = 5) -> pd.DataFrame:
+    """Per-shard acceptances: HMC 0.99 - 0.005 c (same along n and d); KMC a (d, n) level + 0.01 w_c (+-) along n."""
+    rows = []
+    for d in (2, 8, 16):
+        for n in (100, 1000):
+            for c in range(shards):
+                if good:
+                    level = 0.99 - 0.04 * (d - 2) - (0.15 if n == 100 else 0.0)
+                else:
+                    level = 0.3 + 0.01 * d + (0.1 if n == 100 else 0.0)
+                kmc = level + 0.01 * _W[c] * (1 if n == 100 else -1)
+                hmc = 0.99 - 0.005 * c
+                for metric, sampler, value in (("acceptance_kmc", "KMC", kmc), ("acceptance_hmc", "HMC", hmc)):
+                    rows.append(("kmc_trajectories", "gamma_gaussian", sampler, c, -1, 0, metric, value, 50, 50, 0.1,
+                                 d, n, 4))
+    df = pd.DataFrame(rows, columns=["experiment", "target", "sampler", "seed", "chain", "step", "metric", "value",
+                                     "energy_evals", "grad_evals", "wall_time_s", "d", "n", "trials"])
+    validate_metrics(df)
+    return df
+
+
+def test_claims_pass_fail_inconclusive():
+    good = claims(_shard_frame(True))
+    assert [c.status for c in good] == ["PASS"] * 3, [c.row() for c in good]
+    assert "d = 2: KMC n = 100 0.840, n = 1000 0.990; HMC 0.980" in good[0].measured
+    bad = claims(_shard_frame(False))
+    assert [c.status for c in bad] == ["FAIL"] * 3
+    assert "20 trials per (d, n) (paper 100)" in bad[0].note and "shard of 4-4 trials" in bad[0].note
+    few = claims(_shard_frame(True, shards=4))
+    assert [c.status for c in few] == ["INCONCLUSIVE"] * 3
+    assert claims(_shard_frame(True).query("metric != 'acceptance_kmc'")) == []
+
+
+def test_claims_effects_by_hand():
+    good = claims(_shard_frame(True))
+    # gap shrink at d = 2: per shard, KMC(n = 1000) - KMC(n = 100) = 0.15 - 0.02 w_c (HMC cancels along n).
+    x = 0.15 - 0.02 * np.array(_W)
+    half = stats.t.ppf(0.975, 4) * x.std(ddof=1) / math.sqrt(5)
+    iv = good[0].interval
+    np.testing.assert_allclose([iv.effect, iv.low, iv.high], [x.mean(), x.mean() - half, x.mean() + half])
+    assert iv.unit == "shards" and iv.replicates == 5
+    # degradation at n = 1000: 0.04 (16 - 2) = 0.56 in every shard (the noise cancels): a zero-width interval.
+    np.testing.assert_allclose([good[1].interval.effect, good[1].interval.low, good[1].interval.high], [0.56] * 3)
 
 
 def test_figure_writes_files(tmp_path):

@@ -262,12 +262,51 @@ def test_figure_and_claims(smoke):
     assert len(got) == 4  # PF00018: vs PLM, vs Gibbs; synthetic: vs Gibbs, RMSE
 
 
-def test_claim_verdicts_follow_the_numbers():
-    def frame(gwg: float, plm: float) -> pd.DataFrame:
-        rows = [("PCD-GWG", "recall", 10, gwg), ("PLM", "recall", 10, plm), ("PCD-GWG", "num_iterations", -1, 10_000)]
-        d = pd.DataFrame(rows, columns=["sampler", "metric", "k", "value"]).assign(step=0)
-        return d.assign(target="PF00018", length=10)
+def _claims_frame(gwg, other, other_name: str = "PLM", iterations: int = 10_000) -> pd.DataFrame:
+    """Top-L recall rows (k = length = 10) per seed; ``other`` a list (per seed) or a float (one PLM fit, seed 0)."""
+    rows = [("PCD-GWG", s, "recall", 10, v) for s, v in enumerate(gwg)]
+    rows += [("PCD-GWG", s, "num_iterations", -1, iterations) for s in range(len(gwg))]
+    others = [other] if isinstance(other, float) else other
+    rows += [(other_name, s, "recall", 10, v) for s, v in enumerate(others)]
+    d = pd.DataFrame(rows, columns=["sampler", "seed", "metric", "k", "value"]).assign(step=0)
+    return d.assign(target="PF00018", length=10)
 
-    (win,) = claims(frame(0.5, 0.4))
-    (lose,) = claims(frame(0.3, 0.4))
-    assert win.passed and not lose.passed and "0.300" in lose.measured and lose.note == ""
+
+def test_claims_pass_fail_inconclusive():
+    from scipy import stats
+
+    gwg = [0.50, 0.52, 0.47, 0.55, 0.51]
+    (win,) = claims(_claims_frame(gwg, 0.40))  # one deterministic PLM fit vs 5 GWG seeds
+    d = np.asarray(gwg) - 0.40
+    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / math.sqrt(5)
+    assert win.status == "PASS" and win.interval.effect == pytest.approx(d.mean())
+    assert (win.interval.low, win.interval.high) == (pytest.approx(d.mean() - half), pytest.approx(d.mean() + half))
+    assert "one deterministic PLM fit vs 5 PCD-GWG seeds" in win.note and "quick sizes" not in win.note
+    (lose,) = claims(_claims_frame([0.30, 0.31, 0.29, 0.33, 0.30], 0.40, iterations=400))
+    assert lose.status == "FAIL" and "PLM recall 0.400" in lose.measured and "400 PCD iterations" in lose.note
+    (paired,) = claims(_claims_frame(gwg, [0.45, 0.40, 0.52, 0.49, 0.56], "PCD-Gibbs"))  # paired, straddles 0
+    e = np.asarray(gwg) - [0.45, 0.40, 0.52, 0.49, 0.56]
+    assert paired.status == "INCONCLUSIVE" and paired.interval.effect == pytest.approx(e.mean())
+    assert paired.interval.method.startswith("paired t over 5 seeds")
+    (few,) = claims(_claims_frame(gwg[:2], [0.1, 0.1], "PCD-Gibbs"))  # 2 seeds: unbounded
+    assert few.status == "INCONCLUSIVE" and few.interval.low == -math.inf
+
+
+def test_old_scalar_seed_key_names_seeds(protein_dir, monkeypatch):
+    config = _smoke_config()
+    config["potts_proteins"]["seed"] = 0
+    del config["potts_proteins"]["seeds"]
+    with pytest.raises(ConfigError, match=r"potts_proteins\.seed.*seeds"):
+        validate_config(config)
+    monkeypatch.setenv("GRADMC_DATA_DIR", str(protein_dir))
+    with pytest.raises(ConfigError, match=r"potts_proteins\.seed \(3\) was replaced by potts_proteins\.seeds"):
+        exp.shards({"device": "cpu", "potts_proteins": {**_config()["potts_proteins"], "seed": 3}}, {})
+
+
+def test_shards_per_seed_and_plm_once_on_all_rows(protein_dir, monkeypatch):
+    monkeypatch.setenv("GRADMC_DATA_DIR", str(protein_dir))
+    got = [(s.protein, s.method, s.seed) for s in exp.shards(_config(seeds=[0, 1], proteins=["synthetic"]), {})]
+    assert got == [("synthetic", "PCD-Gibbs", 0), ("synthetic", "PCD-Gibbs", 1), ("synthetic", "PCD-GWG", 0),
+                   ("synthetic", "PCD-GWG", 1), ("synthetic", "PLM", 0), ("synthetic", "PLM", 1)]
+    got = [(s.method, s.seed) for s in exp.shards(_config(seeds=[3, 4], num_sequences=0, proteins=["synthetic"]), {})]
+    assert got == [("PCD-Gibbs", 3), ("PCD-Gibbs", 4), ("PCD-GWG", 3), ("PCD-GWG", 4), ("PLM", 3)]

@@ -7,10 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import yaml
+from scipy import stats
 
+from gradmc.claims.rbm_sampling import claims
 from gradmc.config import fill_defaults
 from gradmc.experiments import rbm_sampling as exp
 from gradmc.experiments.rbm_model import save_rbm
@@ -72,3 +75,62 @@ def test_smoke_config_gives_the_shards():
     part = job_config("rbm_sampling", fill_defaults(smoke))
     shards = exp.shards(part, {"model": "m.pt", "reference": "r.npz", "data": "d.npz"})
     assert len(shards) == len(smoke["rbm_sampling"]["samplers"]) * len(smoke["rbm_sampling"]["seeds"])
+
+
+# ---- claims (gradmc.claims.rbm_sampling) on synthetic metrics ----
+
+#: Per-chain ESS of every seed's chains (4 chains); GWG > Gibbs-1, GWG < Gibbs-2, GWG ~ HB-10-1 (noisy).
+CHAIN_ESS = {"GWG": [20.0, 22.0, 18.0, 20.0], "Gibbs-1": [5.0, 6.0, 4.0, 5.0], "Gibbs-2": [40.0, 44.0, 36.0, 40.0],
+             "HB-10-1": [2.0, 40.0, 10.0, 30.0], "GWG-3": [30.0, 30.0, 30.0, 30.0]}
+#: Final log10 MMD^2 per seed (5 seeds).
+FINAL_MMD = {"GWG": [-3.0, -3.1, -2.9, -3.0, -3.05], "Gibbs-1": [-2.0, -2.1, -2.2, -2.0, -1.9],
+             "Gibbs-2": [-3.5, -3.6, -3.4, -3.5, -3.45], "HB-10-1": [-2.5, -3.6, -2.8, -3.4, -2.9],
+             "GWG-3": [-3.2, -3.3, -3.1, -3.3, -3.2]}
+
+
+def _claims_frame(num_steps: int = 10_000, ess=CHAIN_ESS, mmd=FINAL_MMD) -> pd.DataFrame:
+    rows = []
+    for sampler, finals in mmd.items():
+        for seed, final in enumerate(finals):
+            rows.append((sampler, seed, -1, 0, "log_mmd", -2.0))
+            rows.append((sampler, seed, -1, num_steps, "log_mmd", final))
+            for chain, value in enumerate(ess[sampler]):
+                rows.append((sampler, seed, chain, num_steps, "ess", value * (1.0 + 0.01 * seed)))
+            rows.append((sampler, seed, -1, num_steps, "ess_all_chains", 99.0))
+    rows.append(("Target", -1, -1, 0, "log_mmd_target", -3.3))
+    df = pd.DataFrame(rows, columns=["sampler", "seed", "chain", "step", "metric", "value"])
+    df.insert(0, "experiment", "rbm_sampling")
+    return df
+
+
+def test_claims_pass_fail_and_inconclusive():
+    out = {c.claim: c for c in claims(_claims_frame())}
+    assert {k: c.status for k, c in out.items()} == {
+        "GWG ESS > Gibbs-1 ESS on the MNIST RBM": "PASS", "GWG ESS > Gibbs-2 ESS on the MNIST RBM": "FAIL",
+        "GWG ESS > HB-10-1 ESS on the MNIST RBM": "INCONCLUSIVE",
+        "GWG's final log MMD is lower than Gibbs-1's": "PASS", "GWG's final log MMD is lower than Gibbs-2's": "FAIL",
+        "GWG's final log MMD is lower than HB-10-1's": "INCONCLUSIVE",
+        "GWG-3 converges faster than GWG (lower final log MMD)": "PASS"}
+    ess = out["GWG ESS > Gibbs-1 ESS on the MNIST RBM"]
+    assert ess.interval.unit == "chains" and ess.interval.replicates == 20  # 5 seeds x 4 chains, pooled
+    assert np.isclose(ess.interval.effect, np.log(20.0 / 5.0)) and ess.note == ""
+    # closed form: paired t over 5 seeds of final log MMD GWG - Gibbs-1
+    d = np.array(FINAL_MMD["GWG"]) - np.array(FINAL_MMD["Gibbs-1"])
+    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / np.sqrt(5)
+    mmd = out["GWG's final log MMD is lower than Gibbs-1's"]
+    assert mmd.direction == -1 and mmd.interval.unit == "seeds"
+    assert np.allclose([mmd.interval.effect, mmd.interval.low, mmd.interval.high],
+                       [d.mean(), d.mean() - half, d.mean() + half])
+    assert "target (two reference sets) -3.300" in mmd.measured
+
+
+def test_claims_closed_form_bootstrap_and_small_runs():
+    flat = {k: [v[0]] * 4 for k, v in CHAIN_ESS.items()}
+    df = _claims_frame(num_steps=500, ess=flat, mmd={k: v[:2] for k, v in FINAL_MMD.items()})
+    df = df[~((df["metric"] == "ess") & (df["seed"] > 0))]  # one seed's chains: identical values, no spread
+    out = {c.claim: c for c in claims(df)}
+    ess = out["GWG ESS > Gibbs-1 ESS on the MNIST RBM"]
+    assert np.allclose([ess.interval.effect, ess.interval.low, ess.interval.high], np.log(4.0))
+    assert out["GWG's final log MMD is lower than Gibbs-1's"].status == "INCONCLUSIVE"  # 2 seeds: unbounded
+    assert "500 steps (paper 10,000)" in ess.note
+    assert claims(df[df["sampler"] != "GWG"]) == []

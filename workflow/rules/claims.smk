@@ -1,4 +1,5 @@
-# results/<config>/claims.md: every claim of the papers listed in EXPERIMENTS.md, measured, PASS/FAIL. One input per
+# results/<config>/claims.md: every claim of the papers listed in EXPERIMENTS.md, measured as an effect with a 95%
+# interval, PASS/FAIL/INCONCLUSIVE, and the dashboard (forest plot) figures/claims_dashboard.{png,pdf}. One input per
 # claims module gradmc.claims.<experiment>: that experiment's results/<config>/<experiment>/metrics.parquet.
 _CLAIMS_INPUTS = {name: f"{RESULTS}/{name}/metrics.parquet" for name in _registry.claims_experiments()}
 
@@ -10,8 +11,13 @@ rule claims:
         md=report(f"{RESULTS}/claims.md", caption="../report/claims.rst", category="Claims"),
         csv=f"{RESULTS}/claims.csv",
         parquet=f"{RESULTS}/claims.parquet",
+        dashboard=report(f"{RESULTS}/figures/claims_dashboard.png", caption="../report/claims_dashboard.rst",
+                         category="Claims"),
+        dashboard_pdf=f"{RESULTS}/figures/claims_dashboard.pdf",
     params:
-        code=digest(*(f"gradmc.claims.{name}" for name in _CLAIMS_INPUTS)),
+        code=digest("gradmc.claims.base", "gradmc.claims.stats", "gradmc.figures.claims_dashboard",
+                    *(f"gradmc.claims.{name}" for name in _CLAIMS_INPUTS)),
+        dashboard=lambda wildcards, output: output.dashboard.removesuffix(".png"),
         prefix=lambda wildcards, output: output.md.removesuffix(".md"),
         metrics=lambda wildcards, input: " ".join(f"{name}={path}" for name, path in input.items()),
         name=config["name"],
@@ -21,4 +27,5 @@ rule claims:
         "Checking the papers' claims against the measured metrics"
     shell:
         "gradmc claims --metrics {params.metrics} --config-name {params.name} --out {params.prefix} "
+        "--dashboard {params.dashboard} "
         "2>&1 | joblog {log} claims"

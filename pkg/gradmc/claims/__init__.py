@@ -1,10 +1,13 @@
-"""The papers' claims, checked against our measured numbers (``results/<config>/claims.md``).
+"""The papers' claims, measured as effects with 95% intervals (``results/<config>/claims.md``).
 
 Each experiment family has a module ``gradmc.claims.<experiment>`` with
-``claims(df: pandas.DataFrame) -> list[Claim]`` reading that experiment's tidy metrics. A FAIL is
-reported, never hidden; quick-config sizes can cause one, which the claim's ``note`` says.
+``claims(df: pandas.DataFrame) -> list[Claim]`` reading that experiment's tidy metrics. A claim holds its
+effect's interval over replicates (:mod:`gradmc.claims.stats`); the verdict PASS / FAIL / INCONCLUSIVE is
+computed from it, never set by hand. A FAIL is reported, never hidden.
 """
 
-from gradmc.claims.base import Claim, claims_frame, write_claims
+from gradmc.claims.base import Claim, agreement, claims_frame, summary, write_claims
+from gradmc.claims.stats import Interval, bootstrap_interval, decide, paired_t_interval, t_interval
 
-__all__ = ["Claim", "claims_frame", "write_claims"]
+__all__ = ["Claim", "Interval", "agreement", "bootstrap_interval", "claims_frame", "decide", "paired_t_interval",
+           "summary", "t_interval", "write_claims"]

@@ -1,30 +1,116 @@
-"""Claims of GWG Table 2 (EXPERIMENTS.md A7) on the combined ebm metrics."""
+"""Claims of GWG Table 2 (EXPERIMENTS.md A7) on the combined ebm metrics, as effects with 95% intervals.
+
+There is ONE training run per (data set, sampler), so no interval here covers training-seed variation: each
+covers evaluation noise only. The test log-likelihood is mean_x f(x_test) - log Z_hat; its standard error is
+the row ``test_log_likelihood_se`` when the metrics hold it (AIS chains and test examples together), otherwise
+``log_z_se`` alone (the AIS standard error over AIS chains; the test-example part is then missing, and the
+note says so). Intervals are normal: estimate +- z_{0.975} SE.
+
+1. Per binary data set with both runs: "EBM(GWG) beats EBM(Gibbs) trained for equal wall-clock" (Table 2).
+   Effect: test log-likelihood GWG - Gibbs-1 (nats); > 0: GWG better (direction +1). SE sqrt(se_GWG^2 +
+   se_Gibbs^2) (independent AIS runs and models).
+2. Agreement with Table 2's printed numbers (nats), per data set and sampler present: ours - paper's, band
+   +- :data:`TOLERANCE_NATS`. The paper prints no error bar; the band is a stated allowance of the size of
+   AIS's known bias at the paper's settings (App. I.2.1: AIS over-estimates the likelihood and the paper calls
+   its numbers upper bounds), not a derived one. At quick sizes (few training iterations, few AIS
+   distributions) these claims are expected to FAIL: that is the finding.
+3. Per data set with the row ``base_test_log_likelihood`` (mean log p_n(x_test) of the data-fitted
+   Bernoulli / categorical base, exact): "EBM(GWG) beats its base". Effect: test log-likelihood EBM(GWG) -
+   base (nats); > 0: the EBM better (direction +1); SE: the EBM's alone (the base is exact; both average
+   over the same test examples). Not emitted when the row is absent.
+Frey faces / Histopathology (bits per dimension): the stored paper text's Table 2 has lost the EBM columns of
+these rows, so no agreement claim is made for them.
+"""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
+from scipy import stats
 
-from gradmc.claims.base import Claim
+from gradmc.claims.base import Claim, agreement
+from gradmc.claims.stats import LEVEL, Interval
 
-__all__ = ["claims"]
+__all__ = ["claims", "PAPER_ITERATIONS", "TABLE2_NATS", "TOLERANCE_NATS"]
 
-PAPER_ITERATIONS = 50000
+PAPER_ITERATIONS = 50_000
+TABLE2_NATS = {"static_mnist": {"GWG": -80.01, "Gibbs-1": -117.17},
+               "dynamic_mnist": {"GWG": -80.51, "Gibbs-1": -121.19},
+               "omniglot": {"GWG": -94.72, "Gibbs-1": -142.06},
+               "caltech": {"GWG": -96.20, "Gibbs-1": -163.50}}
+"""GWG Table 2, test log-likelihood (nats) of EBM(GWG) and EBM(Gibbs, equal wall-clock) on the binary data sets."""
+TOLERANCE_NATS = 5.0
+_WHY = ("the paper prints no error bar; +-5 nats is a stated allowance of the size of AIS's known upward bias "
+        "(GWG App. I.2.1: the numbers are upper bounds) and of run-to-run variation, not a derived one")
+_UNIT = "AIS evaluations"
+
+
+def _value(df: pd.DataFrame, dataset: str, sampler: str, metric: str) -> float:
+    m = df[(df["target"] == dataset) & (df["sampler"] == sampler) & (df["metric"] == metric)]
+    return float(m["value"].iloc[-1]) if len(m) else math.nan
+
+
+def _se(df: pd.DataFrame, dataset: str, sampler: str) -> tuple[float, str]:
+    """The test log-likelihood's standard error and which rows it comes from."""
+    full = _value(df, dataset, sampler, "test_log_likelihood_se")
+    if math.isfinite(full):
+        return full, "test_log_likelihood_se (AIS chains and test examples)"
+    return _value(df, dataset, sampler, "log_z_se"), "log_z_se only (AIS chains; the test-example part is missing)"
+
+
+def _normal(effect: float, se: float, method: str) -> Interval:
+    if not math.isfinite(se):
+        return Interval(effect, -math.inf, math.inf, 1, _UNIT, f"no standard error in the metrics; {method}")
+    half = float(stats.norm.ppf(0.5 + LEVEL / 2.0)) * se
+    return Interval(effect, effect - half, effect + half, 1, _UNIT, f"normal, SE {se:.3g} ({method})")
+
+
+def _context(df: pd.DataFrame, dataset: str, samplers: tuple[str, ...], source: str) -> str:
+    its = {s: _value(df, dataset, s, "train_iterations") for s in samplers}
+    ess = {s: _value(df, dataset, s, "ais_weights_ess") for s in samplers}
+    parts = ["one training run per sampler: the interval covers evaluation noise only, not training-seed "
+             f"variation; SE from {source}"]
+    if min(ess.values()) < 10:  # NaN compares False: no warning without the row
+        parts.append("AIS weight ESS " + ", ".join(f"{s} {v:.3g}" for s, v in ess.items()) + ": with so few "
+                     "effective AIS chains the standard error is itself unreliable (likely too small)")
+    if min(its.values()) < PAPER_ITERATIONS:
+        parts.append("training iterations " + ", ".join(f"{s} {v:.0f}" for s, v in its.items())
+                     + f" (paper {PAPER_ITERATIONS:,}): quick sizes")
+    return "; ".join(parts)
 
 
 def claims(df: pd.DataFrame) -> list[Claim]:
-    """Per binary data set with both runs: EBM(GWG) has a higher test log-likelihood than EBM(Gibbs-1) trained
-    for the same wall-clock time (the paper: -80.01 vs -117.17 on static MNIST)."""
+    """Claims 1-3 of the module docstring for the data sets and samplers present."""
     out: list[Claim] = []
     ll = df[df["metric"] == "test_log_likelihood"]
     for dataset in sorted(ll["target"].unique()):
-        d = ll[ll["target"] == dataset].set_index("sampler")["value"]
-        if not {"GWG", "Gibbs-1"} <= set(d.index):
-            continue
-        its = df[(df["target"] == dataset) & (df["metric"] == "train_iterations")].set_index("sampler")["value"]
-        passed = bool(d["GWG"] > d["Gibbs-1"])
-        note = "" if passed or its.get("GWG", 0) >= PAPER_ITERATIONS else (
-            f"only {int(its.get('GWG', 0))} GWG training iterations (paper {PAPER_ITERATIONS}): quick sizes")
-        out.append(Claim("ebm", "GWG Table 2", f"EBM trained with GWG beats Gibbs at equal wall-clock ({dataset})",
-                         f"test log-likelihood (AIS, nats): GWG {d['GWG']:.2f} vs Gibbs-1 {d['Gibbs-1']:.2f} "
-                         f"({int(its.get('GWG', 0))} vs {int(its.get('Gibbs-1', 0))} iterations)", passed, note))
+        present = sorted(set(ll.loc[ll["target"] == dataset, "sampler"]))
+        value = {s: _value(df, dataset, s, "test_log_likelihood") for s in present}
+        se = {s: _se(df, dataset, s) for s in present}
+        if {"GWG", "Gibbs-1"} <= set(present):
+            both = math.hypot(se["GWG"][0], se["Gibbs-1"][0])
+            src = se["GWG"][1] if se["GWG"][1] == se["Gibbs-1"][1] else f"GWG {se['GWG'][1]}, Gibbs {se['Gibbs-1'][1]}"
+            iv = _normal(value["GWG"] - value["Gibbs-1"], both, "sqrt(se_GWG^2 + se_Gibbs^2)")
+            out.append(Claim("ebm", "GWG Table 2", f"EBM trained with GWG beats Gibbs at equal wall-clock ({dataset})",
+                             "test log-likelihood GWG - Gibbs-1 (AIS, nats); > 0: GWG better", iv, +1,
+                             f"test log-likelihood: GWG {value['GWG']:.2f} (SE {se['GWG'][0]:.3g}) vs Gibbs-1 "
+                             f"{value['Gibbs-1']:.2f} (SE {se['Gibbs-1'][0]:.3g})",
+                             _context(df, dataset, ("GWG", "Gibbs-1"), src)))
+        for sampler in present:
+            paper = TABLE2_NATS.get(dataset, {}).get(sampler)
+            if paper is None:
+                continue
+            ours = _normal(value[sampler], se[sampler][0], se[sampler][1])
+            out.append(agreement("ebm", "GWG Table 2", f"EBM({sampler}) test log-likelihood on {dataset}", ours,
+                                 paper, TOLERANCE_NATS, "GWG Table 2", "nats", _WHY,
+                                 _context(df, dataset, (sampler,), se[sampler][1])))
+        rows = df[(df["target"] == dataset) & (df["metric"] == "base_test_log_likelihood")]["value"]
+        base = float(rows.iloc[0]) if len(rows) else math.nan  # the base depends on the data only
+        if "GWG" in present and math.isfinite(base):
+            iv = _normal(value["GWG"] - base, se["GWG"][0], f"EBM's SE, {se['GWG'][1]}; the base is exact")
+            out.append(Claim("ebm", "GWG Table 2", f"EBM trained with GWG beats its data-fitted base distribution "
+                             f"({dataset})", "test log-likelihood EBM(GWG) - base (nats); > 0: the EBM better", iv,
+                             +1, f"EBM(GWG) {value['GWG']:.2f} vs base {base:.2f}",
+                             _context(df, dataset, ("GWG",), se["GWG"][1])))
     return out

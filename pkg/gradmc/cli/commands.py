@@ -185,7 +185,9 @@ def _cmd_run(args) -> None:
 
 
 def _cmd_claims(args) -> None:
-    from gradmc.claims import claims_frame, write_claims
+    import os
+
+    from gradmc.claims import claims_frame, summary, write_claims
 
     metrics = {}
     for item in args.metrics:
@@ -193,9 +195,16 @@ def _cmd_claims(args) -> None:
         if not sep:
             raise InputError(f"--metrics takes EXPERIMENT=PATH, got {item!r}")
         metrics[name] = str(check_readable(path, f"--metrics {name}="))
-    frame = claims_frame(metrics)
-    paths = write_claims(frame, args.out, args.config_name)
-    log(f"[claims] {int(frame['passed'].sum())}/{len(frame)} pass; wrote " + ", ".join(map(str, paths)))
+    frame, inputs = claims_frame(metrics)
+    link = None
+    if args.dashboard:
+        link = os.path.relpath(f"{args.dashboard}.png", os.path.dirname(os.path.abspath(f"{args.out}.md")))
+    paths = write_claims(frame, args.out, args.config_name, inputs, figure=link)
+    if args.dashboard:
+        from gradmc.figures.claims_dashboard import figure
+
+        paths += figure(paths[2], args.dashboard, args.config_name)
+    log(f"[claims] {summary(frame)}; wrote " + ", ".join(map(str, paths)))
 
 
 def _figure_ebm(args) -> list:

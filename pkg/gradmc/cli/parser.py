@@ -162,12 +162,16 @@ def build_parser() -> argparse.ArgumentParser:
     fig = sub.add_parser("figure", help="draw a figure from Parquet results").add_subparsers(
         dest="figure", metavar="{" + ",".join([*figures, "ebm", "sampler_cost"]) + "}")
     _add_figures(fig)
-    claims = sub.add_parser("claims", help="check the papers' claims against measured metrics -> claims.md/.csv")
+    claims = sub.add_parser("claims", help="measure the papers' claims (effects, 95%% intervals, "
+                            "PASS/FAIL/INCONCLUSIVE) -> claims.md/.csv/.parquet")
     claims.add_argument("--metrics", nargs="+", required=True, metavar="EXPERIMENT=PATH",
                         help="metrics Parquet of each experiment, e.g. rbm_sampling=results/quick/rbm_sampling/"
                              "metrics.parquet")
     claims.add_argument("--config-name", default="", help="config label printed in the heading")
     claims.add_argument("--out", required=True, help="output prefix; writes PREFIX.md, PREFIX.csv and PREFIX.parquet")
+    claims.add_argument("--dashboard", default=None, metavar="PREFIX",
+                        help="also draw the claims dashboard (forest plot of every effect and its 95%% interval) "
+                             "to PREFIX.pdf and PREFIX.png; claims.md links the PNG")
     _add_bench(sub)
     return parser
 

@@ -6,9 +6,20 @@ Samplers (one chain per shard; a shard is one (sampler, n, run)):
 - ``HMC``: true gradient, L ~ U{L_lo..L_hi}, eps ~ U[eps_lo, eps_hi] drawn per step (the authors' code:
   L ~ U{10..100}, eps ~ U[0.6, 1.3], which the paper calls "tuned to about 80% acceptance"; the ranges
   are fixed, not adapted: the measured acceptance is reported).
-- ``KMC``: KMC finite (eq. 8) with m = n Gaussian random Fourier features (length scale ``lengthscale``,
-  ridge ``lam``, fixed by the config, no cross-validation), same L and eps ranges as HMC, MH with the
-  true target. The surrogate is first fitted on n points obtained by ``history``:
+- ``KMC``: KMC finite (eq. 8) with m = n Gaussian random Fourier features (length scale s of
+  k = exp(-||x - y||^2 / (2 s^2)), ridge lambda), same L and eps ranges as HMC, MH with the true target.
+  (s, lambda) are chosen ONCE per (n, run), on the n history points the first surrogate is fitted on and
+  before the kept iterations, by ``cv_folds``-fold cross-validation of the held-out score-matching
+  objective (paper Sec. 3, "use the score matching objective function in (5) to choose sigma, lambda pairs
+  via cross-validation"; the excerpt of the paper we have does not say when it cross-validates on the
+  banana (its Appendix D.2 is not in it): choosing once on the history, as in its other experiments, is
+  our reading) over ``kmc_lengthscales`` x ``kmc_lambdas``, with the run's own m = n features
+  (:func:`cross_validate_finite_stats`; the features of the chosen s are those of the fitted surrogate).
+  The CV runs on the DISTINCT history rows (a burn-in history repeats states at rejections: a repeat would
+  sit in a training and a held-out fold at once); with fewer than 2 ``cv_folds`` distinct rows it falls
+  back to the first grid point. A number in ``lengthscale`` or ``lam`` fixes that parameter (its grid is
+  then that one value); both fixed: no CV (the pre-CV behaviour). The vanishing adaptation below keeps
+  the chosen (s, lambda). The surrogate is first fitted on n points obtained by ``history``:
     * ``target``: n exact i.i.d. draws from the banana (``Banana.sample``), an idealised "chain
       history after a sufficient burn-in" (the paper: "we here only quantify mixing after a sufficient
       burn-in"); the KMC chain itself then runs num_burn_in + num_iterations steps like the others.
@@ -44,12 +55,18 @@ number of features, 0 for the other samplers; ``seed`` = the run index):
 - ``min_ess_per_second``: min_ess / sampler time of the whole run (burn-in included).
 - ``burn_in_acceptance``: mean acceptance probability during burn-in.
 - ``adaptations``: number of vanishing-adaptation updates during the kept iterations (0 without).
+- KMC only, when (s, lambda) were cross-validated (a grid of more than one point): ``surrogate_lengthscale``
+  (the chosen s, units of x), ``surrogate_sigma`` (= 2 s^2, the paper's/KMC lite's width of
+  exp(-||x - y||^2 / sigma), as kmc_abc's ``surrogate_sigma``), ``surrogate_lambda``, ``surrogate_cv_points``
+  (distinct history rows the CV ran on; 0: fell back to the first grid point) and ``surrogate_cv_seconds``
+  (wall time of the CV, not in ``wall_time_s``).
 ``energy_evals``/``grad_evals`` are cumulative per chain; ``wall_time_s`` is sampler time only (the
-surrogate fit is not included).
+surrogate fit and its cross-validation are not included).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -61,10 +78,16 @@ from gradmc.evaluation.ess import ess
 from gradmc.experiments.runner import StepClock, tidy_frame
 from gradmc.samplers.continuous import HMC, KAMH, KMC, GaussianRandomWalkMetropolis, adapt_log_scale, should_adapt
 from gradmc.seeding import make_generator, seed_from
-from gradmc.surrogates import fit_finite, gaussian_random_features, median_heuristic
+from gradmc.surrogates import (
+    cross_validate_finite_stats,
+    finite_statistics,
+    fit_finite_from_statistics,
+    gaussian_random_features,
+    median_heuristic,
+)
 from gradmc.targets import Banana
 
-__all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "run"]
+__all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "choose_parameters", "run"]
 
 EXPERIMENT = "kmc_banana"
 META = {
@@ -94,14 +117,28 @@ class Shard:
     num_iterations: int
     step_size_range: tuple[float, float]
     num_steps_range: tuple[int, int]
-    lengthscale: float
-    lam: float
+    lengthscale: float | None
+    lam: float | None
     history: str
     adaptation: str
     kamh_gamma: float
     rw_target_acceptance: float
     rw_initial_scale: float
     device: str
+    kmc_lengthscales: tuple[float, ...] = (5.0,)
+    kmc_lambdas: tuple[float, ...] = (1e-3,)
+    cv_folds: int = 5
+
+    @property
+    def cv_grid(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """(length scales, lambdas) searched: a fixed ``lengthscale`` / ``lam`` is a one-point grid."""
+        widths = (self.lengthscale,) if self.lengthscale is not None else self.kmc_lengthscales
+        lams = (self.lam,) if self.lam is not None else self.kmc_lambdas
+        return widths, lams
+
+
+def _optional_float(value) -> float | None:
+    return None if value is None else float(value)
 
 
 def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
@@ -112,7 +149,10 @@ def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
                   num_burn_in=spec["num_burn_in"], num_iterations=spec["num_iterations"],
                   step_size_range=tuple(float(e) for e in spec["step_size_range"]),
                   num_steps_range=tuple(int(s) for s in spec["num_steps_range"]),
-                  lengthscale=float(spec["lengthscale"]), lam=float(spec["lam"]), history=spec["history"],
+                  lengthscale=_optional_float(spec["lengthscale"]), lam=_optional_float(spec["lam"]),
+                  kmc_lengthscales=tuple(float(s) for s in spec["kmc_lengthscales"]),
+                  kmc_lambdas=tuple(float(v) for v in spec["kmc_lambdas"]), cv_folds=int(spec["cv_folds"]),
+                  history=spec["history"],
                   adaptation=spec["adaptation"], kamh_gamma=float(spec["kamh_gamma"]),
                   rw_target_acceptance=float(spec["rw_target_acceptance"]),
                   rw_initial_scale=float(spec["rw_initial_scale"]), device=config["device"])
@@ -123,10 +163,46 @@ def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
     return out
 
 
+def choose_parameters(shard: Shard, points: torch.Tensor) -> tuple[float, float, dict[str, float]]:
+    """(s, lambda) for KMC on the history ``points`` (n, d) by k-fold score-matching CV (module doc).
+
+    The features are the run's own m = n features (seed ``("features", n, run)``), the folds come from the
+    seed ``("cv", n, run)``: the choice is a deterministic function of (shard, points).
+
+    Returns:
+        (s, lambda, rows): ``rows`` maps the metric names ``surrogate_*`` to values, empty when the grid has
+        one point (nothing chosen).
+
+    Raises:
+        ValueError: from :func:`cross_validate_finite_stats` (bad points or grid).
+    """
+    widths, lams = shard.cv_grid
+    if len(widths) * len(lams) == 1:
+        return widths[0], lams[0], {}
+    start = time.perf_counter()
+    pts = torch.unique(points.cpu(), dim=0)
+    if pts.shape[0] >= 2 * shard.cv_folds:
+        cv = cross_validate_finite_stats(pts, widths, lams, shard.n, shard.cv_folds,
+                                         make_generator(seed_from(EXPERIMENT, "cv", shard.n, shard.run)),
+                                         feature_seed=seed_from(EXPERIMENT, "features", shard.n, shard.run))
+        s, lam, used = cv.best_width, cv.best_lambda, pts.shape[0]
+    else:
+        s, lam, used = widths[0], lams[0], 0
+    rows = {"surrogate_lengthscale": s, "surrogate_sigma": 2.0 * s * s, "surrogate_lambda": lam,
+            "surrogate_cv_points": float(used), "surrogate_cv_seconds": time.perf_counter() - start}
+    return s, lam, rows
+
+
 def _fit_surrogate(shard: Shard, points: torch.Tensor):
+    """KMC finite on ``points`` (n, d) with m = n features; (s, lambda) by :func:`choose_parameters`.
+
+    Returns (surrogate, the ``surrogate_*`` metric rows).
+    """
+    points = points.cpu()
+    s, lam, rows = choose_parameters(shard, points)
     gen = make_generator(seed_from(EXPERIMENT, "features", shard.n, shard.run))
-    features = gaussian_random_features(shard.d, shard.n, shard.lengthscale, gen, points.dtype)
-    return fit_finite(points.cpu(), features, shard.lam)
+    features = gaussian_random_features(shard.d, shard.n, s, gen, points.dtype)
+    return fit_finite_from_statistics(features, lam, points.shape[0], *finite_statistics(points, features)), rows
 
 
 def _min_ess(samples: torch.Tensor) -> float:
@@ -172,7 +248,7 @@ def run(shard: Shard) -> pd.DataFrame:
         return Banana(shard.d, shard.V, shard.b).sample(shard.n, gen).to(device)
 
     # Burn-in plan: (kernel kind, number of steps) phases; "rw" and "kamh" adapt their log scale.
-    surrogate = None
+    surrogate, cv_rows = None, {}
     if shard.sampler == "HMC":
         kernel, phases = HMC(**hmc_args), [("fixed", B)]
     elif shard.sampler == "RW":
@@ -181,7 +257,7 @@ def run(shard: Shard) -> pd.DataFrame:
         kernel = GaussianRandomWalkMetropolis(log_scale.exp())
         phases = [("rw", B)] if shard.sampler == "KMC" else [("rw", B - B // 2), ("kamh", B // 2)]
     elif shard.sampler == "KMC":
-        surrogate = _fit_surrogate(shard, target_history())
+        surrogate, cv_rows = _fit_surrogate(shard, target_history())
         kernel, phases = KMC(surrogate, **hmc_args), [("fixed", B)]
     else:  # KAMH on target draws: tune nu over the whole burn-in
         kernel, phases = _kamh(shard, target_history(), log_scale), [("kamh", B)]
@@ -203,7 +279,7 @@ def run(shard: Shard) -> pd.DataFrame:
                 log_scale = adapt_log_scale(log_scale, info.acceptance_prob, t, shard.rw_target_acceptance)
                 kernel = replace(kernel, nu=float(log_scale.exp()[0]))
     if shard.sampler == "KMC" and shard.history == "burn_in":
-        surrogate = _fit_surrogate(shard, _evenly_spaced(history, shard.n))
+        surrogate, cv_rows = _fit_surrogate(shard, _evenly_spaced(history, shard.n))
         kernel = KMC(surrogate, **hmc_args)
         state = kernel.init(state.x, target)
 
@@ -231,7 +307,7 @@ def run(shard: Shard) -> pd.DataFrame:
                           ("min_ess", min_ess),
                           ("min_ess_per_second", min_ess / clock.seconds if clock.seconds > 0 else float("nan")),
                           ("burn_in_acceptance", burn_acc / B if B else float("nan")),
-                          ("adaptations", float(adaptations))):
+                          ("adaptations", float(adaptations)), *cv_rows.items()):
         rows.append(clock.row(shard.sampler, shard.run, 0, metric, value))
     df = tidy_frame(rows, EXPERIMENT, TARGET)
     df.insert(df.columns.get_loc("sampler") + 1, "n", np.int64(shard.n))

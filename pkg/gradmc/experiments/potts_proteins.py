@@ -1,13 +1,17 @@
 """GWG paper Sec. 5.4, Fig. 7, 12, 13, Appendix H (EXPERIMENTS.md A6): Potts models for protein contacts.
 
-Shards: one per (protein, method), method in PLM, PCD-Gibbs, PCD-GWG; proteins from ``$GRADMC_DATA_DIR``
+Shards: one per (protein, method, seed), method in PLM, PCD-Gibbs, PCD-GWG, seed in ``seeds`` (independent
+replicates: the seed drives the subsample, the weighted resampling of the rows, the PCD buffer and chains).
+PLM (L-BFGS from zero on fixed data) is deterministic given the data, so with ``num_sequences`` = 0 (all rows)
+it runs once, with the first seed, and the claims use that one fit against every PCD seed; with a subsample
+(``num_sequences`` > 0) the data change with the seed and PLM runs once per seed too. Proteins from ``$GRADMC_DATA_DIR``
 through :mod:`gradmc.proteins` loaders: ``PF00018`` (Pfam SH3 alignment, contacts = distance < 5 A),
 ``synthetic`` (Ingraham & Marks' benchmark with known h, J, contact map C) and, for users who have the
 EVcouplings files, ``OPSD_BOVIN`` and ``CADH1_HUMAN``. :func:`shards` checks every file first and stops
 before any work, naming each missing file and where to get it.
 
 Data: ``num_sequences`` > 0 keeps a random subset of that many rows (the same for every method: seeded by
-protein). Real alignments are reweighted (w_n = 1 / #neighbours at identity >= theta, theta = 0.8); the
+protein and seed). Real alignments are reweighted (w_n = 1 / #neighbours at identity >= theta, theta = 0.8); the
 synthetic rows are i.i.d. draws of the true model and keep weight 1 (as in the GWG release).
 - PLM: :func:`gradmc.training.plm.fit_plm` (weighted pseudo-likelihood, L-BFGS; l2 strengths by default the
   plmc / EVcouplings ones, optional group-l1), ``plm.max_iterations`` iterations in ``plm.dtype``.
@@ -18,8 +22,8 @@ synthetic rows are i.i.d. draws of the true model and keep weight 1 (as in the G
   buffer 2,560, batch 256 + 256, 50 steps, 10,000 iterations, strength 0.01. Sequence weights enter the
   data batches by systematic resampling of the rows (``systematic_resample``: PCD draws rows uniformly).
 
-Metrics (tidy rows, target = protein, sampler = method, chain = -1; extra int64 columns ``length`` = L and
-``k``, ``i``, ``j``, -1 where they do not apply):
+Metrics (tidy rows, target = protein, sampler = method, seed = the shard's seed, chain = -1; extra int64
+columns ``length`` = L and ``k``, ``i``, ``j``, -1 where they do not apply):
 - ``precision``, ``recall`` (raw ||J_ij||_F over all q states: the paper's score) and ``precision_apc``,
   ``recall_apc`` (APC-corrected) of the top-k pairs with j - i >= ``min_separation``, step = 0 and column
   ``k``, for k on a grid up to ``max_k_factor`` * L that always holds L/5, L/2 and L
@@ -105,16 +109,22 @@ class Shard:
 
 
 def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
-    """Every (protein, method) of ``config['potts_proteins']``, costliest method first; data files checked first.
+    """Every (protein, method, seed) of ``config['potts_proteins']``, costliest method first; data files checked
+    first. PLM gets only the first seed when it fits all rows (``num_sequences`` = 0: it is deterministic).
 
     The data files are found in the data folder (``$GRADMC_DATA_DIR``), not in ``inputs`` (none).
 
     Raises:
-        ValueError: a PCD batch larger than its buffer.
+        ConfigError (a ValueError): a PCD batch larger than its buffer; the old scalar ``seed`` key (now
+            ``seeds``, a list).
         FileNotFoundError: data files missing from the data folder (``$GRADMC_DATA_DIR`` or ``data``); the
             message lists each with where to get it, and nothing has run.
     """
     spec = config[EXPERIMENT]
+    if "seed" in spec:
+        raise ConfigError(f"{EXPERIMENT}.seed ({spec['seed']!r}) was replaced by {EXPERIMENT}.seeds, a list of seeds "
+                          f"(one shard per protein, method and seed), e.g. seeds: [{spec['seed']}]")
+    seeds = [int(s) for s in spec["seeds"]]
     plm, pcd = dict(spec["plm"]), dict(spec["pcd"])
     if pcd["batch_size"] > pcd["buffer_size"]:
         raise ConfigError(f"{EXPERIMENT}.pcd.batch_size ({pcd['batch_size']}) must be <= buffer_size "
@@ -124,14 +134,18 @@ def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
     if missing:
         raise MissingDataError(f"{EXPERIMENT}: {len(missing)} data file(s) missing from the data folder {folder} "
                                 "(set GRADMC_DATA_DIR to use another); nothing was run:\n  - " + "\n  - ".join(missing))
-    common = dict(data_dir=str(folder), seed=int(spec["seed"]), num_sequences=int(spec["num_sequences"]),
+    common = dict(data_dir=str(folder), num_sequences=int(spec["num_sequences"]),
                   sample_key=spec["synthetic_sample_key"], theta=float(spec["theta"]),
                   min_separation=int(spec["min_separation"]), max_k_factor=float(spec["max_k_factor"]),
                   num_k=int(spec["num_k"]), plm=tuple(sorted(plm.items())),
                   pcd=tuple(sorted(pcd.items())), device=config["device"], checkpoint_dir=spec["checkpoint_dir"])
     # Costliest first to balance the Ray workers: PCD-Gibbs (q energy evaluations per step), PCD-GWG, PLM.
     methods = sorted(spec["methods"], key=lambda m: -_COST_RANK[m])
-    return [Shard(protein=p, method=m, **common) for m in methods for p in spec["proteins"]]
+    def method_seeds(method: str) -> list[int]:
+        return seeds[:1] if method == "PLM" and int(spec["num_sequences"]) == 0 else seeds
+
+    return [Shard(protein=p, method=m, seed=s, **common) for m in methods for p in spec["proteins"]
+            for s in method_seeds(m)]
 
 
 def _load(shard: Shard) -> tuple[ProteinData, np.ndarray]:
@@ -185,7 +199,8 @@ def _fit_pcd(shard: Shard, data: ProteinData, weights: np.ndarray):
     checkpoint = None
     if shard.checkpoint_dir:
         digest = hashlib.sha256(repr(shard).encode()).hexdigest()[:16]
-        checkpoint = Path(shard.checkpoint_dir) / f"{EXPERIMENT}_{shard.protein}_{shard.method}_{digest}.pt"
+        checkpoint = (Path(shard.checkpoint_dir)
+                      / f"{EXPERIMENT}_{shard.protein}_{shard.method}_seed{shard.seed}_{digest}.pt")
     history = trainer.train(int(opts["num_iterations"]), callback=progress, callback_every=int(opts["log_every"]),
                             checkpoint_path=checkpoint, checkpoint_every=int(opts["checkpoint_every"]))
     if checkpoint is not None:

@@ -36,7 +36,9 @@ def _targets(config: dict, model_path, data_path, generator):
 
 
 def run_cost(config: dict, model_path, data_path, progress=print) -> pd.DataFrame:
-    """Tidy rows (metric in ms_per_step, steps_per_s, relative_cost, energy_evals_per_step) per target x sampler."""
+    """Tidy rows per target x sampler: ms_per_step, steps_per_s (medians over the timed runs), relative_cost
+    (median ms per step / Gibbs-1's), energy_evals_per_step, acceptance_rate, and one ``ms_per_step_run`` row
+    per timed run (``chain`` = run index), the replicates of the cost claims (gradmc.claims.sampler_cost)."""
     spec = config[EXPERIMENT]
     torch.set_num_threads(spec["threads"])
     rows = []
@@ -58,4 +60,9 @@ def run_cost(config: dict, model_path, data_path, progress=print) -> pd.DataFram
                              "chain": -1, "step": spec["steps"], "metric": metric, "value": float(value),
                              "energy_evals": t["energy_evals_per_step"], "grad_evals": t["grad_evals_per_step"],
                              "wall_time_s": t["ms_per_step"] / 1000.0})
+            for run, steps_per_s in enumerate(t["steps_per_s_runs"]):  # the replicates of the cost claims
+                rows.append({"experiment": EXPERIMENT, "target": target_name, "sampler": name, "seed": 0,
+                             "chain": run, "step": spec["steps"], "metric": "ms_per_step_run",
+                             "value": 1000.0 / steps_per_s, "energy_evals": t["energy_evals_per_step"],
+                             "grad_evals": t["grad_evals_per_step"], "wall_time_s": 1.0 / steps_per_s})
     return pd.DataFrame(rows)

@@ -7,6 +7,7 @@
 - ``cv``: k-fold choice of (width, lambda) by the held-out score-matching objective.
 - ``bandwidth``: the median heuristic for kernel length scales.
 - ``history``: KMC lite on the distinct states of a chain history (with CV).
+- ``finite_cv``: fast k-fold CV of KMC finite from per-fold sufficient statistics.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from gradmc.surrogates.bandwidth import median_heuristic
 from gradmc.surrogates.cv import CVResult, cross_validate, cross_validate_finite, cross_validate_lite
 from gradmc.surrogates.finite import FiniteSurrogate, fit_finite
+from gradmc.surrogates.finite_cv import cross_validate_finite_stats, finite_statistics, fit_finite_from_statistics
 from gradmc.surrogates.history import fit_lite_on_history
 from gradmc.surrogates.kernels import gaussian_kernel, rational_quadratic_kernel, sigma_from_lengthscale
 from gradmc.surrogates.lite import LiteSurrogate, fit_lite
@@ -31,8 +33,11 @@ __all__ = [
     "RandomFourierFeatures",
     "cross_validate",
     "cross_validate_finite",
+    "cross_validate_finite_stats",
     "cross_validate_lite",
+    "finite_statistics",
     "fit_finite",
+    "fit_finite_from_statistics",
     "fit_lite",
     "fit_lite_on_history",
     "gaussian_kernel",

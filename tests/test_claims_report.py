@@ -1,0 +1,73 @@
+"""Claim rows, claims.md/.csv/.parquet with provenance, and the claims dashboard (forest plot)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from gradmc.claims import Claim, Interval, agreement, summary, write_claims
+from gradmc.claims.base import CLAIM_COLUMNS
+from gradmc.figures.claims_dashboard import figure, scaled_rows
+from gradmc.results import PROVENANCE_COLUMNS, read_parquet
+
+
+def _claims() -> list[Claim]:
+    return [
+        Claim("x", "GWG Fig. 3", "GWG's ESS is larger", "log ESS ratio; > 0: GWG larger",
+              Interval(1.0, 0.5, 1.5, 100, "chains", "bootstrap"), +1, "GWG 20 vs Gibbs 7"),
+        Claim("x", "GWG Fig. 10", "GWG's MMD is lower", "log MMD difference; < 0: GWG lower",
+              Interval(0.3, 0.1, 0.5, 5, "seeds", "paired t"), -1),
+        Claim("x", "KMC Fig. 3", "KMC beats RW", "log ESS ratio",
+              Interval(0.2, -math.inf, math.inf, 2, "seeds", "t"), +1),
+        agreement("x", "GWG Table 2", "test log-likelihood", Interval(-82.0, -83.0, -81.0, 32, "AIS chains", "normal"),
+                  -80.01, 3.0, "GWG Table 2", "nats", "AIS bias at the paper's settings"),
+    ]
+
+
+def test_claim_rows_carry_the_verdict_and_every_column():
+    rows = pd.DataFrame([c.row() for c in _claims()])
+    assert list(rows.columns) == CLAIM_COLUMNS
+    assert list(rows["status"]) == ["PASS", "FAIL", "INCONCLUSIVE", "PASS"]
+    assert "needs at least 5 seeds" in rows["note"].iloc[2]
+    table2 = rows.iloc[3]
+    assert table2["effect"] == pytest.approx(-82.0 + 80.01)
+    assert (table2["ci_low"], table2["ci_high"]) == pytest.approx((-83.0 + 80.01, -81.0 + 80.01))
+    assert table2["paper_value"] == -80.01 and table2["tolerance"] == 3.0 and table2["direction"] == 0
+    assert "AIS bias" in table2["note"]
+    assert summary(rows) == "2 PASS, 1 FAIL, 1 INCONCLUSIVE of 4 claims"
+
+
+def test_write_claims_with_provenance_and_dashboard(tmp_path):
+    frame = pd.DataFrame([c.row() for c in _claims()])
+    inputs = {"x": {"path": "m.parquet", "git_commit": "abc", "config_hash": "0123"}}
+    md, csv, parquet = write_claims(frame, tmp_path / "claims", "quick", inputs, figure="figures/dash.png")
+    text = md.read_text()
+    assert "2 PASS, 1 FAIL, 1 INCONCLUSIVE of 4 claims" in text and "![claims dashboard](figures/dash.png)" in text
+    assert "## GWG" in text and "## KMC" in text and "-80.01 (GWG Table 2)" in text
+    back, prov = read_parquet(parquet)
+    assert prov["config"] == {"name": "quick", "inputs": inputs}
+    assert set(CLAIM_COLUMNS) <= set(back.columns) and set(PROVENANCE_COLUMNS) <= set(back.columns)
+    assert list(back["status"]) == list(frame["status"])
+    on_disk = pd.read_csv(csv)
+    assert set(PROVENANCE_COLUMNS) <= set(on_disk.columns)
+    assert on_disk["ci_high"].iloc[2] == math.inf
+    paths = figure(parquet, tmp_path / "figures" / "dash", "quick")
+    assert [p.suffix for p in paths] == [".pdf", ".png"] and all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_dashboard_scales_rows_with_the_paper_side_to_the_right():
+    rows = scaled_rows(pd.DataFrame([c.row() for c in _claims()]))
+    assert list(rows["paper"]) == ["GWG Fig. 3", "GWG Fig. 10", "GWG Table 2", "KMC Fig. 3"]
+    fig3, fig10, table2, kmc = (rows.iloc[i] for i in range(4))
+    assert (fig3.lo, fig3.x, fig3.hi) == pytest.approx((1 / 3, 2 / 3, 1.0))
+    assert (fig10.lo, fig10.x, fig10.hi) == pytest.approx((-1.0, -0.6, -0.2))  # direction -1: flipped
+    assert table2.band == pytest.approx(1.0) and table2.hi == pytest.approx(-0.99 / 3)
+    assert kmc.lo == -math.inf and kmc.hi == math.inf and kmc.x == pytest.approx(1.0)
+
+
+def test_dashboard_refuses_an_empty_claims_file(tmp_path):
+    _, _, parquet = write_claims(pd.DataFrame(columns=CLAIM_COLUMNS), tmp_path / "claims", "")
+    with pytest.raises(ValueError, match="no claims"):
+        figure(parquet, tmp_path / "dash")

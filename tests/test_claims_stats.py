@@ -1,0 +1,148 @@
+"""Intervals and verdicts of the claims (gradmc.claims.stats) against closed forms and known cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gradmc.claims.stats import (
+    MIN_T_REPLICATES,
+    Interval,
+    bootstrap_interval,
+    decide,
+    difference_of_means,
+    log_ratio_of_means,
+    paired_t_interval,
+    t_interval,
+)
+
+T_975_4 = 2.7764451051977987  # Student-t 0.975 quantile, 4 degrees of freedom (tables)
+
+
+def test_t_interval_closed_form():
+    iv = t_interval([1.0, 2.0, 3.0, 4.0, 5.0], "seeds")
+    half = T_975_4 * math.sqrt(2.5) / math.sqrt(5)
+    assert iv.effect == pytest.approx(3.0)
+    assert (iv.low, iv.high) == pytest.approx((3.0 - half, 3.0 + half), rel=1e-12)
+    assert iv.replicates == 5 and iv.unit == "seeds" and "t over 5 seeds" in iv.method
+
+
+def test_t_interval_needs_five_replicates_else_unbounded():
+    iv = t_interval([1.0, 2.0, 3.0, 4.0], "seeds")
+    assert iv.effect == pytest.approx(2.5)
+    assert iv.low == -math.inf and iv.high == math.inf and iv.replicates == MIN_T_REPLICATES - 1
+    assert decide(iv, +1).status == "INCONCLUSIVE"
+    assert f"at least {MIN_T_REPLICATES} seeds" in decide(iv, +1).note
+
+
+def test_t_interval_zero_spread_is_a_point():
+    iv = t_interval([2.0] * 6, "runs")
+    assert (iv.low, iv.effect, iv.high) == (2.0, 2.0, 2.0)
+
+
+def test_t_interval_coverage_is_95_percent():
+    rng = np.random.default_rng(1)
+    hits = sum(iv.low <= 0.3 <= iv.high for iv in (t_interval(rng.normal(0.3, 2.0, 8), "seeds")
+                                                   for _ in range(4000)))
+    assert 0.94 <= hits / 4000 <= 0.96  # binomial sd of the rate: 0.0034
+
+
+def test_paired_t_is_the_t_interval_of_differences():
+    a, b = [3.0, 5.0, 4.0, 6.0, 7.0], [1.0, 2.0, 2.5, 3.0, 3.0]
+    paired = paired_t_interval(a, b, "seeds")
+    direct = t_interval(np.subtract(a, b), "seeds")
+    assert (paired.effect, paired.low, paired.high) == pytest.approx((direct.effect, direct.low, direct.high))
+    assert paired.method.startswith("paired t")
+    with pytest.raises(ValueError, match="equal numbers"):
+        paired_t_interval([1.0, 2.0], [1.0], "seeds")
+
+
+def test_bootstrap_matches_the_normal_interval_of_a_difference_of_means():
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(1.0, 1.0, 400), rng.normal(0.0, 2.0, 400)
+    iv = bootstrap_interval(difference_of_means, (a, b), "chains")
+    se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+    assert iv.effect == pytest.approx(a.mean() - b.mean())
+    assert iv.low == pytest.approx(iv.effect - 1.96 * se, abs=0.1 * se)
+    assert iv.high == pytest.approx(iv.effect + 1.96 * se, abs=0.1 * se)
+    assert iv.replicates == 400 and "bootstrap" in iv.method
+
+
+def test_bootstrap_is_reproducible_and_degenerate_cases():
+    rng = np.random.default_rng(3)
+    a, b = rng.exponential(2.0, 50), rng.exponential(1.0, 60)
+    first = bootstrap_interval(log_ratio_of_means, (a, b), "chains")
+    assert first == bootstrap_interval(log_ratio_of_means, (a, b), "chains")
+    assert first.effect == pytest.approx(math.log(a.mean() / b.mean()))
+    assert first.replicates == 50
+    const = bootstrap_interval(difference_of_means, ([2.0] * 10, [1.0] * 10), "chains")
+    assert (const.low, const.effect, const.high) == pytest.approx((1.0, 1.0, 1.0))
+    single = bootstrap_interval(difference_of_means, ([2.0], [1.0, 3.0]), "runs")
+    assert single.low == -math.inf and single.high == math.inf
+
+
+def test_non_finite_and_empty_inputs_raise():
+    with pytest.raises(ValueError, match="non-finite"):
+        t_interval([1.0, math.nan, 2.0, 3.0, 4.0], "seeds")
+    with pytest.raises(ValueError, match="no replicates"):
+        t_interval([], "seeds")
+    with pytest.raises(ValueError, match="empty"):
+        bootstrap_interval(difference_of_means, ([], [1.0]), "chains")
+
+
+def _iv(effect, low, high, n=5):
+    return Interval(effect, low, high, n, "seeds", "test")
+
+
+@pytest.mark.parametrize(("interval", "direction", "status"), [
+    (_iv(1.0, 0.2, 1.8), +1, "PASS"),
+    (_iv(-1.0, -1.8, -0.2), +1, "FAIL"),
+    (_iv(0.5, -0.5, 1.5), +1, "INCONCLUSIVE"),
+    (_iv(-1.0, -1.8, -0.2), -1, "PASS"),
+    (_iv(1.0, 0.2, 1.8), -1, "FAIL"),
+    (_iv(-0.5, -1.5, 0.5), -1, "INCONCLUSIVE"),
+])
+def test_direction_verdicts(interval, direction, status):
+    assert decide(interval, direction).status == status
+
+
+def test_nonzero_null():
+    assert decide(_iv(1.2, 1.05, 1.3), +1, null=1.0).status == "PASS"
+    assert decide(_iv(1.2, 0.9, 1.3), +1, null=1.0).status == "INCONCLUSIVE"
+
+
+def test_inconclusive_note_estimates_the_replicates_that_would_decide():
+    # effect 1, half-width 2, 5 seeds: the half-width must shrink 2x -> 4x the seeds
+    verdict = decide(_iv(1.0, -1.0, 3.0), +1)
+    assert verdict.status == "INCONCLUSIVE"
+    assert "about 4.0x the seeds (about 20 instead of 5)" in verdict.note
+    assert "estimate on the paper's side" in verdict.note
+    assert "estimate on the other side" in decide(_iv(-1.0, -3.0, 1.0), +1).note
+
+
+@pytest.mark.parametrize(("interval", "status"), [
+    (_iv(0.5, -1.0, 1.5), "PASS"),
+    (_iv(5.0, 3.0, 7.0), "FAIL"),
+    (_iv(-5.0, -7.0, -3.0), "FAIL"),
+    (_iv(1.0, -1.0, 3.0), "INCONCLUSIVE"),
+])
+def test_agreement_verdicts(interval, status):
+    assert decide(interval, 0, tolerance=2.0).status == status
+
+
+def test_agreement_inconclusive_note():
+    inside = decide(_iv(1.0, -0.5, 2.5), 0, tolerance=2.0)  # half-width 1.5, 1.0 from the edge: 2.25x
+    assert "about 2.2x the seeds" in inside.note or "about 2.3x the seeds" in inside.note
+    outside = decide(_iv(2.5, 1.0, 4.0), 0, tolerance=2.0)
+    assert outside.status == "INCONCLUSIVE" and "outside the band" in outside.note
+
+
+def test_bad_verdict_arguments():
+    with pytest.raises(ValueError, match="direction"):
+        decide(_iv(1.0, 0.0, 2.0), 2)
+    with pytest.raises(ValueError, match="tolerance"):
+        decide(_iv(1.0, 0.0, 2.0), 0)
+    with pytest.raises(ValueError, match="NaN"):
+        decide(_iv(math.nan, 0.0, 2.0), 1)

@@ -1,0 +1,67 @@
+"""Claims of GWG Table 2 (gradmc.claims.ebm) on synthetic ebm metrics: PASS, FAIL, INCONCLUSIVE and the numbers."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from gradmc.claims.ebm import TOLERANCE_NATS, claims
+
+Z = stats.norm.ppf(0.975)
+
+
+def _frame(values: dict, dataset: str = "static_mnist", se_metric: str = "log_z_se", base: float | None = None,
+           iterations: int = 50_000) -> pd.DataFrame:
+    """values: sampler -> (test log-likelihood, its SE)."""
+    rows = []
+    for sampler, (ll, se) in values.items():
+        rows += [(sampler, "test_log_likelihood", ll), (sampler, se_metric, se), (sampler, "ais_weights_ess", 50.0),
+                 (sampler, "train_iterations", iterations)]
+        if base is not None:
+            rows.append((sampler, "base_test_log_likelihood", base))
+    return pd.DataFrame(rows, columns=["sampler", "metric", "value"]).assign(
+        experiment="ebm", target=dataset, seed=0, chain=0, step=300)
+
+
+def _by_claim(out):
+    return {c.claim: c for c in out}
+
+
+def test_gwg_vs_gibbs_interval_is_normal_from_the_two_ses():
+    out = _by_claim(claims(_frame({"GWG": (-81.0, 0.3), "Gibbs-1": (-118.0, 0.4)})))
+    c = out["EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
+    assert c.status == "PASS" and c.interval.effect == pytest.approx(37.0)
+    half = Z * math.sqrt(0.3 ** 2 + 0.4 ** 2)  # 0.5 * 1.96
+    assert c.interval.low == pytest.approx(37.0 - half) and c.interval.high == pytest.approx(37.0 + half)
+    assert "log_z_se only" in c.note and "not training-seed variation" in c.note
+    assert "ESS" not in c.note and "quick sizes" not in c.note
+    # agreement with Table 2: -81.0 +- 0.59 vs -80.01 +- 5 nats: inside; Gibbs -118.0 vs -117.17: inside
+    agree = [c for c in out.values() if c.direction == 0]
+    assert [a.status for a in agree] == ["PASS", "PASS"] and agree[0].tolerance == TOLERANCE_NATS
+    assert agree[0].interval.effect == pytest.approx(-81.0 + 80.01) and agree[0].paper_value == -80.01
+
+
+def test_fail_and_inconclusive():
+    out = _by_claim(claims(_frame({"GWG": (-320.0, 1.0), "Gibbs-1": (-300.0, 1.0)}, iterations=150)))
+    c = out["EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
+    assert c.status == "FAIL" and "quick sizes" in c.note
+    assert all(a.status == "FAIL" for a in out.values() if a.direction == 0)  # 200+ nats off the paper
+    close = {"GWG": (-100.0, 2.0), "Gibbs-1": (-101.0, 2.0)}
+    out = _by_claim(claims(_frame(close, se_metric="test_log_likelihood_se")))
+    c = out["EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
+    assert c.status == "INCONCLUSIVE" and "test_log_likelihood_se" in c.note
+    # agreement: -80.01 - 5 = -85.01; GWG -100 +- 3.9 lies wholly below: FAIL; an edge-straddling one is INCONCLUSIVE
+    edge = [a for a in claims(_frame({"GWG": (-85.0, 2.0)})) if a.direction == 0]
+    assert [a.status for a in edge] == ["INCONCLUSIVE"]
+
+
+def test_base_claim_only_with_its_row_and_no_agreement_without_a_paper_number():
+    assert not any("base" in c.claim for c in claims(_frame({"GWG": (-90.0, 0.5)})))
+    (c,) = [c for c in claims(_frame({"GWG": (-90.0, 0.5)}, base=-200.0)) if "base" in c.claim]
+    assert c.status == "PASS" and c.interval.effect == pytest.approx(110.0)
+    assert c.interval.high - c.interval.low == pytest.approx(2 * Z * 0.5)
+    frey = claims(_frame({"GWG": (-2700.0, 1.0)}, dataset="frey"))
+    assert frey == []  # GWG only, no Table 2 number in nats, no base row
