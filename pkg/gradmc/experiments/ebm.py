@@ -8,8 +8,16 @@ Stages (each a pipeline job):
    run gets the training time of the GWG run of the same data set (read from its checkpoint): the paper's
    equal wall-clock comparison. Training resumes from ``<out>.partial`` if a previous run was interrupted.
 2. ``ais_stage``: AIS (GWG transitions, linear schedule, data-fitted base) on the best EMA weights ->
-   test log-likelihood rows (nats; and bits per dimension for 256-level data) plus the AIS convergence
-   rows of Fig. 14 (log Z_hat vs number of intermediate distributions).
+   test log-likelihood rows (nats; and bits per dimension for 256-level data) with their standard error
+   (AIS chains and test examples) and the exact log-likelihood of the data-fitted base on the same test
+   images, the AIS convergence rows of Fig. 14 (log Z_hat vs number of intermediate distributions), and
+   the learning curve of the training run (:func:`learning_curve_rows`: validation log-likelihood vs
+   training seconds).
+
+Model: ``ebm.model.base: data`` (the default) makes f(x) = net(x) + log p_0(x) with the data-fitted base
+(:func:`build_model`, the GWG authors' code), ``none`` f(x) = net(x). Test / validation images are a
+seeded random subset (:func:`subset`) when fewer than all are scored: the static MNIST test file is
+ordered, so its first rows are not a fair sample.
 
 Data: prepared ``.npz`` files of :func:`gradmc.data.prepare_images.prepare_image_dataset`. Binary data
 are {0,1}; grey training images of dynamic MNIST / Omniglot are re-binarised each batch with the run's
@@ -38,14 +46,15 @@ from gradmc.seeding import make_generator, seed_from
 from gradmc.training.ebm import CHECKPOINT_FORMAT, EBMTrainer
 from gradmc.training.ebm_samples import samples_path, write_samples
 
-__all__ = ["EXPERIMENT", "META", "SAMPLERS", "Data", "load_data", "build_model", "train_stage", "ais_stage"]
+__all__ = ["EXPERIMENT", "META", "SAMPLERS", "BASES", "Data", "load_data", "build_model", "for_dataset", "subset",
+           "train_stage", "ais_stage", "learning_curve_rows"]
 
 EXPERIMENT = "ebm"
 META = {"stages": {
     "train_ebm": ["ebm.model", "ebm.train", "ebm.ais.num_chains", "ebm.ais.validation_intermediate",
-                  "ebm.ais.validation_examples"],
+                  "ebm.ais.validation_examples", "ebm.ais.overrides"],
     "ais_ebm": ["ebm.model", "ebm.ais.num_intermediate", "ebm.ais.num_chains", "ebm.ais.test_examples",
-                "ebm.ais.convergence"],
+                "ebm.ais.convergence", "ebm.ais.overrides"],
 }}
 SAMPLERS = ("GWG", "Gibbs-1")
 _LOG2 = math.log(2.0)
@@ -94,11 +103,37 @@ def load_data(path: str | Path, device: str = "cpu") -> Data:
     return Data(path, device)
 
 
+BASES = ("data", "none")
+
+
 def build_model(spec: dict, data: Data) -> ResNetEBM:
-    """ResNet EBM of ``spec`` (channels, num_blocks, num_strided, embed_dim) for the data's shape/levels."""
+    """ResNet EBM of ``spec`` (channels, num_blocks, num_strided, embed_dim, base) for the data's shape/levels.
+
+    ``spec["base"]`` (schema default ``"data"``): ``"data"`` adds the data-fitted base log-probability of
+    :attr:`Data.base` to the network, f(x) = net(x) + log p_0(x) (the GWG authors' model; the same base AIS
+    starts from, so AIS anneals from p_0 to p_0 * exp(net)); ``"none"``: f(x) = net(x).
+
+    Raises:
+        InputError: an unknown ``base``.
+    """
+    kind = spec["base"]  # schema default: data
+    if kind not in BASES:
+        raise InputError(f"ebm.model.base must be one of {', '.join(BASES)}, got {kind!r}")
+    base = None
+    if kind == "data":
+        base = data.base.logits if data.levels == 2 else data.base.log_probs
     return ResNetEBM(data.image_shape, None if data.levels == 2 else data.levels, channels=spec["channels"],
                      num_blocks=spec["num_blocks"], num_strided=spec["num_strided"],
-                     embed_dim=spec["embed_dim"])
+                     embed_dim=spec["embed_dim"], base=base)
+
+
+def for_dataset(section: dict, dataset: str) -> dict:
+    """``ebm.train`` or ``ebm.ais`` settings for one data set: ``section`` with the entries of
+    ``section["overrides"][dataset]`` (if any) put over it, e.g. fewer iterations for the costlier
+    256-level Frey faces; the ``overrides`` key itself is dropped."""
+    out = {k: v for k, v in section.items() if k != "overrides"}
+    out.update((section.get("overrides") or {}).get(dataset, {}))
+    return out
 
 
 def _sampler(name: str, levels: int):
@@ -141,7 +176,7 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
     sampler_obj = _sampler(sampler, data.levels)
     torch.manual_seed(seed_from(EXPERIMENT, "init", dataset) % 2**31)  # same initial weights for every sampler
     model = build_model(spec["model"], data).to(device)
-    t = spec["train"]
+    t = for_dataset(spec["train"], dataset)
     gen = make_generator(seed_from(EXPERIMENT, "train", dataset, sampler), device)
     train = data.splits["train"]
     buffer_size = int(t["buffer_sizes"][dataset] if dataset in t["buffer_sizes"] else t["buffer_size"])
@@ -164,8 +199,8 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
             raise InputError(f"{err}; delete {partial} to restart this training from scratch") from err
         if progress:
             progress(f"[ebm] resuming {partial} at iteration {trainer.iteration}")
-    ais = spec["ais"]
-    valid = data.splits["valid"][: ais["validation_examples"]]
+    ais = for_dataset(spec["ais"], dataset)
+    valid = subset(data.splits["valid"], ais["validation_examples"], seed_from(EXPERIMENT, "valid_rows", dataset))
 
     def evaluate(model_eval: torch.nn.Module) -> float:
         return validation_log_likelihood(model_eval, data, valid, ais, seed_from(EXPERIMENT, "valid", dataset))
@@ -182,10 +217,21 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
             "best_validation": trainer.best["score"] if trainer.best else float("nan")}
 
 
-def _mean_f(model: torch.nn.Module, data: Data, x: torch.Tensor, batch: int = 256) -> float:
+def subset(x: torch.Tensor, num: int, seed: int) -> torch.Tensor:
+    """``num`` rows of ``x`` (N, ...) drawn without replacement by a seeded permutation (all N rows, in order,
+    when num >= N). Not the first rows: the static MNIST test file is ordered (its first 1,000 rows score
+    -255 nats under the data-fitted base, the whole file -206), so a prefix is a biased sample."""
+    n = x.shape[0]
+    if num >= n:
+        return x
+    gen = torch.Generator().manual_seed(int(seed) % 2**63)
+    return x[torch.randperm(n, generator=gen)[:int(num)].sort().values.to(x.device)]
+
+
+def _f_values(model: torch.nn.Module, data: Data, x: torch.Tensor, batch: int = 256) -> torch.Tensor:
+    """f(x) of stored rows (N, D), float64 (N,), in batches, without gradients."""
     with torch.no_grad():
-        return float(torch.cat([model(data.model_input(x[i:i + batch])) for i in range(0, x.shape[0], batch)])
-                     .double().mean())
+        return torch.cat([model(data.model_input(x[i:i + batch])) for i in range(0, x.shape[0], batch)]).double()
 
 
 def _ais(model, data: Data, num_intermediate: int, chains: int, seed: int, checkpoints=()) -> object:
@@ -200,7 +246,7 @@ def validation_log_likelihood(model, data: Data, valid: torch.Tensor, ais: dict,
     """Mean validation log-likelihood (nats) with a short AIS run (``ais.validation_intermediate`` levels)."""
     result = _ais(model, data, ais["validation_intermediate"], ais["num_chains"], seed)
     model.requires_grad_(True)
-    return _mean_f(model, data, valid) - result.log_z
+    return float(_f_values(model, data, valid).mean()) - result.log_z
 
 
 def load_trained(path: str, spec: dict, data: Data) -> tuple[ResNetEBM, dict]:
@@ -215,33 +261,72 @@ def load_trained(path: str, spec: dict, data: Data) -> tuple[ResNetEBM, dict]:
 
 def ais_stage(config: dict, dataset: str, sampler: str, model_path: str, data_path: str,
               progress: Callable[[str], None] | None = print) -> pd.DataFrame:
-    """Test log-likelihood by AIS and the Fig. 14 convergence rows for one trained model (tidy rows)."""
+    """Test log-likelihood by AIS and the Fig. 14 convergence rows for one trained model (tidy rows).
+
+    Rows (``step`` = AIS levels unless said): ``test_log_likelihood`` (nats, mean f(x_test) - log Z_hat),
+    ``test_log_likelihood_se`` (sqrt(log_z_se^2 + var f(x_test) / n_test)), ``base_test_log_likelihood``
+    (exact, the data-fitted base on the same test images), ``log_z``, ``log_z_se``, ``ais_weights_ess``,
+    ``train_iterations``, ``train_seconds``, ``test_bits_per_dim`` (256-level data), ``convergence_*`` per
+    entry of ``ais.convergence`` (the estimate's own run reused for K = num_intermediate) and the
+    :func:`learning_curve_rows` (``step`` = training iteration).
+
+    Raises:
+        InputError: the data file holds another data set, or an unreadable checkpoint.
+    """
     spec = config["ebm"]
     data = load_data(data_path, config["device"])
     if data.name != dataset:
         raise InputError(f"{data_path} holds {data.name!r}, not {dataset!r}")
     model, state = load_trained(model_path, spec, data)
-    ais = spec["ais"]
-    test = data.splits["test"][: ais["test_examples"]]
+    ais = for_dataset(spec["ais"], dataset)
+    test = subset(data.splits["test"], ais["test_examples"], seed_from(EXPERIMENT, "test_rows", dataset))
     seed = seed_from(EXPERIMENT, "test", dataset, sampler)
     start = time.perf_counter()
     result = _ais(model, data, ais["num_intermediate"], ais["num_chains"], seed)
-    mean_f = _mean_f(model, data, test)
+    f_test = _f_values(model, data, test)
+    mean_f = float(f_test.mean())
     ll = mean_f - result.log_z
-    rows = [("test_log_likelihood", ais["num_intermediate"], ll), ("log_z", ais["num_intermediate"], result.log_z),
-            ("log_z_se", ais["num_intermediate"], result.log_z_se),
+    # SE of mean f - log Z_hat: test-example sampling and AIS chains are independent
+    se = math.hypot(result.log_z_se, float(f_test.std()) / math.sqrt(f_test.numel()) if f_test.numel() > 1 else 0.0)
+    base_ll = float(data.base.log_prob(data.model_input(test).double()).mean())
+    k = ais["num_intermediate"]
+    rows = [("test_log_likelihood", k, ll), ("test_log_likelihood_se", k, se), ("base_test_log_likelihood", k, base_ll),
+            ("log_z", k, result.log_z), ("log_z_se", k, result.log_z_se),
             ("ais_weights_ess", ais["num_intermediate"], result.weights_ess),
             ("train_iterations", ais["num_intermediate"], float(state["iteration"])),
             ("train_seconds", ais["num_intermediate"], float(state["seconds"]))]
     if data.levels > 2:
         rows.append(("test_bits_per_dim", ais["num_intermediate"], -ll / (data.dim * _LOG2)))
     for k in ais["convergence"]:
-        r = _ais(model, data, int(k), ais["num_chains"], seed_from(EXPERIMENT, "convergence", dataset, sampler, k))
+        # the run of the final estimate is one of K = num_intermediate levels: reused, not repeated
+        r = result if int(k) == int(ais["num_intermediate"]) else _ais(
+            model, data, int(k), ais["num_chains"], seed_from(EXPERIMENT, "convergence", dataset, sampler, k))
         rows += [("convergence_log_likelihood", int(k), mean_f - r.log_z), ("convergence_log_z_se", int(k), r.log_z_se)]
         if progress:
             progress(f"[ebm] {dataset} {sampler}: AIS with {k} levels -> log-likelihood {mean_f - r.log_z:.2f}")
     seconds = time.perf_counter() - start
     if progress:
-        progress(f"[ebm] {dataset} {sampler}: test log-likelihood {ll:.2f} nats (AIS se {result.log_z_se:.2f})")
-    return tidy_frame([(sampler, 0, 0, int(step), metric, float(value), 0, 0, seconds) for metric, step, value in rows],
-                      EXPERIMENT, dataset)
+        progress(f"[ebm] {dataset} {sampler}: test log-likelihood {ll:.2f} nats (se {se:.2f}, AIS se "
+                 f"{result.log_z_se:.2f}; base {base_ll:.2f})")
+    out = [(sampler, 0, 0, int(step), metric, float(value), 0, 0, seconds) for metric, step, value in rows]
+    out += learning_curve_rows(state, sampler)
+    return tidy_frame(out, EXPERIMENT, dataset)
+
+
+def learning_curve_rows(state: dict, sampler: str) -> list[tuple]:
+    """Learning-curve rows (:data:`gradmc.experiments.runner.ROW_COLUMNS` tuples) from a checkpoint's history.
+
+    For every iteration at which training ran its validation AIS (``ebm.train.eval_every``, and the last
+    iteration): ``learning_curve_log_likelihood`` (nats; mean f over ``ebm.ais.validation_examples``
+    validation images minus a ``validation_intermediate``-level AIS log Z_hat of the EMA weights) and
+    ``learning_curve_seconds`` (training wall time so far, sampler + update, evaluation excluded), both with
+    ``step`` = iteration and ``wall_time_s`` = that training time: the cost axis for extrapolating to the
+    paper's -80 nats. Empty when no validation ran.
+    """
+    rows = []
+    for h in state.get("history", []):
+        if "validation" in h:
+            it, sec = int(h["iteration"]), float(h["seconds"])
+            rows += [(sampler, 0, 0, it, "learning_curve_log_likelihood", float(h["validation"]), 0, 0, sec),
+                     (sampler, 0, 0, it, "learning_curve_seconds", sec, 0, 0, sec)]
+    return rows

@@ -1,6 +1,19 @@
 """ResNet energy-based model for discrete images (GWG paper Sec. 5.5, Appendix I; EXPERIMENTS.md A7).
 
-f(x) = log p~(x) (the negative energy) of an image x:
+f(x) = log p~(x) (the negative energy) of an image x is ``net(x) + log p_0(x)``: a ResNet ``net`` plus an
+optional fixed base log-probability ``log p_0(x)`` (``base=None``: no base term, f = net). As in the GWG
+authors' code (``pcd_ebm_ema.py``: ``logp = net(x) + Bernoulli(data mean).log_prob(x)``), the base is the
+data-fitted independent distribution, so training starts from it (e.g. about -206 nats on static MNIST)
+instead of the uniform distribution (-543 nats) and the network learns a correction on top of it:
+
+    binary:      log p_0(x) = sum_i x_i l_i - sum_i softplus(l_i)     (``base`` = logits l, shape (D,))
+    categorical: log p_0(x) = sum_i <x_i, log pi_i>                   (``base`` = log pi, shape (D, K),
+                                                                       normalised per pixel here)
+
+The base is a registered (non-trainable) buffer, so it is saved in and restored from ``state_dict`` and
+copied unchanged by the weight EMA. It is linear in x, so f stays differentiable in x.
+
+The network ``net``:
 
     input  -> [binary: the {0,1} pixels as one channel | categorical: each one-hot pixel (K levels)
                mapped by a learned linear embedding to ``embed_dim`` (4) channels]
@@ -43,14 +56,20 @@ class ResNetEBM(nn.Module):
         channels: feature maps (paper 64). num_blocks: residual blocks (paper 8); the first
             ``num_strided`` (paper 2) have stride 2.
         embed_dim: categorical embedding size (paper 4).
+        base: None (f = net) or the fixed base term of the module docstring: binary (D,) logits, e.g.
+            ``BernoulliBase.fit(train).logits``; categorical (D, K) log-probabilities, e.g.
+            ``CategoricalBase.fit_indices(train, K).log_probs`` (re-normalised per pixel). Stored as the
+            float32 buffer ``base``.
 
     Raises:
         ValueError: for non-positive sizes or num_strided > num_blocks; at call time, for inputs of
-            the wrong shape (message names the expected shape).
+            the wrong shape (message names the expected shape); a base of the wrong shape or with
+            non-finite entries.
     """
 
     def __init__(self, image_shape: tuple[int, int] = (28, 28), num_levels: int | None = None, *,
-                 channels: int = 64, num_blocks: int = 8, num_strided: int = 2, embed_dim: int = 4):
+                 channels: int = 64, num_blocks: int = 8, num_strided: int = 2, embed_dim: int = 4,
+                 base: torch.Tensor | None = None):
         super().__init__()
         h, w = (int(s) for s in image_shape)
         if min(h, w, channels, num_blocks, embed_dim) < 1 or not 0 <= num_strided <= num_blocks:
@@ -66,6 +85,27 @@ class ResNetEBM(nn.Module):
         self.blocks = nn.Sequential(*[_Block(channels, 2 if i < num_strided else 1) for i in range(num_blocks)])
         self.head = nn.Linear(channels, 1)
         self.act = nn.SiLU()
+        self.register_buffer("base", None if base is None else self._check_base(torch.as_tensor(base)))
+
+    def _check_base(self, base: torch.Tensor) -> torch.Tensor:
+        want = (self.dim,) if self.num_levels is None else (self.dim, self.num_levels)
+        if tuple(base.shape) != want or not bool(torch.isfinite(base).all()):
+            raise ValueError(f"base must be a finite tensor of shape {want} "
+                             f"({'logits' if self.num_levels is None else 'log-probabilities'}), "
+                             f"got shape {tuple(base.shape)}")
+        if self.num_levels is not None and not torch.allclose(base.double().logsumexp(-1),
+                                                              torch.zeros((), dtype=torch.float64), atol=1e-9):
+            base = torch.log_softmax(base.double(), -1)  # normalise per pixel (already-normalised: kept as is)
+        return base.detach().to(torch.get_default_dtype()).clone()
+
+    def base_log_prob(self, x: torch.Tensor) -> torch.Tensor:
+        """log p_0(x) of the stored base, (C, D) or (C, D, K) -> (C,); zeros when the model has no base."""
+        if self.base is None:
+            return x.new_zeros(x.shape[0])
+        base = self.base.to(x)  # the arithmetic of BernoulliBase / CategoricalBase.log_prob, term for term
+        if self.num_levels is None:
+            return (x * base).sum(-1) - nn.functional.softplus(base).sum()
+        return (x * base).sum((-1, -2))
 
     @property
     def dim(self) -> int:
@@ -73,7 +113,11 @@ class ResNetEBM(nn.Module):
         return self.image_shape[0] * self.image_shape[1]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """f(x): binary (C, D) or one-hot (C, D, K) -> (C,)."""
+        """f(x) = net(x) + log p_0(x): binary (C, D) or one-hot (C, D, K) -> (C,)."""
+        return self.net(x) + self.base_log_prob(x) if self.base is not None else self.net(x)
+
+    def net(self, x: torch.Tensor) -> torch.Tensor:
+        """The ResNet part alone (no base term): binary (C, D) or one-hot (C, D, K) -> (C,)."""
         h, w = self.image_shape
         if self.num_levels is None:
             if x.dim() != 2 or x.shape[1] != self.dim:

@@ -91,9 +91,11 @@ class EBMTrainer:
         num_steps, batch_size, buffer_size, lr, warmup, ema_decay: as in the module docstring.
         tag: optional JSON-like settings of the caller (model sizes, iterations, ...) stored in checkpoints and
             compared on resume like the trainer's own settings, so a checkpoint of another run is refused.
-        energy_l2: alpha >= 0 of an optional regulariser alpha * mean(f(data)^2 + f(samples)^2) added to the
-            loss (Du & Mordatch 2019); 0 = none (the paper's setting). Small models trained for few
-            iterations with a large learning rate (our quick config) otherwise let f drift without bound.
+        energy_l2: alpha >= 0 of an optional regulariser alpha * mean(r(data)^2 + r(samples)^2) added to the
+            loss (Du & Mordatch 2019); 0 = none (the paper's setting). r = f, or for a model with a fixed
+            base term (a ``base_log_prob(x)`` method, f = net + log p_0) the learned correction
+            r = f - log p_0 = net (penalising the base's -200 nats would push net to cancel it). Small
+            models trained for few iterations with a large learning rate otherwise let f drift.
         generator: torch.Generator on the data's device (buffer draws, batches, sampler).
         data_transform: optional ``(batch, generator) -> model input`` applied to each data batch, e.g.
             dynamic binarisation of grey MNIST, or one-hot encoding of stored level indices (so 256-level
@@ -138,6 +140,12 @@ class EBMTrainer:
                 "sampler": repr(self.sampler), "tag": self.tag,
                 "data_shape": list(self.data.shape)}
 
+    def _correction(self, x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+        """What ``energy_l2`` penalises: f(x) - log p_0(x) for a model with a fixed base term
+        (``model.base_log_prob``, e.g. :class:`gradmc.models.ResNetEBM` with a base), else f(x)."""
+        base_log_prob = getattr(self.model, "base_log_prob", None)
+        return f if base_log_prob is None else f - base_log_prob(x).detach()
+
     def step(self) -> dict:
         """One PCD iteration; returns {"iteration", "loss", "f_data", "f_model", "acceptance_rate"}.
 
@@ -177,7 +185,8 @@ class EBMTrainer:
         f_data, f_model = f_data_all.mean(), f_model_all.mean()
         loss = f_model - f_data
         if self.energy_l2:
-            loss = loss + self.energy_l2 * (f_data_all.pow(2).mean() + f_model_all.pow(2).mean())
+            r_data, r_model = self._correction(batch, f_data_all), self._correction(samples, f_model_all)
+            loss = loss + self.energy_l2 * (r_data.pow(2).mean() + r_model.pow(2).mean())
         _check_values(it, "loss", loss.detach().reshape(1))
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
