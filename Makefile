@@ -69,8 +69,8 @@ lint: $(STAMP)  ## ruff and snakemake --lint (less its conda/container lint: wor
 	$(BIN)/ruff check .
 	$(BIN)/python workflow/lint.py
 
-reproduce: $(STAMP)  ## run the whole pipeline with config/quick.yaml into results/
-	$(SMK) --configfile config/quick.yaml
+reproduce: $(STAMP)  ## run the whole pipeline with config/$(CONFIG).yaml (CONFIG=quick by default) into results/
+	$(SMK) --configfile config/$(CONFIG).yaml
 
 reproduce-paper: $(STAMP)  ## run the whole pipeline with the papers' settings (GPU cluster scale)
 	$(SMK) --configfile config/paper.yaml

@@ -65,3 +65,33 @@ def test_base_claim_only_with_its_row_and_no_agreement_without_a_paper_number():
     assert c.interval.high - c.interval.low == pytest.approx(2 * Z * 0.5)
     frey = claims(_frame({"GWG": (-2700.0, 1.0)}, dataset="frey"))
     assert frey == []  # GWG only, no Table 2 number in nats, no base row
+
+
+def _with_convergence(frame: pd.DataFrame, points: dict) -> pd.DataFrame:
+    """points: AIS levels -> (log-likelihood, log_z_se) of the GWG run."""
+    rows = [("GWG", m, v, k) for k, (ll, se) in points.items()
+            for m, v in (("convergence_log_likelihood", ll), ("convergence_log_z_se", se))]
+    extra = pd.DataFrame(rows, columns=["sampler", "metric", "value", "step"]).assign(
+        experiment="ebm", target="static_mnist", seed=0, chain=0)
+    return pd.concat([frame, extra], ignore_index=True)
+
+
+@pytest.mark.parametrize("points, status, literal", [
+    ({1000: (-90.0, 0.5), 2000: (-89.8, 0.2), 4000: (-89.9, 0.1)}, "PASS", "yes"),       # 2000 -> 4000: -0.1
+    ({1000: (-95.0, 0.5), 2000: (-93.0, 0.2), 4000: (-90.0, 0.1)}, "FAIL", "no"),        # +3.0, interval off the band
+    ({2000: (-90.0, 0.5), 4000: (-89.2, 0.5)}, "INCONCLUSIVE", "no"),                    # +0.8 +- 1.39 straddles +-1
+])
+def test_ais_convergence_claim_uses_the_last_doubling(points, status, literal):
+    frame = _with_convergence(_frame({"GWG": (-90.0, 0.3)}), points)
+    c = [c for c in claims(frame) if c.paper == "GWG Fig. 14"]
+    assert len(c) == 1 and c[0].status == status
+    (k_prev, (a, se_a)), (k, (b, se_b)) = sorted(points.items())[-2:]
+    assert c[0].interval.effect == pytest.approx(b - a)
+    assert c[0].interval.high - c[0].interval.effect == pytest.approx(Z * math.hypot(se_a, se_b))
+    assert f"({k_prev} -> {k} levels)" in c[0].claim and c[0].tolerance == 1.0
+    assert c[0].measured.endswith(literal)
+
+
+def test_no_convergence_claim_with_one_level():
+    frame = _with_convergence(_frame({"GWG": (-90.0, 0.3)}), {2000: (-90.0, 0.2)})
+    assert not [c for c in claims(frame) if c.paper == "GWG Fig. 14"]

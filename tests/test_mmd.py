@@ -10,7 +10,7 @@ import torch
 
 from gradmc.evaluation import hamming_kernel, log_mmd, mmd2
 from gradmc.evaluation import mmd as mmd_module
-from gradmc.evaluation.mmd import mmd2_prefixes, polynomial_kernel
+from gradmc.evaluation.mmd import ReferenceMMD, mmd2_prefixes, polynomial_kernel
 
 
 def _bits(n: int, d: int, p: float, seed: int) -> torch.Tensor:
@@ -125,6 +125,37 @@ def test_errors():
         log_mmd(x, x, base=1.0)
     with pytest.raises(TypeError):
         mmd2(x.numpy(), x)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_reference_mmd_matches_brute_force_and_mmd2(seed):
+    """The cached k(y, y) term gives the same V-statistic as the pairwise loops and as mmd2 / log_mmd."""
+    x, y = _bits(5, 7, 0.3, 60 + seed), _bits(9, 7, 0.6, 70 + seed)
+    reference = ReferenceMMD(y)
+    assert math.isclose(float(reference.mmd2(x)), _brute_force_mmd2(x, y, unbiased=False), rel_tol=1e-12)
+    big_x, big_y = _bits(100, 784, 0.5, 80 + seed), _bits(500, 784, 0.45, 90 + seed)
+    cached = ReferenceMMD(big_y)
+    assert math.isclose(float(cached.log_mmd(big_x)), float(log_mmd(big_x, big_y)), rel_tol=1e-12)
+    assert float(cached.mmd2(big_y)) == pytest.approx(0.0, abs=1e-12)  # identical sets: exactly 0 up to rounding
+
+
+def test_reference_mmd_custom_kernel_and_errors():
+    x, y = _bits(6, 4, 0.5, 40), _bits(8, 4, 0.5, 41)
+
+    def linear(a, b):
+        return a.double() @ b.double().T
+
+    expected = float((x.double().mean(0) - y.double().mean(0)).pow(2).sum())
+    assert math.isclose(float(ReferenceMMD(y, kernel=linear).mmd2(x)), expected, abs_tol=1e-12)
+    reference = ReferenceMMD(y)
+    with pytest.raises(ValueError, match="same dimension"):
+        reference.mmd2(_bits(5, 3, 0.5, 51))
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        reference.mmd2(x * 0.5)
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        ReferenceMMD(y * 0.5)
+    with pytest.raises(ValueError, match="base"):
+        reference.log_mmd(x, base=1.0)
 
 
 def test_polynomial_kernel_mmd_matches_closed_form_moments():

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-__all__ = ["check_points", "check_positive", "check_positive_int"]
+__all__ = ["check_points", "check_positive", "check_positive_int", "check_grids"]
 
 
 def check_points(x: torch.Tensor, dim: int | None = None, name: str = "x", min_rows: int = 1) -> None:
@@ -42,3 +42,14 @@ def check_positive_int(value: int, name: str) -> int:
     if isinstance(value, bool) or int(value) != value or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value}")
     return int(value)
+
+
+def check_grids(widths, lambdas, width_name: str = "width") -> tuple[list[float], list[float]]:
+    """The two cross-validation grids (kernel widths or length scales, ridge lambdas) as lists of floats > 0.
+
+    Raises:
+        ValueError: an empty grid or a value that is not a finite number > 0 (named as ``width_name`` / lam).
+    """
+    if len(widths) == 0 or len(lambdas) == 0:
+        raise ValueError(f"{width_name}s and lambdas must be non-empty")
+    return [check_positive(w, width_name) for w in widths], [check_positive(v, "lam") for v in lambdas]

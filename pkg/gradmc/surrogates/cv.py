@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gradmc.surrogates._checks import check_points, check_positive, check_positive_int
+from gradmc.surrogates._checks import check_grids, check_points, check_positive_int
 from gradmc.surrogates.finite import fit_finite
 from gradmc.surrogates.lite import fit_lite
 from gradmc.surrogates.random_features import (
@@ -81,10 +81,7 @@ def cross_validate(x: torch.Tensor, fit: Callable[[torch.Tensor, float, float], 
         ValueError: bad x, empty grids, non-positive grid values, bad num_folds.
     """
     check_points(x, name="x", min_rows=2)
-    if len(widths) == 0 or len(lambdas) == 0:
-        raise ValueError("widths and lambdas must be non-empty")
-    widths = [check_positive(w, "width") for w in widths]
-    lambdas = [check_positive(v, "lam") for v in lambdas]
+    widths, lambdas = check_grids(widths, lambdas)
     folds = kfold_indices(x.shape[0], num_folds, generator)
     scores = torch.empty(len(widths), len(lambdas), len(folds), dtype=torch.float64)
     for f, test_idx in enumerate(folds):

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import torch
 
-from gradmc.surrogates._checks import check_points, check_positive, check_positive_int
+from gradmc.surrogates._checks import check_grids, check_points, check_positive, check_positive_int
 from gradmc.surrogates.cv import CVResult, kfold_indices
 from gradmc.surrogates.finite import FiniteSurrogate
 from gradmc.surrogates.random_features import RandomFourierFeatures, gaussian_random_features
@@ -99,10 +99,7 @@ def cross_validate_finite_stats(x: torch.Tensor, lengthscales: Sequence[float], 
     """
     check_points(x, name="x", min_rows=2)
     m = check_positive_int(num_features, "num_features")
-    if len(lengthscales) == 0 or len(lambdas) == 0:
-        raise ValueError("lengthscales and lambdas must be non-empty")
-    widths = [check_positive(w, "lengthscale") for w in lengthscales]
-    lams = [check_positive(v, "lam") for v in lambdas]
+    widths, lams = check_grids(lengthscales, lambdas, width_name="lengthscale")
     folds = kfold_indices(x.shape[0], num_folds, generator)
     scores = torch.empty(len(widths), len(lams), len(folds), dtype=torch.float64)
     for i, s in enumerate(widths):
