@@ -67,9 +67,9 @@ def test_base_claim_only_with_its_row_and_no_agreement_without_a_paper_number():
     assert frey == []  # GWG only, no Table 2 number in nats, no base row
 
 
-def _with_convergence(frame: pd.DataFrame, points: dict) -> pd.DataFrame:
-    """points: AIS levels -> (log-likelihood, log_z_se) of the GWG run."""
-    rows = [("GWG", m, v, k) for k, (ll, se) in points.items()
+def _with_convergence(frame: pd.DataFrame, points: dict, sampler: str = "GWG") -> pd.DataFrame:
+    """points: AIS levels -> (log-likelihood, log_z_se) of the ``sampler`` run."""
+    rows = [(sampler, m, v, k) for k, (ll, se) in points.items()
             for m, v in (("convergence_log_likelihood", ll), ("convergence_log_z_se", se))]
     extra = pd.DataFrame(rows, columns=["sampler", "metric", "value", "step"]).assign(
         experiment="ebm", target="static_mnist", seed=0, chain=0)
@@ -95,3 +95,42 @@ def test_ais_convergence_claim_uses_the_last_doubling(points, status, literal):
 def test_no_convergence_claim_with_one_level():
     frame = _with_convergence(_frame({"GWG": (-90.0, 0.3)}), {2000: (-90.0, 0.2)})
     assert not [c for c in claims(frame) if c.paper == "GWG Fig. 14"]
+
+
+GIBBS_FALLING = {4000: (-15.7, 1.0), 8000: (-23.1, 1.0)}  # -7.4 +- 2.8 nats on doubling: convergence FAILs
+GWG_STEADY = {4000: (-102.9, 0.9), 8000: (-103.5, 1.0)}    # -0.6 +- 2.6: INCONCLUSIVE, not demonstrably off
+
+
+def test_an_unconverged_estimate_is_only_an_upper_bound():
+    """The setting of the quick run with energy_l2 = 0.005: Gibbs-1's AIS estimate still falls by 7 nats per
+    doubling, so Gibbs-1 above GWG cannot FAIL claim 1 (INCONCLUSIVE); GWG above an unconverged Gibbs still
+    PASSes; an unconverged GWG estimate can no longer PASS against the base or Gibbs, but can still FAIL."""
+    frame = _frame({"GWG": (-103.5, 1.0), "Gibbs-1": (-23.1, 1.0)}, base=-205.8)
+    frame = _with_convergence(_with_convergence(frame, GWG_STEADY), GIBBS_FALLING, "Gibbs-1")
+    out = _by_claim(claims(frame))
+    conv = {c.claim: c.status for c in out.values() if c.paper == "GWG Fig. 14"}
+    assert sorted(conv.values()) == ["FAIL", "INCONCLUSIVE"]
+    c = out["EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
+    half = Z * math.sqrt(2.0)
+    assert c.status == "INCONCLUSIVE" and c.interval.high == math.inf  # the two-sided interval would FAIL
+    assert c.interval.low == pytest.approx(-103.5 + 23.1 - half)
+    assert "Gibbs-1's AIS estimate did not converge" in c.measured and "one-sided" in c.interval.method
+    gibbs_agree = [a for a in out.values() if a.direction == 0 and "Gibbs-1" in a.claim and "Fig. 14" not in a.paper]
+    assert [a.status for a in gibbs_agree] == ["INCONCLUSIVE"] and gibbs_agree[0].interval.low == -math.inf
+    base = [a for a in out.values() if "base" in a.claim]
+    assert base[0].status == "PASS" and math.isfinite(base[0].interval.low)  # GWG converged: two-sided
+
+    # GWG above an unconverged Gibbs-1: the lower bound stands, PASS
+    frame = _frame({"GWG": (-103.5, 1.0), "Gibbs-1": (-123.1, 1.0)})
+    frame = _with_convergence(frame, {4000: (-115.7, 1.0), 8000: (-123.1, 1.0)}, "Gibbs-1")
+    c = _by_claim(claims(frame))["EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
+    assert c.status == "PASS" and c.interval.high == math.inf
+
+    # GWG's own estimate unconverged: its PASSes become INCONCLUSIVE, a FAIL (its upper bound too low) stays
+    frame = _frame({"GWG": (-103.5, 1.0), "Gibbs-1": (-110.0, 1.0)}, base=-205.8)
+    frame = _with_convergence(frame, {4000: (-96.0, 1.0), 8000: (-103.5, 1.0)})
+    out = _by_claim(claims(frame))
+    assert out["EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"].status == "INCONCLUSIVE"
+    assert [a.status for a in out.values() if "base" in a.claim] == ["INCONCLUSIVE"]
+    gwg_agree = [a for a in out.values() if a.direction == 0 and "EBM(GWG) test" in a.claim]
+    assert [a.status for a in gwg_agree] == ["FAIL"]  # upper bound -101.5 < -80.01 - 5: FAIL regardless

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -219,19 +221,89 @@ def test_one_hot_buffer_rows_become_grey_levels():
     assert images.dtype == np.float32 and images.tolist() == [[0.0, 1.0, pytest.approx(1 / 3)]]
 
 
-def test_figure_ebm_draws_fig8_from_samples_files(tmp_path):
+def test_figure_ebm_draws_fig8_from_samples_files(tmp_path, monkeypatch):
+    import gradmc.figures.ebm as figures_ebm
     from gradmc.experiments.runner import tidy_frame
     from gradmc.figures.ebm import figure
     from gradmc.results import provenance, write_parquet
     from gradmc.training.ebm_samples import write_samples
 
+    drawn = {}
+    save = figures_ebm.save_figure
+    monkeypatch.setattr(figures_ebm, "save_figure", lambda fig, out: drawn.setdefault(Path(out).name, fig) and save(fig, out))
     rows = [("GWG", 0, 0, 10, "test_log_likelihood", -90.0, 0, 0, 1.0), ("GWG", 0, 0, 10, "log_z_se", 0.5, 0, 0, 1.0),
+            ("GWG", 0, 0, 10, "test_log_likelihood_se", 0.6, 0, 0, 1.0), ("GWG", 0, 0, 10, "train_seconds", 30.0, 0, 0, 1.0),
             ("GWG", 0, 0, 3, "convergence_log_likelihood", -95.0, 0, 0, 1.0),
-            ("GWG", 0, 0, 10, "convergence_log_likelihood", -90.0, 0, 0, 1.0)]
+            ("GWG", 0, 0, 10, "convergence_log_likelihood", -90.0, 0, 0, 1.0),
+            ("GWG", 0, 0, 100, "learning_curve_log_likelihood", -120.0, 0, 0, 12.0),
+            ("GWG", 0, 0, 200, "learning_curve_log_likelihood", -70.0, 0, 0, 30.0)]
     metrics = write_parquet(tidy_frame(rows, "ebm", "static_mnist"), tmp_path / "metrics.parquet",
                             provenance({"name": "test"}), validate=True)
     samples = write_samples(torch.bernoulli(torch.full((40, 28 * 28), 0.5)), tmp_path / "model.samples.npz")
     paths = figure([metrics], tmp_path / "gwg", tmp_path / "table", config_name="test",
                    samples={"static_mnist/GWG": (str(samples), (28, 28))})
     assert {p.name for p in paths} == {"table.csv", "table.md", "gwg_fig14_ais.pdf", "gwg_fig14_ais.png",
-                                       "gwg_fig8_samples.pdf", "gwg_fig8_samples.png"}
+                                       "gwg_fig8_samples.pdf", "gwg_fig8_samples.png", "gwg_ebm_learning_curve.pdf",
+                                       "gwg_ebm_learning_curve.png"}
+    # the learning curve: validation points at their training seconds, the test estimate at the end of training
+    ax = drawn["gwg_ebm_learning_curve"].axes[0]
+    curve, test = ax.lines[0], ax.lines[1]
+    assert list(curve.get_xdata()) == [12.0, 30.0] and list(curve.get_ydata()) == [-120.0, -70.0]
+    assert list(test.get_xdata()) == [30.0] and list(test.get_ydata()) == [-90.0]
+    assert "GWG: test, 10 levels" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_cosine_lr_decay_follows_the_closed_form_and_resumes_identically(tmp_path):
+    """lr after k updates = lr * min(1, (k + 1) / warmup) * (1 + cos(pi k / N)) / 2 over an N-iteration run;
+    a time-budgeted run decays by its share of the budget; a resumed run is the uninterrupted one."""
+    data = torch.bernoulli(torch.full((200, 4), 0.7, dtype=torch.float64), generator=torch.Generator().manual_seed(4))
+    trainer = _trainer(Independent(4), data, lr=0.01, warmup=5, lr_decay="cosine")
+    seen = []
+    trainer._horizon = (20, None)  # what train(20) sets; stepping by hand reads the lr after each update
+    for _ in range(20):
+        trainer.step()
+        seen.append(trainer.optimizer.param_groups[0]["lr"])
+    want = [0.01 * min(1.0, (k + 1) / 5) * 0.5 * (1 + np.cos(np.pi * k / 20)) for k in range(1, 21)]
+    assert np.allclose(seen, want, rtol=1e-12) and seen[-1] == pytest.approx(0.0, abs=1e-18)
+    trainer.seconds, trainer._horizon = 5.0, (10_000, 10.0)  # half the time budget, few iterations
+    assert trainer._lr_factor(100) == pytest.approx(0.5)
+    assert _trainer(Independent(4), data, warmup=5)._lr_factor(100) == 1.0  # no decay: constant after warm-up
+    with pytest.raises(ValueError, match="lr_decay"):
+        _trainer(Independent(4), data, lr_decay="linear")
+
+    straight = _trainer(Independent(4), data, lr=0.01, lr_decay="cosine")
+    straight.train(12)
+    first = _trainer(Independent(4), data, lr=0.01, lr_decay="cosine")
+    first._horizon = (12, None)  # a train(12) run killed after 5 iterations
+    for _ in range(5):
+        first.step()
+    first.save(tmp_path / "ckpt.pt")
+    resumed = _trainer(Independent(4), data, seed=7, lr=0.01, lr_decay="cosine")
+    resumed.load(tmp_path / "ckpt.pt")
+    resumed.train(12)
+    assert torch.equal(straight.model.b, resumed.model.b)
+    with pytest.raises(ValueError, match="lr_decay"):  # a constant-lr trainer refuses the cosine checkpoint
+        _trainer(Independent(4), data, lr=0.01).load(tmp_path / "ckpt.pt")
+
+
+def test_table2_lists_the_runs_deviations_from_the_papers_settings_and_the_base():
+    from gradmc.figures.ebm import deviations, table
+
+    config = {"ebm": {"train": {"iterations": 2000, "num_steps": 40, "batch_size": 100, "buffer_size": 10_000,
+                                "buffer_sizes": {"frey": 500}, "lr": 1e-4, "warmup": 10_000, "ema_decay": 0.999,
+                                "energy_l2": 0.005, "lr_decay": "none", "overrides": {"frey": {"iterations": 120}}},
+                      "model": {"channels": 64, "num_blocks": 8},
+                      "ais": {"num_intermediate": 300_000, "overrides": {"frey": {"num_intermediate": 200}}}}}
+    assert deviations(config, "static_mnist") == "iterations 2,000 (paper 50,000); energy_l2 0.005 (paper 0)"
+    # per-data-set overrides and the paper's smaller buffer of the small data sets
+    assert deviations(config, "frey") == ("iterations 120 (paper 50,000); buffer 500 (paper 1,000); energy_l2 0.005 "
+                                          "(paper 0); AIS levels 200 (paper 300,000)")
+    assert deviations({}, "static_mnist") == ""
+    rows = [("GWG", "test_log_likelihood", 4000, -104.0), ("GWG", "base_test_log_likelihood", 4000, -205.8),
+            ("GWG", "convergence_log_likelihood", 2000, -103.0), ("GWG", "convergence_log_likelihood", 4000, -104.0)]
+    df = pd.DataFrame(rows, columns=["sampler", "metric", "step", "value"]).assign(target="static_mnist")
+    tab = table(df, {("static_mnist", "GWG"): config})
+    ours = tab[(tab["model"] == "EBM (GWG)") & (tab["source"] == "this run")].iloc[0]
+    assert ours["ais_doubling"] == "2000 -> 4000 levels: -1.00 nats" and ours["note"].startswith("iterations 2,000")
+    base = tab[tab["model"] == "data-fitted Bernoulli base"]
+    assert list(base["value"]) == [-205.8] and list(base["source"]) == ["this run (exact)"]

@@ -114,6 +114,7 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
                 "figures/kmc_fig2_trajectories.png", "tables/kmc_fig2_trajectories.md",
                 "figures/kmc_fig3_banana.png", "tables/kmc_fig3_banana.md",
                 "tables/gwg_table2_ebm.md", "figures/gwg_fig14_ais.png", "figures/gwg_fig8_samples.png",
+                "figures/gwg_ebm_learning_curve.png",
                 "ebm/metrics.parquet", "data/images/dynamic_mnist.npz.json"):
         assert (res / rel).stat().st_size > 0, rel
     df, prov = read_parquet(res / "rbm_sampling" / "metrics.parquet")

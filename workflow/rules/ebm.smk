@@ -71,6 +71,9 @@ rule figure_ebm:
         table_csv=f"{RESULTS}/tables/gwg_table2_ebm.csv",
         fig14=report(f"{RESULTS}/figures/gwg_fig14_ais.png", caption="../report/gwg_fig14_ais.rst", category="GWG paper"),
         fig8=report(f"{RESULTS}/figures/gwg_fig8_samples.png", caption="../report/gwg_fig8_samples.rst", category="GWG paper"),
+        learning=report(f"{RESULTS}/figures/gwg_ebm_learning_curve.png", caption="../report/gwg_ebm_learning_curve.rst",
+                        category="GWG paper"),
+        learning_pdf=f"{RESULTS}/figures/gwg_ebm_learning_curve.pdf",
         fig14_pdf=f"{RESULTS}/figures/gwg_fig14_ais.pdf",
         fig8_pdf=f"{RESULTS}/figures/gwg_fig8_samples.pdf",
         combined=f"{EBM_DIR}/metrics.parquet",
@@ -83,7 +86,7 @@ rule figure_ebm:
     log:
         f"{LOGS}/figure_ebm.log",
     message:
-        "Assembling GWG Table 2, Fig. 8 and Fig. 14"
+        "Assembling GWG Table 2, Fig. 8, Fig. 14 and the EBM learning curve"
     shell:
         "gradmc figure ebm --metrics {input.metrics} --samples {params.samples} --combined-out {output.combined} "
         "--config-name {params.name} --out {params.prefix} --table-out {params.table} 2>&1 | joblog {log} figure_ebm"

@@ -8,6 +8,11 @@
   samples come from its persistent chains), read from the samples file ``train_ebm`` writes beside its
   checkpoint (:mod:`gradmc.training.ebm_samples`); the figure never loads a model.
 - Fig. 14: estimated test log-likelihood vs the number of AIS intermediate distributions.
+- Learning curve (not a paper figure; the issue's cost axis): validation log-likelihood of the EMA weights
+  vs training seconds, from training's own short validation AIS (``ebm.ais.validation_intermediate``
+  levels), and, at the end of training, the test estimate with the full AIS. Few levels over-estimate the
+  likelihood (AIS's upward bias), so the curve lies above the final estimate by that bias; the figure
+  draws both so the gap is visible, and the curve is never read as a test number.
 """
 
 from __future__ import annotations
@@ -43,6 +48,35 @@ LITERATURE = {
     "histopathology": {"VAE (MLP)": 5.82, "VAE (Conv)": 5.59},
 }
 _CATEGORICAL = ("frey", "histopathology")
+#: The paper's training and AIS settings (GWG App. I; EXPERIMENTS.md A7), against which each run's deviations
+#: are listed in the table: (section, key, paper value, label). Buffer: 10,000 for the MNISTs and Omniglot.
+PAPER_SETTINGS = (("train", "iterations", 50_000, "iterations"), ("train", "num_steps", 40, "sampler steps"),
+                  ("train", "batch_size", 100, "batch"), ("train", "buffer_size", 10_000, "buffer"),
+                  ("train", "lr", 1e-4, "lr"), ("train", "warmup", 10_000, "warm-up"),
+                  ("train", "ema_decay", 0.999, "EMA decay"), ("train", "energy_l2", 0.0, "energy_l2"),
+                  ("train", "lr_decay", "none", "lr decay"), ("model", "channels", 64, "channels"),
+                  ("model", "num_blocks", 8, "residual blocks"), ("ais", "num_intermediate", 300_000, "AIS levels"))
+_SMALL_BUFFER = ("caltech", "frey", "histopathology")  # the paper's buffer of 1,000
+
+
+def deviations(config: dict, dataset: str) -> str:
+    """The run's departures from :data:`PAPER_SETTINGS` for ``dataset``, e.g. "iterations 2000 (paper 50,000);
+    ...", from the ``ebm`` section of the config its metrics file carries; "" when it has none."""
+    from gradmc.experiments.ebm import for_dataset  # the experiment's own per-data-set override rule
+
+    ebm = (config or {}).get("ebm") or {}
+    parts = []
+    for section, key, paper, label in PAPER_SETTINGS:
+        part = ebm.get(section) or {}
+        ours = (for_dataset(part, dataset) if section != "model" else part).get(key)
+        if key == "buffer_size":
+            ours = (part.get("buffer_sizes") or {}).get(dataset, ours)
+            paper = 1_000 if dataset in _SMALL_BUFFER else paper
+        if ours is not None and ours != paper:
+            parts.append(f"{label} {ours:,} (paper {paper:,})" if isinstance(paper, int) and isinstance(ours, int)
+                         else f"{label} {ours:g} (paper {paper:g})" if not isinstance(paper, str)
+                         else f"{label} {ours} (paper {paper})")
+    return "; ".join(parts)
 
 
 def collect(paths: list[str | Path]) -> pd.DataFrame:
@@ -52,8 +86,20 @@ def collect(paths: list[str | Path]) -> pd.DataFrame:
     return df.sort_values(["target", "sampler", "metric", "step"], kind="stable").reset_index(drop=True)
 
 
-def table(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per (data set, model): ours, the paper's and the literature's numbers with units."""
+def _doubling(d: pd.DataFrame) -> str:
+    """"K' -> K levels: change" of the last AIS doubling in one run's rows (Fig. 14), or ""."""
+    conv = d[d["metric"] == "convergence_log_likelihood"].sort_values("step")
+    if len(conv) < 2:
+        return ""
+    (k0, v0), (k1, v1) = conv[["step", "value"]].iloc[-2], conv[["step", "value"]].iloc[-1]
+    return f"{int(k0)} -> {int(k1)} levels: {v1 - v0:+.2f} nats"
+
+
+def table(df: pd.DataFrame, settings: dict | None = None) -> pd.DataFrame:
+    """One row per (data set, model): ours, the paper's and the literature's numbers with units; our rows
+    carry the last AIS doubling's change and, from ``settings`` ((data set, sampler) -> the run's config),
+    its deviations from the paper's settings (:func:`deviations`); the data-fitted base's exact test
+    log-likelihood is a row of its own."""
     rows = []
     for dataset in sorted(df["target"].unique()):
         d = df[df["target"] == dataset]
@@ -65,10 +111,16 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
             rows.append({"dataset": dataset, "model": f"EBM ({sampler})", "source": "this run", "unit": unit,
                          "value": float(s.get(metric, math.nan)), "ais_log_z_se": float(s.get("log_z_se", math.nan)),
                          "train_iterations": float(s.get("train_iterations", math.nan)),
-                         "train_seconds": float(s.get("train_seconds", math.nan))})
+                         "train_seconds": float(s.get("train_seconds", math.nan)),
+                         "ais_doubling": _doubling(d[d["sampler"] == sampler]),
+                         "note": deviations((settings or {}).get((dataset, sampler), {}), dataset)})
             if sampler in PAPER.get(dataset, {}):
                 rows.append({"dataset": dataset, "model": f"EBM ({sampler})", "source": "paper", "unit": unit,
                              "value": PAPER[dataset][sampler]})
+        base = d[d["metric"] == "base_test_log_likelihood"]["value"]
+        if len(base) and not categorical:
+            rows.append({"dataset": dataset, "model": "data-fitted Bernoulli base", "source": "this run (exact)",
+                         "unit": unit, "value": float(base.iloc[0])})
         if categorical and "Gibbs-1" not in set(d["sampler"]):
             rows.append({"dataset": dataset, "model": "EBM (Gibbs-1)", "source": "not run", "unit": unit,
                          "value": math.nan, "note": "infeasible: 256 energy evaluations per pixel (paper Sec. 5.5)"})
@@ -88,9 +140,35 @@ def _grid(images: np.ndarray, ncols: int = 8) -> np.ndarray:
     return out
 
 
+def _learning_curve(df: pd.DataFrame, out: str, suffix: str) -> list:
+    """Validation log-likelihood vs training seconds per data set and sampler, with the final test estimate."""
+    curve = df[df["metric"] == "learning_curve_log_likelihood"]
+    datasets = sorted(curve["target"].unique())
+    fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(4.5 * max(len(datasets), 1), 3.4), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets, strict=False):
+        d = df[df["target"] == dataset]
+        for sampler in sorted(curve[curve["target"] == dataset]["sampler"].unique()):
+            c = curve[(curve["target"] == dataset) & (curve["sampler"] == sampler)].sort_values("step")
+            color = sampler_color(sampler)
+            ax.plot(c["wall_time_s"], c["value"], marker=".", color=color, label=f"{sampler}: validation, short AIS")
+            s = d[d["sampler"] == sampler].set_index("metric")
+            if {"test_log_likelihood", "train_seconds"} <= set(s.index):
+                levels = int(s.loc["test_log_likelihood", "step"])
+                ax.errorbar([float(s.loc["train_seconds", "value"])], [float(s.loc["test_log_likelihood", "value"])],
+                            yerr=[1.96 * float(s["value"].get("test_log_likelihood_se", 0.0))], marker="*",
+                            markersize=10, color=color, linestyle="none", label=f"{sampler}: test, {levels} levels")
+        ax.set_xlabel("training seconds (sampler + update)")
+        ax.set_ylabel("log-likelihood estimate (nats)")
+        ax.set_title(dataset, fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"EBM learning curve: short validation AIS (optimistic) and the final test AIS{suffix}", fontsize=10)
+    return list(save_figure(fig, out))
+
+
 def figure(metrics: list[str | Path], out: str | Path, table_out: str | Path, *, config_name: str = "",
            samples: dict[str, tuple[str, tuple[int, int]]] | None = None) -> list[Path]:
-    """Write Table 2 (TABLE.csv/.md), Fig. 14 (OUT_fig14_ais.pdf/.png) and, given ``samples`` (label ->
+    """Write Table 2 (TABLE.csv/.md), Fig. 14 (OUT_fig14_ais.pdf/.png), the learning curve
+    (OUT_ebm_learning_curve.pdf/.png; module docstring) and, given ``samples`` (label ->
     (samples file written by ``train_ebm`` beside its checkpoint, (H, W))), Fig. 8 (OUT_fig8_samples.pdf/.png).
 
     Raises:
@@ -98,7 +176,12 @@ def figure(metrics: list[str | Path], out: str | Path, table_out: str | Path, *,
     """
     df = collect(metrics)
     suffix = f" [{config_name} config]" if config_name else ""
-    tab = table(df)
+    settings = {}
+    for path in metrics:
+        frame, prov = read_parquet(path)
+        for dataset, sampler in frame[["target", "sampler"]].drop_duplicates().itertuples(index=False):
+            settings[(dataset, sampler)] = prov.get("config") or {}
+    tab = table(df, settings)
     caption = (f"GWG Table 2 reproduction{suffix}: test log-likelihood by AIS (linear schedule, GWG transitions, "
                "data-fitted base). AIS underestimates log Z, so each likelihood is an optimistic (upper) estimate. "
                "Paper and literature rows are quoted constants.")
@@ -117,6 +200,7 @@ def figure(metrics: list[str | Path], out: str | Path, table_out: str | Path, *,
         ax.legend(fontsize=7)
     fig.suptitle(f"AIS convergence (GWG Fig. 14){suffix}", fontsize=10)
     paths += save_figure(fig, f"{out}_fig14_ais")
+    paths += _learning_curve(df, f"{out}_ebm_learning_curve", suffix)
     if samples:
         fig, axes = plt.subplots(1, len(samples), figsize=(3.2 * len(samples), 3.4), squeeze=False)
         for ax, (label, (path, shape)) in zip(axes[0], samples.items(), strict=True):

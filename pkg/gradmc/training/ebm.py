@@ -10,7 +10,9 @@ Each iteration:
      interleave into a state that is not one-hot, or not binary-consistent with either chain);
   2. loss = mean f(model samples) - mean f(data batch), whose gradient is minus the log-likelihood
      gradient (GWG paper eq. 12); one Adam step, learning rate warmed up linearly over ``warmup``
-     iterations (paper: 1e-4, 10,000);
+     iterations (paper: 1e-4, 10,000), then constant (the paper) or, with ``lr_decay="cosine"``, decayed
+     on a half cosine to 0 over the run (a deviation: the run's progress is the larger of iterations done
+     / requested and training seconds / ``max_seconds``, so a time-budgeted run decays over its budget);
   3. update the exponential moving average of the weights (decay 0.999, ``torch.optim.swa_utils``), the
      model that is evaluated.
 Every ``eval_every`` iterations an optional validation callback (AIS on the EMA model) scores the EMA
@@ -29,6 +31,7 @@ overwritten with a poisoned state: the last good one stays on disk.
 from __future__ import annotations
 
 import copy
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +46,7 @@ from gradmc.samplers.base import NonFiniteError
 __all__ = ["EBMTrainer", "CHECKPOINT_FORMAT", "NonFiniteTrainingError"]
 
 CHECKPOINT_FORMAT = "gradmc.ebm_pcd.v1"
+LR_DECAYS = ("none", "cosine")
 
 
 class NonFiniteTrainingError(ValueError):
@@ -108,7 +112,9 @@ class EBMTrainer:
     def __init__(self, model: torch.nn.Module, sampler, data: torch.Tensor, base, *, num_steps: int,
                  batch_size: int, buffer_size: int, lr: float, warmup: int, ema_decay: float,
                  generator: torch.Generator, data_transform: Callable | None = None, energy_l2: float = 0.0,
-                 tag: dict | None = None):
+                 tag: dict | None = None, lr_decay: str = "none"):
+        if lr_decay not in LR_DECAYS:
+            raise ValueError(f"lr_decay must be one of {LR_DECAYS}, got {lr_decay!r}")
         if min(num_steps, batch_size, buffer_size) < 1 or lr <= 0 or warmup < 0 or not 0 <= ema_decay < 1:
             raise ValueError(f"bad PCD settings: num_steps {num_steps}, batch_size {batch_size}, buffer_size "
                              f"{buffer_size}, lr {lr}, warmup {warmup}, ema_decay {ema_decay}")
@@ -125,8 +131,8 @@ class EBMTrainer:
         self.num_steps, self.batch_size, self.buffer_size = int(num_steps), int(batch_size), int(buffer_size)
         self.lr, self.warmup, self.ema_decay = float(lr), int(warmup), float(ema_decay)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda it: min(1.0, (it + 1) / self.warmup) if self.warmup else 1.0)
+        self.lr_decay, self._horizon = lr_decay, None  # horizon: (iterations, max_seconds) of train()
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
         self.ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(ema_decay), use_buffers=True)
         # the buffer holds model inputs: float, even when data are stored as integers (grey levels, indices)
         self.input_dtype = data.dtype if data.is_floating_point() else torch.get_default_dtype()
@@ -134,10 +140,21 @@ class EBMTrainer:
         self.iteration, self.history, self.seconds = 0, [], 0.0
         self.best: dict | None = None  # {"iteration", "score", "state"} of the best EMA weights so far
 
+    def _lr_factor(self, it: int) -> float:
+        """Learning-rate multiplier after ``it`` scheduler steps: linear warm-up, then 1 or the cosine decay."""
+        warm = min(1.0, (it + 1) / self.warmup) if self.warmup else 1.0
+        if self.lr_decay == "none" or self._horizon is None:
+            return warm
+        iterations, max_seconds = self._horizon
+        done = it / iterations if iterations else 0.0
+        if max_seconds:
+            done = max(done, self.seconds / max_seconds)
+        return warm * 0.5 * (1.0 + math.cos(math.pi * min(1.0, done)))
+
     def _settings(self) -> dict:
         return {"num_steps": self.num_steps, "batch_size": self.batch_size, "buffer_size": self.buffer_size,
                 "lr": self.lr, "warmup": self.warmup, "ema_decay": self.ema_decay, "energy_l2": self.energy_l2,
-                "sampler": repr(self.sampler), "tag": self.tag,
+                "lr_decay": self.lr_decay, "sampler": repr(self.sampler), "tag": self.tag,
                 "data_shape": list(self.data.shape)}
 
     def _correction(self, x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
@@ -225,6 +242,7 @@ class EBMTrainer:
         ``evaluate(ema_model) -> score`` (higher is better, e.g. validation log-likelihood by AIS) runs every
         ``eval_every`` iterations and at the end; the best EMA weights are kept in ``self.best``.
         """
+        self._horizon = (int(num_iterations), max_seconds)
         while self.iteration < num_iterations:
             row = self.step()
             it = self.iteration
