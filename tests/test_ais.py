@@ -115,3 +115,41 @@ def test_categorical_base_from_indices_equals_one_hot_fit():
     assert torch.allclose(a.log_probs, b.log_probs)
     with pytest.raises(ValueError, match="levels must lie"):
         CategoricalBase.fit_indices(idx, 4)
+
+
+def test_log_z_lower_bound_is_exact_on_all_states_and_counts_each_state_once():
+    """Over every state of a 4-bit model the bound IS log Z (exact enumeration); over a subset with repeated
+    rows it is the logsumexp over the distinct rows only, below log Z; a one-hot transform of index rows
+    gives the same number as the one-hot rows themselves."""
+    import itertools
+
+    from gradmc.evaluation.ais import log_z_lower_bound
+
+    w = torch.tensor([[0.0, 1.5, -0.7, 0.3], [1.5, 0.0, 0.4, -1.1], [-0.7, 0.4, 0.0, 0.8], [0.3, -1.1, 0.8, 0.0]],
+                     dtype=torch.float64)
+    b = torch.tensor([0.2, -0.5, 1.0, -0.3], dtype=torch.float64)
+
+    def log_f(x):
+        return ((x @ w) * x).sum(-1) / 2 + x @ b
+
+    every = torch.tensor(list(itertools.product([0.0, 1.0], repeat=4)), dtype=torch.float64)
+    exact = float(torch.logsumexp(log_f(every), 0))
+    assert log_z_lower_bound(log_f, every, batch=3) == pytest.approx(exact, abs=1e-12)
+    some = every[[1, 5, 5, 9, 1, 15]]
+    want = float(torch.logsumexp(log_f(every[[1, 5, 9, 15]]), 0))
+    assert log_z_lower_bound(log_f, some) == pytest.approx(want, abs=1e-12) and want < exact
+    # categorical: 2 sites x 3 levels, indices expanded per batch
+    theta = torch.tensor([[0.1, -0.4, 0.9], [1.2, 0.0, -0.6]], dtype=torch.float64)
+
+    def log_g(x):  # (C, 2, 3) one-hot
+        return (x * theta).sum((-1, -2)) + 0.5 * (x[:, 0, 2] * x[:, 1, 0])
+
+    idx = torch.tensor([[0, 0], [2, 0], [2, 0], [1, 2]])
+    one_hot = torch.nn.functional.one_hot(idx, 3).double()
+    via_idx = log_z_lower_bound(log_g, idx, transform=lambda r: torch.nn.functional.one_hot(r, 3).double())
+    assert via_idx == pytest.approx(log_z_lower_bound(log_g, one_hot), abs=1e-12)
+    assert via_idx == pytest.approx(float(torch.logsumexp(log_g(one_hot[[0, 1, 3]]), 0)), abs=1e-12)
+    with pytest.raises(ValueError, match="at least one state"):
+        log_z_lower_bound(log_f, every[:0])
+    with pytest.raises(ValueError, match="non-finite"):
+        log_z_lower_bound(lambda x: log_f(x) / 0.0 * 0.0, every)

@@ -193,5 +193,10 @@ def test_train_and_ais_stages_emit_base_se_and_learning_curve_rows(tmp_path):
     base = float(data.base.log_prob(test.double()).mean())
     got = df[df["metric"] == "base_test_log_likelihood"]["value"].item()
     assert got == pytest.approx(base, abs=1e-9)
+    one = {m: df[df["metric"] == m]["value"].item() for m in ("test_log_likelihood", "log_z", "log_z_lower_bound",
+                                                               "test_log_likelihood_upper_bound")}
+    # both are mean f(x_test) minus a log Z (AIS's estimate, the hard bound's)
+    assert one["test_log_likelihood"] + one["log_z"] == pytest.approx(
+        one["test_log_likelihood_upper_bound"] + one["log_z_lower_bound"], abs=1e-9)
     se = df[df["metric"] == "test_log_likelihood_se"]["value"].item()
     assert se >= df[df["metric"] == "log_z_se"]["value"].item() > 0

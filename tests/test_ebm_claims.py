@@ -134,3 +134,18 @@ def test_an_unconverged_estimate_is_only_an_upper_bound():
     assert [a.status for a in out.values() if "base" in a.claim] == ["INCONCLUSIVE"]
     gwg_agree = [a for a in out.values() if a.direction == 0 and "EBM(GWG) test" in a.claim]
     assert [a.status for a in gwg_agree] == ["FAIL"]  # upper bound -101.5 < -80.01 - 5: FAIL regardless
+
+
+def test_an_estimate_above_the_hard_bound_is_only_an_upper_bound():
+    """No convergence rows, but Gibbs-1's estimate (-23) lies above its hard bound (-77): claim 1 loses its
+    upper bound and is INCONCLUSIVE; a row below the bound changes nothing."""
+    frame = _frame({"GWG": (-103.5, 1.0), "Gibbs-1": (-23.1, 1.0)})
+    hard = pd.DataFrame([("Gibbs-1", "test_log_likelihood_upper_bound", -77.0)], columns=["sampler", "metric", "value"]
+                        ).assign(experiment="ebm", target="static_mnist", seed=0, chain=0, step=300)
+    c = _by_claim(claims(pd.concat([frame, hard], ignore_index=True)))[
+        "EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
+    assert c.status == "INCONCLUSIVE" and c.interval.high == math.inf and "exceeds the hard bound -77.00" in c.measured
+    fine = hard.assign(value=-10.0)
+    c = _by_claim(claims(pd.concat([frame, fine], ignore_index=True)))[
+        "EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
+    assert c.status == "FAIL" and math.isfinite(c.interval.high)

@@ -300,10 +300,12 @@ def test_table2_lists_the_runs_deviations_from_the_papers_settings_and_the_base(
                                           "(paper 0); AIS levels 200 (paper 300,000)")
     assert deviations({}, "static_mnist") == ""
     rows = [("GWG", "test_log_likelihood", 4000, -104.0), ("GWG", "base_test_log_likelihood", 4000, -205.8),
-            ("GWG", "convergence_log_likelihood", 2000, -103.0), ("GWG", "convergence_log_likelihood", 4000, -104.0)]
+            ("GWG", "convergence_log_likelihood", 2000, -103.0), ("GWG", "convergence_log_likelihood", 4000, -104.0),
+            ("GWG", "test_log_likelihood_upper_bound", 4000, -70.0)]
     df = pd.DataFrame(rows, columns=["sampler", "metric", "step", "value"]).assign(target="static_mnist")
     tab = table(df, {("static_mnist", "GWG"): config})
     ours = tab[(tab["model"] == "EBM (GWG)") & (tab["source"] == "this run")].iloc[0]
+    assert ours["hard_upper_bound"] == -70.0
     assert ours["ais_doubling"] == "2000 -> 4000 levels: -1.00 nats" and ours["note"].startswith("iterations 2,000")
     base = tab[tab["model"] == "data-fitted Bernoulli base"]
     assert list(base["value"]) == [-205.8] and list(base["source"]) == ["this run (exact)"]

@@ -39,7 +39,8 @@ import torch
 
 from gradmc.samplers.incremental import fingerprint
 
-__all__ = ["BernoulliBase", "CategoricalBase", "AISResult", "ais_log_partition", "linear_schedule"]
+__all__ = ["BernoulliBase", "CategoricalBase", "AISResult", "ais_log_partition", "linear_schedule",
+           "log_z_lower_bound"]
 
 
 def _check_fit_data(data: torch.Tensor, ndim: int, what: str, alpha: float) -> None:
@@ -135,6 +136,39 @@ class _Intermediate:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return (1.0 - self.beta) * self.base.log_prob(x) + self.beta * self.model(x)
+
+
+def log_z_lower_bound(log_f: Callable[[torch.Tensor], torch.Tensor], states: torch.Tensor, batch: int = 1024,
+                      transform: Callable[[torch.Tensor], torch.Tensor] | None = None) -> float:
+    """A deterministic lower bound on log Z = log sum_x exp f(x): logsumexp of f over the DISTINCT rows of
+    ``states`` (any set of states, e.g. the training images and the replay buffer; duplicates are dropped,
+    since each state may be counted once). Every term of Z is positive, so the bound holds exactly, and
+    mean f(x_test) - bound is a hard upper bound on the test log-likelihood: an AIS estimate above it is
+    provably wrong (AIS's own log Z_hat is only a lower bound in expectation).
+
+    Args:
+        log_f: unnormalised log-density, (C, ...) -> (C,).
+        states: (N, D) binary or (N, D, K) one-hot states (float), or any encoding ``transform`` maps to
+            log_f's input (e.g. (N, D) level indices with a one-hot ``transform``: distinct rows are found on
+            the compact encoding, and only a batch at a time is expanded).
+        batch: rows per evaluation.
+        transform: optional batch -> model input.
+
+    Returns:
+        The bound in nats (float).
+
+    Raises:
+        ValueError: no states, or a non-finite f value (names how many).
+    """
+    if states.shape[0] < 1:
+        raise ValueError("log_z_lower_bound needs at least one state")
+    distinct = torch.unique(states.reshape(states.shape[0], -1), dim=0).reshape(-1, *states.shape[1:])
+    with torch.no_grad():
+        f = torch.cat([log_f(transform(part) if transform else part).double()
+                       for part in (distinct[i:i + batch] for i in range(0, distinct.shape[0], batch))])
+    if not bool(torch.isfinite(f).all()):
+        raise ValueError(f"log_z_lower_bound: {int((~torch.isfinite(f)).sum())} non-finite f values")
+    return float(torch.logsumexp(f, 0))
 
 
 def linear_schedule(num_intermediate: int) -> torch.Tensor:

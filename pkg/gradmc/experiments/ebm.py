@@ -38,7 +38,7 @@ import torch
 
 from gradmc.data.prepare_images import load_prepared_images
 from gradmc.errors import InputError
-from gradmc.evaluation.ais import BernoulliBase, CategoricalBase, ais_log_partition, linear_schedule
+from gradmc.evaluation.ais import BernoulliBase, CategoricalBase, ais_log_partition, linear_schedule, log_z_lower_bound
 from gradmc.experiments.runner import tidy_frame
 from gradmc.models import ResNetEBM
 from gradmc.samplers.discrete.registry import make_sampler
@@ -269,7 +269,9 @@ def ais_stage(config: dict, dataset: str, sampler: str, model_path: str, data_pa
     Rows (``step`` = AIS levels unless said): ``test_log_likelihood`` (nats, mean f(x_test) - log Z_hat),
     ``test_log_likelihood_se`` (sqrt(log_z_se^2 + var f(x_test) / n_test)), ``base_test_log_likelihood``
     (exact, the data-fitted base on the same test images), ``log_z``, ``log_z_se``, ``ais_weights_ess``,
-    ``train_iterations``, ``train_seconds``, ``test_bits_per_dim`` (256-level data), ``convergence_*`` per
+    ``train_iterations``, ``train_seconds``, ``log_z_lower_bound`` and ``test_log_likelihood_upper_bound``
+    (:func:`gradmc.evaluation.ais.log_z_lower_bound` over the training images and the replay buffer: a hard
+    bound an AIS estimate must not exceed), ``test_bits_per_dim`` (256-level data), ``convergence_*`` per
     entry of ``ais.convergence`` (the estimate's own run reused for K = num_intermediate) and the
     :func:`learning_curve_rows` (``step`` = training iteration).
 
@@ -292,12 +294,15 @@ def ais_stage(config: dict, dataset: str, sampler: str, model_path: str, data_pa
     # SE of mean f - log Z_hat: test-example sampling and AIS chains are independent
     se = math.hypot(result.log_z_se, float(f_test.std()) / math.sqrt(f_test.numel()) if f_test.numel() > 1 else 0.0)
     base_ll = float(data.base.log_prob(data.model_input(test).double()).mean())
+    bound = log_z_lower_bound(model, _known_states(data, state), batch=1024 if data.levels == 2 else 64,
+                              transform=data.model_input if data.levels > 2 else None)  # 64 one-hot rows: ~37 MB
     k = ais["num_intermediate"]
     rows = [("test_log_likelihood", k, ll), ("test_log_likelihood_se", k, se), ("base_test_log_likelihood", k, base_ll),
             ("log_z", k, result.log_z), ("log_z_se", k, result.log_z_se),
             ("ais_weights_ess", ais["num_intermediate"], result.weights_ess),
             ("train_iterations", ais["num_intermediate"], float(state["iteration"])),
-            ("train_seconds", ais["num_intermediate"], float(state["seconds"]))]
+            ("train_seconds", ais["num_intermediate"], float(state["seconds"])),
+            ("log_z_lower_bound", k, bound), ("test_log_likelihood_upper_bound", k, mean_f - bound)]
     if data.levels > 2:
         rows.append(("test_bits_per_dim", ais["num_intermediate"], -ll / (data.dim * _LOG2)))
     for k in ais["convergence"]:
@@ -310,10 +315,23 @@ def ais_stage(config: dict, dataset: str, sampler: str, model_path: str, data_pa
     seconds = time.perf_counter() - start
     if progress:
         progress(f"[ebm] {dataset} {sampler}: test log-likelihood {ll:.2f} nats (se {se:.2f}, AIS se "
-                 f"{result.log_z_se:.2f}; base {base_ll:.2f})")
+                 f"{result.log_z_se:.2f}; base {base_ll:.2f}; hard upper bound {mean_f - bound:.2f}"
+                 + (": the AIS estimate is above it, so it is wrong)" if ll > mean_f - bound else ")"))
     out = [(sampler, 0, 0, int(step), metric, float(value), 0, 0, seconds) for metric, step, value in rows]
     out += learning_curve_rows(state, sampler)
     return tidy_frame(out, EXPERIMENT, dataset)
+
+
+def _known_states(data: Data, state: dict) -> torch.Tensor:
+    """States for :func:`log_z_lower_bound`: the training images (thresholded at half for grey dynamic data;
+    any states give a valid bound) and the final replay buffer; binary rows as model inputs, 256-level rows
+    as level indices (one-hot encoded a batch at a time by the bound)."""
+    train, buffer = data.splits["train"], state["buffer"].to(data.splits["train"].device)
+    if data.levels > 2:
+        return torch.cat([train.long(), buffer.argmax(-1).long()])
+    if train.dtype == torch.int64:
+        train = (train > 127).float()
+    return torch.cat([train.float(), buffer.float()])
 
 
 def learning_curve_rows(state: dict, sampler: str) -> list[tuple]:

@@ -113,6 +113,7 @@ def table(df: pd.DataFrame, settings: dict | None = None) -> pd.DataFrame:
                          "train_iterations": float(s.get("train_iterations", math.nan)),
                          "train_seconds": float(s.get("train_seconds", math.nan)),
                          "ais_doubling": _doubling(d[d["sampler"] == sampler]),
+                         "hard_upper_bound": float(s.get("test_log_likelihood_upper_bound", math.nan)),
                          "note": deviations((settings or {}).get((dataset, sampler), {}), dataset)})
             if sampler in PAPER.get(dataset, {}):
                 rows.append({"dataset": dataset, "model": f"EBM ({sampler})", "source": "paper", "unit": unit,
@@ -183,7 +184,9 @@ def figure(metrics: list[str | Path], out: str | Path, table_out: str | Path, *,
             settings[(dataset, sampler)] = prov.get("config") or {}
     tab = table(df, settings)
     caption = (f"GWG Table 2 reproduction{suffix}: test log-likelihood by AIS (linear schedule, GWG transitions, "
-               "data-fitted base). AIS underestimates log Z, so each likelihood is an optimistic (upper) estimate. "
+               "data-fitted base). AIS underestimates log Z, so each likelihood is an optimistic (upper) estimate; "
+               "hard_upper_bound is mean f(x_test) minus logsumexp f over the training images and the replay buffer, "
+               "a bound the true log-likelihood cannot exceed (an AIS value above it is wrong). "
                "Paper and literature rows are quoted constants.")
     paths = list(save_table(tab, table_out, caption=caption))
     conv = df[df["metric"] == "convergence_log_likelihood"]
