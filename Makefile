@@ -27,6 +27,8 @@ STAMP   := $(VENV)/.gradmc-installed
 PROFILE ?= workflow/profiles/default
 CONFIG  ?= quick
 SMK     := $(BIN)/snakemake --workflow-profile $(PROFILE) --cores $(CORES)
+# a CONFIG that names no file stops with one line, not a Snakemake traceback
+CHECK_CONFIG = @test -f config/$(CONFIG).yaml || { echo "make: config file config/$(CONFIG).yaml not found (CONFIG names a file in config/: $$(ls config | sed -n 's/\.yaml$$//p' | tr '\n' ' '))" >&2; exit 2; }
 
 .PHONY: help venv data test test-full lint reproduce reproduce-paper reproduce-smoke stage-times bench gpu-check report unlock clean-results
 
@@ -70,6 +72,7 @@ lint: $(STAMP)  ## ruff and snakemake --lint (less its conda/container lint: wor
 	$(BIN)/python workflow/lint.py
 
 reproduce: $(STAMP)  ## run the whole pipeline with config/$(CONFIG).yaml (CONFIG=quick by default) into results/
+	$(CHECK_CONFIG)
 	$(SMK) --configfile config/$(CONFIG).yaml
 
 reproduce-paper: $(STAMP)  ## run the whole pipeline with the papers' settings (GPU cluster scale)
@@ -87,8 +90,10 @@ bench: $(STAMP)  ## benchmarks, written to results/bench/
 gpu-check: $(STAMP)  ## CUDA check, <= 5 min on one GPU: smoke DAG cpu vs cuda, GWG steps/s -> results/gpu-check/
 	$(BIN)/python -m gradmc.bench.gpu_check --out results/gpu-check --cores $(CORES)
 
-report: $(STAMP)  ## HTML report of the quick results (figures, tables, claims) -> results/report.html
-	$(SMK) --configfile config/$(CONFIG).yaml --report results/report.html
+report: $(STAMP)  ## HTML report of a finished run of config/$(CONFIG).yaml -> results/$(CONFIG)/report.html
+	$(CHECK_CONFIG)
+	@test -f results/$(CONFIG)/claims.md || { echo "make: no finished $(CONFIG) run in results/$(CONFIG)/ (run make reproduce CONFIG=$(CONFIG) first)" >&2; exit 2; }
+	$(SMK) --configfile config/$(CONFIG).yaml --report results/$(CONFIG)/report.html
 
 unlock: $(STAMP)  ## remove a stale Snakemake lock left by a killed run
 	$(BIN)/snakemake --unlock --cores $(CORES)

@@ -120,6 +120,10 @@ def test_inconclusive_note_estimates_the_replicates_that_would_decide():
     assert "about 4.0x the seeds (about 20 instead of 5)" in verdict.note
     assert "estimate on the paper's side" in verdict.note
     assert "estimate on the other side" in decide(_iv(-1.0, -3.0, 1.0), +1).note
+    # effect 0.001 with half-width 2: (2 / 0.001)^2 = 4e6 x -- not "about 4000000.0x", a plain statement
+    assert "over 1,000x the seeds" in decide(_iv(0.001, -1.999, 2.001), +1).note
+    # a one-sided interval: more replicates alone do not bound the missing side
+    assert "one-sided" in decide(_iv(-1.0, -3.0, math.inf), +1).note
 
 
 @pytest.mark.parametrize(("interval", "status"), [

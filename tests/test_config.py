@@ -119,3 +119,8 @@ def test_no_experiment_module_carries_a_default_of_its_own():
                 if any(word in target for word in ("spec", "config", "cfg", "train", "ais", "model", "pcd", "data")):
                     offenders.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
     assert offenders == []
+
+
+def test_a_config_path_that_is_a_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="is not a file"):
+        load_config(tmp_path)

@@ -37,7 +37,7 @@ def test_gwg_vs_gibbs_interval_is_normal_from_the_two_ses():
     half = Z * math.sqrt(0.3 ** 2 + 0.4 ** 2)  # 0.5 * 1.96
     assert c.interval.low == pytest.approx(37.0 - half) and c.interval.high == pytest.approx(37.0 + half)
     assert "log_z_se only" in c.note and "not training-seed variation" in c.note
-    assert "ESS" not in c.note and "quick sizes" not in c.note
+    assert "ESS" not in c.note and "reduced sizes" not in c.note
     # agreement with Table 2: -81.0 +- 0.59 vs -80.01 +- 5 nats: inside; Gibbs -118.0 vs -117.17: inside
     agree = [c for c in out.values() if c.direction == 0]
     assert [a.status for a in agree] == ["PASS", "PASS"] and agree[0].tolerance == TOLERANCE_NATS
@@ -47,7 +47,7 @@ def test_gwg_vs_gibbs_interval_is_normal_from_the_two_ses():
 def test_fail_and_inconclusive():
     out = _by_claim(claims(_frame({"GWG": (-320.0, 1.0), "Gibbs-1": (-300.0, 1.0)}, iterations=150)))
     c = out["EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
-    assert c.status == "FAIL" and "quick sizes" in c.note
+    assert c.status == "FAIL" and "reduced sizes" in c.note
     assert all(a.status == "FAIL" for a in out.values() if a.direction == 0)  # 200+ nats off the paper
     close = {"GWG": (-100.0, 2.0), "Gibbs-1": (-101.0, 2.0)}
     out = _by_claim(claims(_frame(close, se_metric="test_log_likelihood_se")))

@@ -230,9 +230,11 @@ def test_figure_ebm_draws_fig8_from_samples_files(tmp_path, monkeypatch):
 
     drawn = {}
     save = figures_ebm.save_figure
-    monkeypatch.setattr(figures_ebm, "save_figure", lambda fig, out: drawn.setdefault(Path(out).name, fig) and save(fig, out))
+    monkeypatch.setattr(figures_ebm, "save_figure",
+                        lambda fig, out: drawn.setdefault(Path(out).name, fig) and save(fig, out))
     rows = [("GWG", 0, 0, 10, "test_log_likelihood", -90.0, 0, 0, 1.0), ("GWG", 0, 0, 10, "log_z_se", 0.5, 0, 0, 1.0),
-            ("GWG", 0, 0, 10, "test_log_likelihood_se", 0.6, 0, 0, 1.0), ("GWG", 0, 0, 10, "train_seconds", 30.0, 0, 0, 1.0),
+            ("GWG", 0, 0, 10, "test_log_likelihood_se", 0.6, 0, 0, 1.0),
+            ("GWG", 0, 0, 10, "train_seconds", 30.0, 0, 0, 1.0),
             ("GWG", 0, 0, 3, "convergence_log_likelihood", -95.0, 0, 0, 1.0),
             ("GWG", 0, 0, 10, "convergence_log_likelihood", -90.0, 0, 0, 1.0),
             ("GWG", 0, 0, 100, "learning_curve_log_likelihood", -120.0, 0, 0, 12.0),

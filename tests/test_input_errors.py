@@ -113,3 +113,33 @@ def test_checkpoint_of_another_configuration_is_refused(tmp_path):
     same = make({"iterations": 40})
     same.load(tmp_path / "ckpt.pt")
     assert same.iteration == 2
+
+
+def test_claims_cli_refuses_bad_metrics_and_outputs_before_writing_anything(tmp_path, capsys):
+    """A file without the schema's columns, an experiment named twice, a folder given as the file, and an
+    unwritable dashboard folder: each one error line, exit 2, and no claims file written."""
+    good = _metrics(tmp_path, "kmc_abc")
+    broken = tmp_path / "broken.parquet"
+    write_parquet(pd.DataFrame({"experiment": ["kmc_abc"], "metric": ["min_ess"]}), broken,
+                  provenance({"name": "test"}))
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the dashboard folder should be")
+    out = tmp_path / "out" / "claims"
+    cases = [(["kmc_abc=" + str(broken)], [], "is not a gradmc metrics file"),
+             (["kmc_abc=" + str(good), "kmc_abc=" + str(good)], [], "names 'kmc_abc' twice"),
+             (["kmc_abc=" + str(tmp_path)], [], "is a folder, not a file"),
+             (["kmc_abc=" + str(good)], ["--dashboard", str(blocker / "dash")], "--dashboard: cannot create")]
+    for metrics, extra, message in cases:
+        assert main(["claims", "--metrics", *metrics, "--out", str(out), *extra]) == 2
+        assert message in capsys.readouterr().err
+        assert not list(tmp_path.glob("out/claims.*"))
+    # a well-formed file whose claims need rows it lacks: written, with a warning naming the experiment
+    assert main(["claims", "--metrics", "kmc_abc=" + str(good), "--out", str(out)]) == 0
+    assert "warning: kmc_abc" in capsys.readouterr().out and (tmp_path / "out" / "claims.md").exists()
+
+
+def test_run_checks_its_output_folder_before_any_work(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert main(["run", "ising_sampling", "--config", "config/smoke.yaml", "--out", str(blocker / "m.parquet")]) == 2
+    assert "--out: cannot create the output folder" in capsys.readouterr().err

@@ -238,5 +238,5 @@ def test_claims_pass_fail_inconclusive():
     few = claims(_synthetic(0.5, seeds=(0, 1)))
     assert {c.status for c in few} == {"INCONCLUSIVE"} and "needs at least 5 seeds" in few[0].row()["note"]
     paper = claims(_synthetic(-0.5, ks=(5, 10, 25, 50, 100)))
-    assert all("quick sizes" not in c.note for c in paper)  # paper sizes: no excuse
+    assert all("reduced sizes" not in c.note for c in paper)  # paper sizes: no excuse
     assert claims(_synthetic(0.5).query("sampler == 'GWG'")) == []

@@ -281,7 +281,7 @@ def test_claims_pass_fail_inconclusive():
     half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / math.sqrt(5)
     assert win.status == "PASS" and win.interval.effect == pytest.approx(d.mean())
     assert (win.interval.low, win.interval.high) == (pytest.approx(d.mean() - half), pytest.approx(d.mean() + half))
-    assert "one deterministic PLM fit vs 5 PCD-GWG seeds" in win.note and "quick sizes" not in win.note
+    assert "one deterministic PLM fit vs 5 PCD-GWG seeds" in win.note and "reduced sizes" not in win.note
     (lose,) = claims(_claims_frame([0.30, 0.31, 0.29, 0.33, 0.30], 0.40, iterations=400))
     assert lose.status == "FAIL" and "PLM recall 0.400" in lose.measured and "400 PCD iterations" in lose.note
     (paired,) = claims(_claims_frame(gwg, [0.45, 0.40, 0.52, 0.49, 0.56], "PCD-Gibbs"))  # paired, straddles 0

@@ -49,3 +49,20 @@ def test_not_a_snakemake_log(tmp_path, capsys):
     (tmp_path / "x.log").write_text("hello\n")
     assert stage_times.main([str(tmp_path / "x.log")]) == 2
     assert "no finished job" in capsys.readouterr().err
+
+
+def test_default_log_skips_a_newer_no_op_rerun(tmp_path, monkeypatch, capsys):
+    import os
+
+    logs = tmp_path / ".snakemake" / "log"
+    logs.mkdir(parents=True)
+    (logs / "2026-01-01T000000.snakemake.log").write_text(LOG)
+    noop = logs / "2026-01-02T000000.snakemake.log"
+    noop.write_text("Building DAG of jobs...\nNothing to be done (all requested files are present and up to date).\n")
+    os.utime(noop, (2e9, 2e9))  # newer
+    monkeypatch.chdir(tmp_path)
+    assert stage_times.main([]) == 0
+    out = capsys.readouterr().out
+    assert "2026-01-01T000000" in out and "prepare_mnist | 2 | 22" in out
+    (logs / "2026-01-01T000000.snakemake.log").write_text("hello\n")
+    assert stage_times.main([]) == 2 and "nor any of the 2 logs" in capsys.readouterr().err

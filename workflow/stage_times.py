@@ -2,7 +2,8 @@
 
     python workflow/stage_times.py [LOG] [--out FILE.md]
 
-LOG defaults to the newest log under .snakemake/log/. Each job's wall time is the time from its "Job N:" line
+LOG defaults to the newest log under .snakemake/log/ that ran a job (a no-op rerun's "Nothing to be done" log
+is skipped, and the table names the log it read). Each job's wall time is the time from its "Job N:" line
 to its "Finished jobid: N (Rule: R)" line (Snakemake stamps both, to the second); a stage (rule) sums its
 jobs. The table also gives the run's total wall time (first job start to last job end). Jobs that started
 but never finished (a failed or interrupted run) are listed as unfinished.
@@ -76,20 +77,31 @@ def table(stages: dict[str, tuple[int, float]], total_s: float, unfinished: list
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("log", nargs="?", help="Snakemake log (default: the newest .snakemake/log/*.log)")
+    parser.add_argument("log", nargs="?", help="Snakemake log (default: the newest .snakemake/log/*.log "
+                        "that ran a job)")
     parser.add_argument("--out", help="write the markdown table here (default: stdout)")
     args = parser.parse_args(argv)
-    path = Path(args.log) if args.log else max(Path(".snakemake/log").glob("*.snakemake.log"),
-                                                 key=lambda p: p.stat().st_mtime, default=None)
-    if path is None or not path.is_file():
-        print(f"stage_times: no Snakemake log {'at ' + str(path) if path else 'under .snakemake/log/'}",
+    if args.log:
+        logs = [Path(args.log)]
+    else:
+        logs = sorted(Path(".snakemake/log").glob("*.snakemake.log"), key=lambda p: p.stat().st_mtime, reverse=True)
+    if not logs or not logs[0].is_file():
+        print(f"stage_times: no Snakemake log {'at ' + str(logs[0]) if logs else 'under .snakemake/log/'}",
               file=sys.stderr)
         return 2
-    try:
-        out = table(*stage_times(path.read_text(errors="replace")))
-    except ValueError as err:
-        print(f"stage_times: {path}: {err}", file=sys.stderr)
+    first_error = None
+    for path in logs:  # newest first: the first log of a run that did work
+        try:
+            out = table(*stage_times(path.read_text(errors="replace")))
+            break
+        except ValueError as err:
+            first_error = first_error or f"stage_times: {path}: {err}"
+    else:
+        print(first_error + ("" if args.log else f" (nor any of the {len(logs)} logs under .snakemake/log/)"),
+              file=sys.stderr)
         return 2
+    if not args.log:
+        out = f"From `{path}`.\n\n" + out
     if args.out:
         Path(args.out).write_text(out)
     else:

@@ -176,6 +176,8 @@ def load_config(path: str | Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise MissingInputError(f"config file {path} not found (expected e.g. config/quick.yaml)")
+    if not path.is_file():
+        raise ConfigError(f"config path {path} is not a file (expected a YAML file, e.g. config/quick.yaml)")
     try:
         config = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:

@@ -16,6 +16,8 @@ expect (``ValueError``, ``FileNotFoundError``, ``ConnectionError``), so ``except
 
 from __future__ import annotations
 
+import os
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -93,14 +95,19 @@ def check_readable(path: str | Path, what: str) -> Path:
         InputError: it cannot be read (truncated or corrupt), naming the file.
     """
     path = Path(path)
+    sep = "" if what.endswith("=") else " "
+    if path.is_dir():
+        raise InputError(f"{what}{sep}{path} is a folder, not a file (give the file itself, e.g. "
+                         ".../metrics.parquet)")
     if not path.is_file():
-        raise MissingInputError(f"{what} {path} not found (run the stage that makes it first)")
+        raise MissingInputError(f"{what}{sep}{path} not found (run the stage that makes it first)")
     try:
         if path.suffix in (".npz", ".pt"):
             with zipfile.ZipFile(path) as archive:
                 bad = archive.testzip()
             if bad is not None:
-                raise InputError(f"{what} {path} is corrupt (member {bad} fails its checksum); delete and rebuild it")
+                raise InputError(f"{what}{sep}{path} is corrupt (member {bad} fails its checksum); delete and "
+                                 "rebuild it")
         elif path.suffix == ".parquet":
             import pyarrow.parquet as pq
 
@@ -108,6 +115,34 @@ def check_readable(path: str | Path, what: str) -> Path:
     except (OSError, EOFError, zipfile.BadZipFile, ValueError) as err:
         if isinstance(err, InputError):
             raise
-        raise InputError(f"{what} {path} could not be read ({type(err).__name__}: {err}); delete and rebuild "
+        raise InputError(f"{what}{sep}{path} could not be read ({type(err).__name__}: {err}); delete and rebuild "
                          "it (rerun the stage that makes it)") from None
     return path
+
+
+def check_writable_folder(folder: str | Path, what: str) -> Path:
+    """Check, before any work starts, that outputs can be written into ``folder`` (created if missing).
+
+    Args:
+        folder: the output folder.
+        what: how the command line names the output (e.g. ``--out``), for the message.
+
+    Returns:
+        ``folder`` as a Path.
+
+    Raises:
+        InputError: it cannot be created, is not a folder, or is not writable.
+    """
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"{what}: cannot create the output folder {folder} ({err.strerror or err})") from None
+    try:  # a real write: os.access is not enough (root, read-only or special file systems such as /proc)
+        fd, probe = tempfile.mkstemp(prefix=".gradmc-write-check-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise InputError(f"{what}: cannot write into the output folder {folder} ({err.strerror or err}); choose a "
+                         "writable folder") from None
+    return folder

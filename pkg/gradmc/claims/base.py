@@ -21,6 +21,7 @@ from gradmc.atomic import atomic_path
 from gradmc.claims.stats import Interval, Verdict, decide
 from gradmc.errors import InputError
 from gradmc.results import PROVENANCE_COLUMNS, provenance, read_parquet, write_parquet
+from gradmc.results.schema import validate_metrics
 
 __all__ = ["Claim", "CLAIM_COLUMNS", "STATUSES", "agreement", "claims_frame", "summary", "write_claims"]
 
@@ -133,8 +134,8 @@ def claims_frame(metrics: dict[str, str | Path]) -> tuple[pd.DataFrame, dict]:
         of its metrics file (git commit, config hash), recorded in the claims' own provenance.
 
     Raises:
-        InputError: an experiment without a claims module (the message lists the known ones), or a file that
-            holds another experiment's metrics.
+        InputError: an experiment without a claims module (the message lists the known ones), a file that
+            holds another experiment's metrics, or one that does not follow the metrics schema.
     """
     rows, inputs = [], {}
     known = _known()
@@ -146,6 +147,10 @@ def claims_frame(metrics: dict[str, str | Path]) -> tuple[pd.DataFrame, dict]:
         found = sorted(set(df["experiment"].astype(str))) if "experiment" in df else []
         if found != [experiment]:
             raise InputError(f"{path} holds metrics of {found}, not of {experiment!r}")
+        try:
+            validate_metrics(df)
+        except ValueError as err:
+            raise InputError(f"{path} is not a gradmc metrics file: {err}") from None
         inputs[experiment] = {"path": str(path), "git_commit": prov.get("git_commit"),
                               "config_hash": prov.get("config_hash")}
         rows += [c.row() for c in module.claims(df)]

@@ -96,7 +96,7 @@ def _context(df: pd.DataFrame, dataset: str, samplers: tuple[str, ...], source: 
                      "effective AIS chains the standard error is itself unreliable (likely too small)")
     if min(its.values()) < PAPER_ITERATIONS:
         parts.append("training iterations " + ", ".join(f"{s} {v:.0f}" for s, v in its.items())
-                     + f" (paper {PAPER_ITERATIONS:,}): quick sizes")
+                     + f" (paper {PAPER_ITERATIONS:,}): reduced sizes")
     return "; ".join(parts)
 
 

@@ -40,7 +40,7 @@ def _note(iterations: int, ks: list[int]) -> str:
     if iterations >= PAPER_ITERATIONS and set(PAPER_STEPS) <= set(ks):
         return "replicate: one PCD run (seed) per sampler on the same true model"
     return (f"replicate: one PCD run (seed) on the same true model; only {iterations} PCD iterations and K in {ks} "
-            f"(paper config {PAPER_ITERATIONS} iterations, K in {list(PAPER_STEPS)}): quick sizes")
+            f"(paper config {PAPER_ITERATIONS} iterations, K in {list(PAPER_STEPS)}): reduced sizes")
 
 
 def _pair(t: pd.DataFrame, sampler_a: str, k_a: int, sampler_b: str, k_b: int) -> tuple[pd.Series, pd.Series]:

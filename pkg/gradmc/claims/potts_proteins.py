@@ -63,7 +63,7 @@ def _numbers(d: pd.DataFrame, method: str) -> str:
 def _note(d: pd.DataFrame, pairing: str) -> str:
     its = d[(d["metric"] == "num_iterations") & d["sampler"].str.startswith("PCD")]
     n = int(its["value"].min()) if len(its) else 0
-    sizes = f"; {n} PCD iterations (paper {PAPER_ITERATIONS:,}): quick sizes" if n < PAPER_ITERATIONS else ""
+    sizes = f"; {n} PCD iterations (paper {PAPER_ITERATIONS:,}): reduced sizes" if n < PAPER_ITERATIONS else ""
     return f"replicate: a seed (one fit); {pairing}{sizes}"
 
 

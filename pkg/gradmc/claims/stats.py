@@ -168,14 +168,24 @@ def difference_of_means(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.mean(a) - np.mean(b))
 
 
+MAX_FACTOR = 1000
+"""Beyond this many times the replicates an INCONCLUSIVE note says "not decidable by more replicates"."""
+
+
 def _more_replicates(interval: Interval, distance: float) -> str:
     """The replicates that would shrink the half-width below ``distance`` (1 / sqrt(n) scaling)."""
     n, unit = interval.replicates, interval.unit
+    if math.isinf(interval.low) != math.isinf(interval.high):
+        return ("one bound of the interval is unknown (one-sided: see its method), so more replicates alone "
+                "cannot decide it")
     if interval.replicates < MIN_T_REPLICATES and not math.isfinite(interval.half_width):
         return f"needs at least {MIN_T_REPLICATES} {unit} (has {n}) for an interval"
     if distance <= 0 or not math.isfinite(distance):
         return "the effect sits on the null: more replicates would not decide it unless the effect differs"
     factor = (interval.half_width / distance) ** 2
+    if factor > MAX_FACTOR:
+        return (f"would need over {MAX_FACTOR:,}x the {unit} (the estimate is {distance:.3g} from the decision "
+                f"edge, the half-width {interval.half_width:.3g}): not decidable by more replicates")
     return f"would need about {max(factor, 1.0):.1f}x the {unit} (about {math.ceil(n * factor)} instead of {n})"
 
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from gradmc.cli.parser import IMAGE_DATASETS
-from gradmc.errors import InputError, check_readable
+from gradmc.errors import InputError, check_readable, check_writable_folder
 
 __all__ = ["COMMANDS", "log"]
 
@@ -172,6 +172,7 @@ def _run_hand_written(args) -> None:
 def _cmd_run(args) -> None:
     from gradmc.registry import experiments
 
+    check_writable_folder(os.path.dirname(os.path.abspath(args.out)), "--out")  # before hours of work
     entry = experiments().get(args.experiment)
     if entry is None:
         _run_hand_written(args)
@@ -194,8 +195,18 @@ def _cmd_claims(args) -> None:
         name, sep, path = item.partition("=")
         if not sep:
             raise InputError(f"--metrics takes EXPERIMENT=PATH, got {item!r}")
+        if name in metrics:
+            raise InputError(f"--metrics names {name!r} twice ({metrics[name]} and {path}); give each experiment once")
         metrics[name] = str(check_readable(path, f"--metrics {name}="))
+    for prefix in (args.out, args.dashboard):  # before any work or write: a bad folder loses nothing
+        if prefix:
+            what = "--out" if prefix == args.out else "--dashboard"
+            check_writable_folder(os.path.dirname(os.path.abspath(prefix)), what)
     frame, inputs = claims_frame(metrics)
+    for name in metrics:
+        if not (frame["experiment"] == name).any():
+            log(f"[claims] warning: {name} ({metrics[name]}) gave no claims: its metrics lack the samplers or "
+                "targets its claims compare (a smoke-sized or partial run?)")
     link = None
     if args.dashboard:
         link = os.path.relpath(f"{args.dashboard}.png", os.path.dirname(os.path.abspath(f"{args.out}.md")))

@@ -20,7 +20,7 @@ DESCRIPTION = """Every pipeline stage, runnable by hand:
     gradmc data prepare mnist --config config/quick.yaml --out results/quick/data/mnist.npz
     gradmc run train_rbm     --config C --data results/quick/data/mnist.npz --out results/quick/rbm_sampling/rbm.pt
     gradmc run rbm_sampling  --config C --model ... --reference ... --data ... --out .../metrics.parquet
-    gradmc figure rbm_sampling --metrics .../metrics.parquet --out results/quick/figures/fig3_rbm_sampling \
+    gradmc figure rbm_sampling --metrics .../metrics.parquet --out results/quick/figures/fig3_rbm_sampling \\
         --table-out results/quick/tables/fig3_rbm_sampling
 
 ``gradmc <command> --help`` documents every option. A user error (bad config, missing or unreadable input,

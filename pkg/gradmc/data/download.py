@@ -85,8 +85,8 @@ def missing_file_message(remote: RemoteFile, folder: Path, url: str | None) -> s
     folder, since canonical files may live in subfolders of the data folder.
     """
     if url:
-        how = (f"fetch it with `gradmc data fetch {remote.name}` (or --download) from {url}, or place the "
-               "file there")
+        how = (f"fetch it with `gradmc data fetch {remote.name}` from {url} (or let `gradmc data prepare "
+               "--download` fetch it), or place the file there")
     else:
         how = "it has no public URL: make it with `gradmc data prepare`, or place the file there"
     return (
