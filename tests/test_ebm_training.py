@@ -308,6 +308,25 @@ def test_table2_lists_the_runs_deviations_from_the_papers_settings_and_the_base(
     tab = table(df, {("static_mnist", "GWG"): config})
     ours = tab[(tab["model"] == "EBM (GWG)") & (tab["source"] == "this run")].iloc[0]
     assert ours["hard_upper_bound"] == -70.0
-    assert ours["ais_doubling"] == "2000 -> 4000 levels: -1.00 nats" and ours["note"].startswith("iterations 2,000")
+    assert ours["ais_doubling"] == "2000 -> 4000 levels: -1 nats" and ours["note"].startswith("iterations 2,000")
+    # an equal wall-clock run that stopped at its own count, whose AIS value lies above its hard bound
+    gibbs = pd.DataFrame([("Gibbs-1", "test_log_likelihood", 4000, -11.0),
+                          ("Gibbs-1", "train_iterations", 4000, 3742.0),
+                          ("Gibbs-1", "test_log_likelihood_upper_bound", 4000, -97.0)],
+                         columns=["sampler", "metric", "step", "value"]).assign(target="static_mnist")
+    row = table(gibbs, {("static_mnist", "Gibbs-1"): config}).iloc[0]
+    assert row["note"].startswith("INVALID: the AIS estimate lies above the hard bound -97.00 nats")
+    assert "iterations 3,742 (equal wall-clock with GWG; paper 50,000)" in row["note"]
+    # bits per dimension (256-level data): the bound and the doubling on the same scale, D log 2 nats per bpd
+    d_log2 = 560 * np.log(2.0)
+    frey = pd.DataFrame([("GWG", "test_log_likelihood", 200, -2470.0),
+                         ("GWG", "test_bits_per_dim", 200, 2470.0 / d_log2),
+                         ("GWG", "test_log_likelihood_upper_bound", 200, -300.0),
+                         ("GWG", "convergence_log_likelihood", 100, -2469.0),
+                         ("GWG", "convergence_log_likelihood", 200, -2470.0)],
+                        columns=["sampler", "metric", "step", "value"]).assign(target="frey")
+    row = table(frey).iloc[0]
+    assert row["hard_upper_bound"] == pytest.approx(300.0 / d_log2)
+    assert row["ais_doubling"] == f"100 -> 200 levels: {1.0 / d_log2:+.3g} bits/dim"
     base = tab[tab["model"] == "data-fitted Bernoulli base"]
     assert list(base["value"]) == [-205.8] and list(base["source"]) == ["this run (exact)"]

@@ -176,8 +176,8 @@ def _more_replicates(interval: Interval, distance: float) -> str:
     """The replicates that would shrink the half-width below ``distance`` (1 / sqrt(n) scaling)."""
     n, unit = interval.replicates, interval.unit
     if math.isinf(interval.low) != math.isinf(interval.high):
-        return ("one bound of the interval is unknown (one-sided: see its method), so more replicates alone "
-                "cannot decide it")
+        return ("one bound of the interval is unknown (one-sided: the interval_method column says why), so more "
+                "replicates alone cannot decide it")
     if interval.replicates < MIN_T_REPLICATES and not math.isfinite(interval.half_width):
         return f"needs at least {MIN_T_REPLICATES} {unit} (has {n}) for an interval"
     if distance <= 0 or not math.isfinite(distance):

@@ -59,9 +59,10 @@ PAPER_SETTINGS = (("train", "iterations", 50_000, "iterations"), ("train", "num_
 _SMALL_BUFFER = ("caltech", "frey", "histopathology")  # the paper's buffer of 1,000
 
 
-def deviations(config: dict, dataset: str) -> str:
+def deviations(config: dict, dataset: str, iterations: float | None = None) -> str:
     """The run's departures from :data:`PAPER_SETTINGS` for ``dataset``, e.g. "iterations 2000 (paper 50,000);
-    ...", from the ``ebm`` section of the config its metrics file carries; "" when it has none."""
+    ...", from the ``ebm`` section of the config its metrics file carries; "" when it has none. ``iterations``:
+    the run's own count when it differs from the config's (an equal wall-clock Gibbs run stops on GWG's time)."""
     from gradmc.experiments.ebm import for_dataset  # the experiment's own per-data-set override rule
 
     ebm = (config or {}).get("ebm") or {}
@@ -72,6 +73,9 @@ def deviations(config: dict, dataset: str) -> str:
         if key == "buffer_size":
             ours = (part.get("buffer_sizes") or {}).get(dataset, ours)
             paper = 1_000 if dataset in _SMALL_BUFFER else paper
+        if key == "iterations" and iterations is not None and math.isfinite(iterations) and int(iterations) != ours:
+            parts.append(f"{label} {int(iterations):,} (equal wall-clock with GWG; paper {paper:,})")
+            continue
         if ours is not None and ours != paper:
             parts.append(f"{label} {ours:,} (paper {paper:,})" if isinstance(paper, int) and isinstance(ours, int)
                          else f"{label} {ours:g} (paper {paper:g})" if not isinstance(paper, str)
@@ -86,13 +90,15 @@ def collect(paths: list[str | Path]) -> pd.DataFrame:
     return df.sort_values(["target", "sampler", "metric", "step"], kind="stable").reset_index(drop=True)
 
 
-def _doubling(d: pd.DataFrame) -> str:
-    """"K' -> K levels: change" of the last AIS doubling in one run's rows (Fig. 14), or ""."""
+def _doubling(d: pd.DataFrame, nats_per_unit: float = 1.0, unit: str = "nats") -> str:
+    """"K' -> K levels: change" of the last AIS doubling in one run's rows (Fig. 14), or "". The change is
+    divided by ``nats_per_unit`` (D log 2 for bits per dimension, where a likelihood gain is a bpd loss)."""
     conv = d[d["metric"] == "convergence_log_likelihood"].sort_values("step")
     if len(conv) < 2:
         return ""
     (k0, v0), (k1, v1) = conv[["step", "value"]].iloc[-2], conv[["step", "value"]].iloc[-1]
-    return f"{int(k0)} -> {int(k1)} levels: {v1 - v0:+.2f} nats"
+    sign = -1.0 if unit != "nats" else 1.0
+    return f"{int(k0)} -> {int(k1)} levels: {sign * (v1 - v0) / nats_per_unit:+.3g} {unit}"
 
 
 def table(df: pd.DataFrame, settings: dict | None = None) -> pd.DataFrame:
@@ -108,13 +114,24 @@ def table(df: pd.DataFrame, settings: dict | None = None) -> pd.DataFrame:
         metric = "test_bits_per_dim" if categorical else "test_log_likelihood"
         for sampler in sorted(d["sampler"].unique()):
             s = d[d["sampler"] == sampler].set_index("metric")["value"]
+            # bits per dimension = -LL / (D log 2): the same scale for the bound and the doubling
+            per = (-float(s.get("test_log_likelihood", math.nan)) / float(s.get("test_bits_per_dim", math.nan))
+                   if categorical else 1.0)
+            ll, hard = float(s.get("test_log_likelihood", math.nan)), float(s.get("test_log_likelihood_upper_bound",
+                                                                                   math.nan))
+            note = deviations((settings or {}).get((dataset, sampler), {}), dataset,
+                              float(s.get("train_iterations", math.nan)))
+            if ll > hard:  # NaN compares False
+                note = (f"INVALID: the AIS estimate lies above the hard bound {hard:.2f} nats, so it is wrong (AIS "
+                        f"missed the model's mass; the true value is at most the bound); {note}")
             rows.append({"dataset": dataset, "model": f"EBM ({sampler})", "source": "this run", "unit": unit,
                          "value": float(s.get(metric, math.nan)), "ais_log_z_se": float(s.get("log_z_se", math.nan)),
                          "train_iterations": float(s.get("train_iterations", math.nan)),
                          "train_seconds": float(s.get("train_seconds", math.nan)),
-                         "ais_doubling": _doubling(d[d["sampler"] == sampler]),
-                         "hard_upper_bound": float(s.get("test_log_likelihood_upper_bound", math.nan)),
-                         "note": deviations((settings or {}).get((dataset, sampler), {}), dataset)})
+                         "ais_doubling": _doubling(d[d["sampler"] == sampler], per,
+                                                   "bits/dim" if categorical else "nats"),
+                         "hard_upper_bound": -hard / per if categorical else hard,
+                         "note": note})
             if sampler in PAPER.get(dataset, {}):
                 rows.append({"dataset": dataset, "model": f"EBM ({sampler})", "source": "paper", "unit": unit,
                              "value": PAPER[dataset][sampler]})
@@ -163,6 +180,7 @@ def _learning_curve(df: pd.DataFrame, out: str, suffix: str) -> list:
         ax.set_title(dataset, fontsize=9)
         ax.legend(fontsize=7)
     fig.suptitle(f"EBM learning curve: short validation AIS (optimistic) and the final test AIS{suffix}", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
     return list(save_figure(fig, out))
 
 
@@ -186,7 +204,8 @@ def figure(metrics: list[str | Path], out: str | Path, table_out: str | Path, *,
     caption = (f"GWG Table 2 reproduction{suffix}: test log-likelihood by AIS (linear schedule, GWG transitions, "
                "data-fitted base). AIS underestimates log Z, so each likelihood is an optimistic (upper) estimate; "
                "hard_upper_bound is mean f(x_test) minus logsumexp f over the training images and the replay buffer, "
-               "a bound the true log-likelihood cannot exceed (an AIS value above it is wrong). "
+               "a bound the true log-likelihood cannot exceed (an AIS value above it is wrong and marked INVALID; "
+               "for bits/dim rows it is a lower bound on bits/dim). "
                "Paper and literature rows are quoted constants.")
     paths = list(save_table(tab, table_out, caption=caption))
     conv = df[df["metric"] == "convergence_log_likelihood"]
