@@ -181,7 +181,12 @@ def _cmd_run(args) -> None:
 
     inputs = {key: str(check_readable(getattr(args, f"input_{key}"), f"--{key}")) for key in entry.inputs}
     config = _full_config(args.config)
-    df = run_experiment(entry.name, config, inputs, workers=args.workers, progress=log)
+    from gradmc.distributed.shard_cache import cache_folder_for
+
+    cache = None if args.no_shard_cache else (args.shard_cache or cache_folder_for(args.out))
+    if cache is not None:
+        check_writable_folder(cache, "--shard-cache")
+    df = run_experiment(entry.name, config, inputs, workers=args.workers, progress=log, shard_cache=cache)
     _write_metrics(df, args.out, {"name": config["name"], **job_config(entry.name, config)}, entry.name)
 
 

@@ -120,6 +120,12 @@ def _add_standard_runs(run) -> None:
             gen.add_argument(f"--{key}", required=True, dest=f"input_{key}", metavar="PATH",
                              help=f"input made by an earlier stage (the pipeline's results/<config>/{rel})")
         _add_out(gen, "metrics Parquet")
+        cache = gen.add_mutually_exclusive_group()
+        cache.add_argument("--shard-cache", metavar="DIR", default=None,
+                           help="folder keeping each finished shard's rows (default: OUT's name less its suffix, "
+                                "plus .shards, beside OUT); a rerun computes only the shards not stored there")
+        cache.add_argument("--no-shard-cache", action="store_true",
+                           help="keep shard results in memory only (a killed run loses them)")
 
 
 def _add_figures(fig) -> None:

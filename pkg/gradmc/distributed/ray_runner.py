@@ -113,6 +113,7 @@ def run_shards(
     max_retries: int = 2,
     progress: Callable[[str], None] | None = print,
     desc: str = "shards",
+    on_result: Callable[[int, Any], None] | None = None,
 ) -> list[Any]:
     """Run ``fn(shard)`` for every shard on Ray and return the results in the order of ``shards``.
 
@@ -134,6 +135,9 @@ def run_shards(
             seed=1, ...) finished in 12.3s``, up to PER_SHARD_LINES shards) and overall lines like
             ``[shards] 3/12 done (25%), elapsed 4.1s, eta 12.3s`` (at most about 100); None for silence.
         desc: label in the progress lines and the Ray task names.
+        on_result: called on the driver as ``on_result(i, result)`` the moment shard i finishes, before its
+            progress line (e.g. to store it: :mod:`gradmc.distributed.shard_cache`); an exception it raises
+            stops the sweep like a failed shard.
 
     Returns:
         list of fn's results, ``result[i] = fn(shards[i])``, independent of completion order and of
@@ -198,6 +202,8 @@ def run_shards(
                     if isinstance(cause, UserError):  # bad input met inside a shard: still a one-line user error
                         raise type(cause)(f"shard {index} {_label(shards[index])}: {cause}") from err
                     raise RuntimeError(_describe_failure(index, shards[index], fn, err, max_retries)) from err
+                if on_result is not None:
+                    on_result(index, results[index])
                 done += 1
                 if progress is not None and total <= PER_SHARD_LINES:
                     progress(f"[{desc}] shard {index} {_label(shards[index])} finished in "

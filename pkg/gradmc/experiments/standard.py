@@ -7,10 +7,12 @@ in-process, so both see the same concatenation, finalisation and order.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 
 import pandas as pd
 
+from gradmc.codedigest import source_digest
 from gradmc.config import select
 from gradmc.registry import standard
 
@@ -39,7 +41,8 @@ def collect(name: str, results: list[pd.DataFrame], inputs: dict[str, str] | Non
 
 
 def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: int | None = None,
-                   progress: Callable[[str], None] | None = print) -> pd.DataFrame:
+                   progress: Callable[[str], None] | None = print,
+                   shard_cache: str | os.PathLike | None = None) -> pd.DataFrame:
     """Run every shard of experiment ``name`` on Ray and return the collected metrics.
 
     Args:
@@ -48,22 +51,32 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
         inputs: name -> path of the files the experiment declares in ``META["inputs"]``.
         workers: parallel Ray workers (None: the cores Ray sees).
         progress: callable receiving progress lines, or None.
+        shard_cache: folder of the per-shard cache (:mod:`gradmc.distributed.shard_cache`): each finished
+            shard is stored there at once and a rerun computes only the shards not stored; None: no cache.
 
     Returns:
-        The tidy metrics frame (:func:`collect`).
+        The tidy metrics frame (:func:`collect`); the same with or without the cache, interrupted or not.
     """
     from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
+    from gradmc.distributed.shard_cache import ShardCache, run_cached
 
-    module = importlib.import_module(standard(name).module)
+    entry = standard(name)
+    module = importlib.import_module(entry.module)
     part = job_config(name, config)
     shards = module.shards(part, dict(inputs))
     if progress is not None:
         progress(f"[{name}] {len(shards)} shards")
     gpus = part["gpus_per_shard"] if part["device"] == "cuda" else 0.0
-    ensure_ray(num_cpus=workers)  # a private instance gets only the job's cores
-    try:
-        results = run_shards(module.run, shards, num_workers=workers, num_gpus_per_shard=gpus, progress=progress,
-                             desc=name)
-    finally:
-        shutdown_ray()
+    cache = None
+    if shard_cache is not None:
+        cache = ShardCache(shard_cache, name, source_digest(entry.module, *entry.uses), progress=progress)
+
+    def on_ray(fn, todo, **kwargs):
+        ensure_ray(num_cpus=workers)  # a private instance gets only the job's cores
+        try:
+            return run_shards(fn, todo, num_workers=workers, num_gpus_per_shard=gpus, **kwargs)
+        finally:
+            shutdown_ray()
+
+    results, _ = run_cached(module.run, shards, cache, on_ray, progress=progress, desc=name)
     return collect(name, results, inputs)

@@ -159,6 +159,8 @@ def load_results(folder: str | Path) -> dict[str, pd.DataFrame]:
     folder = Path(folder)
     frames = {}
     for path in sorted(folder.rglob("*.parquet")):
+        if any(part.endswith(".shards") for part in path.relative_to(folder).parts[:-1]):
+            continue  # a job's per-shard cache (gradmc.distributed.shard_cache), not a result
         try:
             names = set(pq.read_schema(path).names)
         except (pa.ArrowException, OSError) as err:

@@ -1,0 +1,206 @@
+"""Per-shard results that survive a killed sweep: each finished shard's rows are written at once, atomically.
+
+A sweep of n shards keeps its results in the driver until the job writes its one metrics Parquet, so a
+kill after hours lost every finished shard. :class:`ShardCache` stores each shard's frame as its own
+Parquet file ``<folder>/<key>.parquet`` the moment the shard finishes (written to a temporary sibling and
+renamed, :mod:`gradmc.atomic`), and :func:`run_cached` runs only the shards whose file is missing. A rerun
+after a kill therefore computes the n - k unfinished shards and returns the same frames, in the same
+order, as an uninterrupted run.
+
+The key (first 32 hex digits of a SHA-256) hashes everything a shard's rows depend on:
+
+- the experiment name and the shard's identity: its type and every field. ``run(shard)`` reads only its
+  shard (the registry's contract, :mod:`gradmc.registry`), so the fields are the shard's part of the
+  config: a config change that alters a shard alters its key, one that leaves it alone (another seed
+  added, another section edited) reuses it;
+- the content digest of every file a field names (model checkpoints, reference samples, prepared data),
+  so a retrained model never meets a stale shard;
+- the code digest of the experiment's modules (:func:`gradmc.codedigest.source_digest`, all gradmc
+  modules they import) and the torch version.
+
+Each file also records its key and shard in its Parquet footer; a file whose recorded key differs from
+its name, or that cannot be read, is ignored (and recomputed) with a warning, never trusted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from gradmc.atomic import atomic_path
+
+__all__ = ["CACHE_KEY", "ShardCache", "cache_folder_for", "run_cached"]
+
+CACHE_KEY = b"gradmc.shard"
+"""Key of the shard-identity JSON in a cached shard's Parquet footer."""
+
+
+def cache_folder_for(out: str | os.PathLike) -> Path:
+    """The default shard cache of a job writing ``out``: ``<out without suffix>.shards/`` beside it
+    (``results/quick/ising_sampling/metrics.parquet`` -> ``results/quick/ising_sampling/metrics.shards/``)."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}.shards")
+
+
+def _identity(shard: Any) -> dict[str, Any]:
+    """JSON-ready identity of a shard: its qualified type and fields (a dataclass), else its repr."""
+    kind = f"{type(shard).__module__}.{type(shard).__qualname__}"
+    if dataclasses.is_dataclass(shard) and not isinstance(shard, type):
+        fields = {f.name: getattr(shard, f.name) for f in dataclasses.fields(shard)}
+        return {"type": kind, "fields": json.loads(json.dumps(fields, default=repr))}
+    return {"type": kind, "repr": repr(shard)}
+
+
+class ShardCache:
+    """Shard frames of one experiment, stored one Parquet file per shard under ``folder``.
+
+    Args:
+        folder: the cache folder (created on the first store).
+        experiment: the experiment's name (part of every key).
+        code_digest: digest of the code that computes a shard (e.g. ``source_digest(module)``).
+        progress: receives a line for each ignored file (wrong key, unreadable); None for silence.
+    """
+
+    def __init__(self, folder: str | os.PathLike, experiment: str, code_digest: str,
+                 progress: Callable[[str], None] | None = print):
+        self.folder = Path(folder)
+        self.experiment = experiment
+        self.code_digest = code_digest
+        self._progress = progress
+        self._file_digests: dict[tuple[str, int, int], str] = {}
+
+    def _file_digest(self, path: str) -> str | None:
+        """SHA-256 of a regular file's bytes (memoised on path, size and mtime), None if it is not one."""
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        if not os.path.isfile(path):
+            return None
+        memo = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+        if memo not in self._file_digests:
+            h = hashlib.sha256()
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            self._file_digests[memo] = h.hexdigest()
+        return self._file_digests[memo]
+
+    def describe(self, shard: Any) -> dict[str, Any]:
+        """Everything the key hashes (see the module docstring), as a JSON-ready dict."""
+        identity = _identity(shard)
+        files = {}
+        for name, value in identity.get("fields", {}).items():
+            if isinstance(value, str) and (digest := self._file_digest(value)) is not None:
+                files[name] = digest
+        return {"experiment": self.experiment, "shard": identity, "files": files, "code": self.code_digest,
+                "torch": torch.__version__}
+
+    def key(self, shard: Any) -> str:
+        """32 hex digits of a SHA-256 over :meth:`describe` (sorted-key JSON)."""
+        text = json.dumps(self.describe(shard), sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+    def path(self, shard: Any) -> Path:
+        """``<folder>/<key>.parquet``."""
+        return self.folder / f"{self.key(shard)}.parquet"
+
+    def _ignore(self, path: Path, why: str) -> None:
+        if self._progress is not None:
+            self._progress(f"[shard cache] warning: ignoring {path} ({why}); its shard is recomputed")
+
+    def load(self, shard: Any) -> pd.DataFrame | None:
+        """The stored frame of ``shard``, or None if none is stored, or the file's recorded key does not
+        match its name, or it cannot be read (each of the last two with a warning line)."""
+        path = self.path(shard)
+        if not path.is_file():
+            return None
+        try:
+            table = pq.read_table(path)
+        except (OSError, pa.ArrowException) as err:
+            self._ignore(path, f"unreadable: {err}")
+            return None
+        recorded = (table.schema.metadata or {}).get(CACHE_KEY)
+        try:
+            recorded_key = json.loads(recorded)["key"] if recorded else None
+        except (ValueError, KeyError, TypeError):
+            recorded_key = None
+        if recorded_key != path.stem:
+            self._ignore(path, f"its footer records key {recorded_key!r}, not {path.stem!r}")
+            return None
+        return table.to_pandas()
+
+    def store(self, shard: Any, frame: pd.DataFrame) -> Path:
+        """Write ``frame`` as the stored result of ``shard``, atomically (never a half-written file).
+
+        Raises:
+            TypeError: ``frame`` is not a pandas DataFrame (the cache holds shard frames only).
+            gradmc.errors.OutputError: the folder cannot be created or written.
+        """
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"the shard cache stores DataFrames; shard {shard!r} returned {type(frame).__name__}")
+        path = self.path(shard)
+        table = pa.Table.from_pandas(frame)
+        footer = json.dumps({"key": path.stem, **self.describe(shard)}, sort_keys=True).encode("utf-8")
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), CACHE_KEY: footer})
+        with atomic_path(path) as tmp:
+            pq.write_table(table, tmp)
+        return path
+
+
+def run_cached(
+    fn: Callable[[Any], pd.DataFrame],
+    shards: Sequence[Any],
+    cache: ShardCache | None,
+    runner: Callable[..., list[Any]],
+    *,
+    progress: Callable[[str], None] | None = print,
+    desc: str = "shards",
+    **runner_kwargs: Any,
+) -> tuple[list[pd.DataFrame], int]:
+    """Frames of every shard, in the order of ``shards``: stored ones from ``cache``, the rest computed.
+
+    Args:
+        fn: the shard function (``run(shard) -> DataFrame``).
+        shards: the sweep's shards.
+        cache: where finished shards are stored; None computes every shard and stores nothing.
+        runner: ``runner(fn, shards, on_result=..., progress=..., desc=..., **runner_kwargs)`` computing
+            the missing shards and calling ``on_result(i, frame)`` on the driver as each finishes
+            (:func:`gradmc.distributed.run_shards`).
+        progress: receives a line saying how many shards came from the cache; None for silence.
+        desc: label of the progress lines.
+
+    Returns:
+        (frames, computed): ``frames[i]`` is shard i's frame; ``computed`` is how many shards ran now.
+        A shard is stored the moment it finishes, so a killed run keeps every finished shard.
+    """
+    shards = list(shards)
+    frames: list[pd.DataFrame | None] = [None] * len(shards)
+    if cache is not None:
+        for i, shard in enumerate(shards):
+            frames[i] = cache.load(shard)
+    todo = [i for i, frame in enumerate(frames) if frame is None]
+    if cache is not None and progress is not None:
+        progress(f"[{desc}] shard cache {cache.folder}: {len(shards) - len(todo)} of {len(shards)} shards stored, "
+                 f"{len(todo)} to run")
+    if not todo:
+        return frames, 0
+
+    def keep(j: int, frame: pd.DataFrame) -> None:
+        if cache is not None:
+            cache.store(shards[todo[j]], frame)
+
+    computed = runner(fn, [shards[i] for i in todo], on_result=keep, progress=progress, desc=desc, **runner_kwargs)
+    for i, frame in zip(todo, computed, strict=True):
+        frames[i] = frame
+    return frames, len(todo)
