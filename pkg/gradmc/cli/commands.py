@@ -63,6 +63,11 @@ def _cmd_bench(args) -> None:
         scaling = Path(args.out) / "scaling.json"
         run_scaling(scaling, progress=log)
         log(f"[bench] wrote {scaling}")
+        from gradmc.bench.executors import run_executors
+
+        executors = Path(args.out) / "executors.json"
+        run_executors(executors, progress=log)
+        log(f"[bench] wrote {executors}")
 
 
 def _cmd_data(args) -> None:
@@ -186,7 +191,8 @@ def _cmd_run(args) -> None:
     cache = None if args.no_shard_cache else (args.shard_cache or cache_folder_for(args.out))
     if cache is not None:
         check_writable_folder(cache, "--shard-cache")
-    df = run_experiment(entry.name, config, inputs, workers=args.workers, progress=log, shard_cache=cache)
+    df = run_experiment(entry.name, config, inputs, workers=args.workers, progress=log, shard_cache=cache,
+                        executor=args.executor)
     _write_metrics(df, args.out, {"name": config["name"], **job_config(entry.name, config)}, entry.name)
 
 

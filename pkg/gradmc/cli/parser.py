@@ -126,6 +126,9 @@ def _add_standard_runs(run) -> None:
                                 "plus .shards, beside OUT); a rerun computes only the shards not stored there")
         cache.add_argument("--no-shard-cache", action="store_true",
                            help="keep shard results in memory only (a killed run loses them)")
+        gen.add_argument("--executor", choices=("tasks", "actors"), default=None,
+                         help="Ray tasks (default; or $GRADMC_SHARD_EXECUTOR) or a pool of Ray actors, one per "
+                              "worker, each loading what its shards share once; the results are the same")
 
 
 def _add_figures(fig) -> None:
@@ -188,16 +191,20 @@ def _add_bench(sub) -> None:
     every = {**catalog.SUITES_HELP, **catalog.OPT_IN_HELP}
     suites = "\n".join(f"  {name}\n      {text}" for name, text in every.items())
     bench = sub.add_parser(
-        "bench", help="benchmarks -> OUT/samplers.json (samplers, ESS/s, KMC, GPC), OUT/scaling.json",
+        "bench", help="benchmarks -> OUT/samplers.json (samplers, ESS/s, KMC, GPC), OUT/scaling.json, "
+                      "OUT/executors.json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Benchmarks on this machine (CPU): sampler steps/s (median and spread over the repeats), ESS/s "
                     "on a trained RBM, one KMC-finite iteration, one GPC estimate -> OUT/samplers.json; Ray "
-                    "scaling -> OUT/scaling.json. Layout: suites.<suite>.<sampler>.steps_per_s.",
+                    "scaling -> OUT/scaling.json; Ray tasks against actors -> OUT/executors.json. Layout: "
+                    "suites.<suite>.<sampler>.steps_per_s.",
         epilog=f"suites (--suite NAME, repeatable; all by default):\n{suites}\n  {catalog.SCALING}\n"
-               "      Ray scaling of a sweep over 1 and 2 workers (OUT/scaling.json)\n\n"
+               "      Ray scaling of a sweep over 1 and 2 workers (OUT/scaling.json), and Ray tasks against\n"
+               "      actors: start-up, cost per shard, throughput (OUT/executors.json)\n\n"
                "With --suite, only the named suites run and only their entries of an existing OUT/samplers.json are "
-               "replaced (each suite's own settings: suite_settings.<suite>); scaling.json is rewritten only when "
-               "'scaling' is named. Example: gradmc bench --suite potts_48x21_100chains --repeats 7")
+               "replaced (each suite's own settings: suite_settings.<suite>); scaling.json and executors.json are "
+               "rewritten only when 'scaling' is named. Example: gradmc bench --suite potts_48x21_100chains "
+               "--repeats 7")
     bench.add_argument("--out", default="results/bench", help="output folder (default results/bench)")
     bench.add_argument("--suite", action="append", dest="suites", metavar="NAME",
                        help="run only this suite (repeatable; names below); default: every suite and scaling")

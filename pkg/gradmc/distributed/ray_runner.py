@@ -1,11 +1,18 @@
-"""Run independent shards as Ray tasks, on a private local instance or the cluster at RAY_ADDRESS.
+"""Run independent shards on Ray, on a private local instance or the cluster at RAY_ADDRESS.
 
-``run_shards(fn, shards)`` maps a module-level ``fn`` over picklable shards as Ray *tasks* (not
-actors: tasks free their CPU when done, and ``max_retries`` re-runs a shard whose worker died), keeps
-at most ``num_workers`` of them in flight with a ``ray.wait`` loop on the driver (which is also where
-progress lines come from: tqdm in workers prints a line per refresh without a TTY), and returns the
-results in the order of ``shards``. Shards are idempotent (seeded from their identity), so a retried
-shard returns the same rows and the order of completion never shows in the output.
+``run_shards(fn, shards)`` maps a module-level ``fn`` over picklable shards, keeps at most ``num_workers``
+of them in flight with a ``ray.wait`` loop on the driver (which is also where progress lines come from:
+tqdm in workers prints a line per refresh without a TTY), hands each result to ``on_result`` as it
+arrives (the per-shard cache, :mod:`gradmc.distributed.shard_cache`), and returns the results in the
+order of ``shards``. Shards are idempotent (seeded from their identity), so a retried shard returns the
+same rows and the order of completion never shows in the output.
+
+Two executors, with the same results: Ray *tasks* (the default: a task per shard; tasks free their CPU
+when done, Ray reuses its worker processes, ``max_retries`` re-runs a shard whose worker died) and a pool
+of Ray *actors* (one per worker, holding its threads / GPU share and what its shards load through
+:func:`gradmc.distributed.shared.load_once`; ``max_restarts`` / ``max_task_retries`` restart a dead actor
+and redo its shard). Measured on a CPU sweep here (``make bench``, executors.json; docs/DESIGN.md "Scale"),
+neither is faster for a whole job, so the default stays with tasks.
 
 Faults: a shard whose worker process or node dies is re-run (``max_retries``); a shard that raises
 is not (shards are deterministic, it would fail again), and one that runs out of memory fails with
@@ -26,9 +33,9 @@ import torch
 
 from gradmc.distributed.memory import oom_hint, run_guarded
 from gradmc.distributed.session import ensure_ray
-from gradmc.errors import ClusterResourceError, UserError
+from gradmc.errors import ClusterResourceError, InputError, UserError
 
-__all__ = ["PER_SHARD_LINES", "run_shards"]
+__all__ = ["DEFAULT_EXECUTOR", "EXECUTORS", "EXECUTOR_ENV_VAR", "PER_SHARD_LINES", "run_shards"]
 
 
 @ray.remote
@@ -41,6 +48,56 @@ def _run_shard(fn: Callable[[Any], Any], shard: Any, threads: int) -> Any:
     torch.set_num_threads(threads)
     tune_allocator()
     return run_guarded(fn, shard)
+
+
+class _ShardActor:
+    """A long-lived worker of the actor pool: it holds its CPU threads (and GPU share) for the whole sweep and
+    keeps whatever its shards load through :func:`gradmc.distributed.shared.load_once` (targets, data,
+    models) across shards, so those are loaded once per actor, not once per shard."""
+
+    def __init__(self, threads: int):
+        from gradmc.tuning import tune_allocator
+
+        torch.set_num_threads(threads)
+        tune_allocator()
+        self.shards_run = 0
+
+    def run(self, fn: Callable[[Any], Any], shard: Any) -> Any:
+        """One shard (out of memory: a clear error, as for a task)."""
+        self.shards_run += 1
+        return run_guarded(fn, shard)
+
+
+class _ActorPool:
+    """``size`` :class:`_ShardActor` s fed one shard at a time: a restarted actor (``max_restarts``) redoes the
+    shard it was running (``max_task_retries``), so no shard is lost or run twice into the results."""
+
+    def __init__(self, size: int, threads: int, gpus: float, max_retries: int):
+        cls = ray.remote(_ShardActor)
+        self._actors = [cls.options(num_cpus=threads, num_gpus=gpus, max_restarts=max_retries,
+                                    max_task_retries=max_retries).remote(threads) for _ in range(size)]
+        self._idle = list(self._actors)
+        self._busy: dict[ray.ObjectRef, Any] = {}
+
+    def submit(self, fn: Callable[[Any], Any], shard: Any, name: str) -> ray.ObjectRef:
+        actor = self._idle.pop()
+        ref = actor.run.options(name=name).remote(fn, shard)
+        self._busy[ref] = actor
+        return ref
+
+    def release(self, ref: ray.ObjectRef) -> None:
+        self._idle.append(self._busy.pop(ref))
+
+    def close(self) -> None:
+        for actor in self._actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor, no_restart=True)
+
+
+EXECUTORS = ("tasks", "actors")
+EXECUTOR_ENV_VAR = "GRADMC_SHARD_EXECUTOR"
+DEFAULT_EXECUTOR = "tasks"
+"""How :func:`run_shards` runs shards unless told otherwise (docs/DESIGN.md "Scale" gives the measurement)."""
 
 
 def _check_feasible(num_cpus: float, num_gpus: float) -> None:
@@ -114,6 +171,7 @@ def run_shards(
     progress: Callable[[str], None] | None = print,
     desc: str = "shards",
     on_result: Callable[[int, Any], None] | None = None,
+    executor: str | None = None,
 ) -> list[Any]:
     """Run ``fn(shard)`` for every shard on Ray and return the results in the order of ``shards``.
 
@@ -138,6 +196,11 @@ def run_shards(
         on_result: called on the driver as ``on_result(i, result)`` the moment shard i finishes, before its
             progress line (e.g. to store it: :mod:`gradmc.distributed.shard_cache`); an exception it raises
             stops the sweep like a failed shard.
+        executor: ``"tasks"`` (a Ray task per shard; Ray reuses its worker processes) or ``"actors"`` (a pool
+            of ``num_workers`` actors, each holding its threads / GPU share and what its shards load through
+            :func:`gradmc.distributed.shared.load_once`, fed one shard at a time; a dead actor is restarted
+            and its shard redone, up to max_retries times); None: :data:`DEFAULT_EXECUTOR`, or the
+            ``GRADMC_SHARD_EXECUTOR`` environment variable when set. Results are the same either way.
 
     Returns:
         list of fn's results, ``result[i] = fn(shards[i])``, independent of completion order and of
@@ -160,6 +223,9 @@ def run_shards(
         raise ValueError(f"num_gpus_per_shard must be >= 0, got {num_gpus_per_shard}")
     if num_workers is not None and num_workers < 1:
         raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+    executor = executor or os.environ.get(EXECUTOR_ENV_VAR) or DEFAULT_EXECUTOR
+    if executor not in EXECUTORS:
+        raise InputError(f"shard executor {executor!r} (executor= or {EXECUTOR_ENV_VAR}) is not one of {EXECUTORS}")
     if not shards:
         return []
     ensure_ray()
@@ -183,18 +249,25 @@ def run_shards(
     start = time.monotonic()
     if progress is not None:
         progress(f"[{desc}] {total} shards, {min(num_workers, total)} at a time")
+    pool = None
+    if executor == "actors":
+        pool = _ActorPool(min(num_workers, total), threads_per_worker, num_gpus_per_shard, max_retries)
     try:
         while done < total:
             while next_index < total and len(pending) < num_workers:
-                ref = _run_shard.options(name=f"{desc}[{next_index}]", **options).remote(
-                    fn, shards[next_index], threads_per_worker
-                )
+                name = f"{desc}[{next_index}]"
+                if pool is not None:
+                    ref = pool.submit(fn, shards[next_index], name)
+                else:
+                    ref = _run_shard.options(name=name, **options).remote(fn, shards[next_index], threads_per_worker)
                 pending[ref] = next_index
                 submitted[next_index] = time.monotonic()
                 next_index += 1
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
                 index = pending.pop(ref)
+                if pool is not None:
+                    pool.release(ref)
                 try:
                     results[index] = ray.get(ref)
                 except ray.exceptions.RayError as err:
@@ -218,4 +291,6 @@ def run_shards(
         for ref in pending:
             with contextlib.suppress(Exception):
                 ray.cancel(ref)
+        if pool is not None:
+            pool.close()
     return results

@@ -25,7 +25,7 @@ import torch
 import gradmc
 from gradmc.seeding import make_generator, seed_from
 
-__all__ = ["ToyShard", "toy_shard", "worker_info"]
+__all__ = ["SharedInputShard", "ToyShard", "shared_input_shard", "toy_shard", "worker_info"]
 
 
 @dataclass(frozen=True)
@@ -133,3 +133,27 @@ def worker_info(shard: object) -> dict[str, object]:
         "gradmc_version": gradmc.__version__,
         "torch_version": torch.__version__,
     }
+
+
+@dataclass(frozen=True)
+class SharedInputShard:
+    """A shard that reads one file every shard of its sweep shares (``path``), through ``load_once``."""
+
+    index: int
+    path: str
+    sleep_s: float = 0.0
+
+
+def _read_bytes(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
+def shared_input_shard(shard: SharedInputShard) -> dict[str, object]:
+    """Read ``shard.path`` through :func:`gradmc.distributed.shared.load_once`; returns {"index", "pid",
+    "size" (bytes read), "loads" (loader calls so far in this process)}."""
+    from gradmc.distributed.shared import load_once, loads
+
+    data = load_once(_read_bytes, shard.path)
+    if shard.sleep_s > 0:
+        time.sleep(shard.sleep_s)
+    return {"index": shard.index, "pid": os.getpid(), "size": len(data), "loads": loads()}

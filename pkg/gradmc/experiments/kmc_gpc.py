@@ -45,6 +45,7 @@ import torch
 
 from gradmc.data.glass import load_glass
 from gradmc.data.registry import data_dir as default_data_dir
+from gradmc.distributed.shared import load_once
 from gradmc.errors import ConfigError
 from gradmc.evaluation.ess import ess
 from gradmc.evaluation.mmd import mmd2_prefixes
@@ -168,7 +169,7 @@ def run(shard: Shard) -> pd.DataFrame:
         FileNotFoundError / ValueError: missing or bad Glass or benchmark file.
     """
     target = bench.make_target(shard.data_dir, shard.num_importance_samples, shard.prior_var)
-    reference = bench.load_benchmark(shard.benchmark_path)  # (M, 9)
+    reference = load_once(bench.load_benchmark, shard.benchmark_path)  # (M, 9), once per worker: read-only
     x0 = bench.start_point(shard.start, shard.prior_var, make_generator(seed_from(EXPERIMENT, "start", shard.run)))
     generator = make_generator(seed_from(EXPERIMENT, shard.sampler, shard.run))
     extra_estimates, extra_rows, history = 0, [], None

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
+from gradmc.distributed.shared import load_once
 from gradmc.evaluation.mmd import ReferenceMMD
 from gradmc.experiments.rbm_model import data_mean_init, load_binary_data, load_rbm
 from gradmc.experiments.rbm_reference import load_reference
@@ -80,9 +81,9 @@ def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
 def run(shard: Shard) -> pd.DataFrame:
     """Run one shard: ``num_steps`` steps of ``shard.sampler`` on ``num_chains`` chains; tidy rows."""
     device = shard.device
-    rbm = load_rbm(shard.model_path, device)
-    reference, _ = load_reference(shard.reference_path, device)  # (R, D)
-    data = load_binary_data(shard.data_path, "train", device)
+    rbm = load_once(load_rbm, shard.model_path, device)  # once per worker process: read-only
+    reference, _ = load_once(load_reference, shard.reference_path, device)  # (R, D)
+    data = load_once(load_binary_data, shard.data_path, "train", device)
     generator = make_generator(seed_from(EXPERIMENT, shard.sampler, shard.seed), device)
     stat_generator = make_generator(seed_from(EXPERIMENT, "hamming-reference"), device)
     fixed = torch.bernoulli(torch.full((data.shape[1],), 0.5, device=device), generator=stat_generator)

@@ -42,7 +42,7 @@ def collect(name: str, results: list[pd.DataFrame], inputs: dict[str, str] | Non
 
 def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: int | None = None,
                    progress: Callable[[str], None] | None = print,
-                   shard_cache: str | os.PathLike | None = None) -> pd.DataFrame:
+                   shard_cache: str | os.PathLike | None = None, executor: str | None = None) -> pd.DataFrame:
     """Run every shard of experiment ``name`` on Ray and return the collected metrics.
 
     Args:
@@ -53,6 +53,7 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
         progress: callable receiving progress lines, or None.
         shard_cache: folder of the per-shard cache (:mod:`gradmc.distributed.shard_cache`): each finished
             shard is stored there at once and a rerun computes only the shards not stored; None: no cache.
+        executor: ``"tasks"`` or ``"actors"`` (:func:`gradmc.distributed.run_shards`); None: its default.
 
     Returns:
         The tidy metrics frame (:func:`collect`); the same with or without the cache, interrupted or not.
@@ -74,7 +75,7 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
     def on_ray(fn, todo, **kwargs):
         ensure_ray(num_cpus=workers)  # a private instance gets only the job's cores
         try:
-            return run_shards(fn, todo, num_workers=workers, num_gpus_per_shard=gpus, **kwargs)
+            return run_shards(fn, todo, num_workers=workers, num_gpus_per_shard=gpus, executor=executor, **kwargs)
         finally:
             shutdown_ray()
 
