@@ -35,8 +35,10 @@ from gradmc.training.plm import zero_sum_gauge
 from gradmc.training.potts_models import PottsModel, profile_fields, systematic_resample
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, scope="module")
 def _one_thread():
+    # Module scope, so the module-scoped ``smoke`` run uses the same thread count as the runs it is compared
+    # with: torch splits float reductions by thread, so 1 vs 2 threads can differ in the last bit.
     old = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -257,3 +257,73 @@ def test_make_clean_results_removes_the_shard_cache(tmp_path):
     proc = subprocess.run(["make", "-C", str(tmp_path), "clean-results"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "results" / "quick").exists() and (tmp_path / "results" / ".gitkeep").exists()
+
+
+# --- from the new-user check: tampered rows, folders in the way, unwritable caches, CLI mistakes -----------
+
+
+def test_rows_changed_behind_the_footer_are_not_trusted(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    messages = []
+    cache = ShardCache(tmp_path, "toy", "code", progress=messages.append)
+    shard = ToyShard(seed=5)
+    path = cache.store(shard, toy_shard(shard))
+    table = pq.read_table(path)
+    forged = toy_shard(shard).assign(value=lambda d: d["value"] * 1000)  # same key, same footer, other rows
+    pq.write_table(pa.Table.from_pandas(forged).replace_schema_metadata(table.schema.metadata), path)
+    assert cache.load(shard) is None
+    assert "do not match the digest" in messages[-1]
+
+
+def test_a_folder_in_the_way_or_an_unwritable_cache_costs_only_time(ray_session, tmp_path):
+    messages = []
+    shards = [ToyShard(seed=i) for i in range(3)]
+    cache = ShardCache(tmp_path / "c", "toy", "code", progress=messages.append)
+    cache.path(shards[0]).mkdir(parents=True)  # a folder where shard 0's file belongs
+    frames, computed = run_cached(toy_shard, shards, cache, run_shards, progress=messages.append)
+    assert computed == 3 and any("not a regular file" in m for m in messages)
+    assert sum("cannot store shards" in m for m in messages) == 1  # one warning, the sweep went on
+    for got, want in zip(frames, fault_free(shards), strict=True):
+        pd.testing.assert_frame_equal(got, want)
+    assert cache.path(shards[1]).is_file() and cache.path(shards[2]).is_file()
+
+    if os.geteuid() != 0:  # root writes through a read-only mode
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        notes = []
+        frames, computed = run_cached(toy_shard, shards, ShardCache(locked, "toy", "code", progress=notes.append),
+                                      run_shards, progress=None)
+        assert computed == 3 and sum("cannot store shards" in m for m in notes) == 1
+
+
+def test_rerun_keeps_the_shards_numbers_in_the_sweep(ray_session):
+    lines = []
+    run_shards(toy_shard, [ToyShard(seed=5), ToyShard(seed=7)], numbers=[5, 7], progress=lines.append, num_workers=1)
+    assert any(line.startswith("[shards] shard 5 (seed=5") for line in lines)
+    assert any(line.startswith("[shards] shard 7 (seed=7") for line in lines)
+    with pytest.raises(RuntimeError, match="shard 7 .*toy failure"):
+        run_shards(toy_shard, [ToyShard(seed=1), ToyShard(seed=7, fail=True)], numbers=[1, 7], progress=None)
+
+
+@pytest.mark.parametrize("extra, env, message", [
+    (["--shard-cache", ""], {}, "--shard-cache is empty"),
+    (["--shard-cache", "{file}"], {}, "is a file, not a folder"),
+    ([], {"GRADMC_SHARD_EXECUTOR": "bogus"}, "GRADMC_SHARD_EXECUTOR='bogus' is not one of tasks, actors"),
+    (["--out-is-folder"], {}, "is a folder; give the metrics file"),
+])
+def test_gradmc_run_refuses_cache_and_executor_mistakes_before_any_work(tmp_path, extra, env, message):
+    (tmp_path / "file").write_text("x")
+    out = tmp_path / "m.parquet"
+    if extra == ["--out-is-folder"]:
+        out.mkdir()
+        extra = []
+    extra = [e.replace("{file}", str(tmp_path / "file")) for e in extra]
+    run_env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "GRADMC_SHARD_EXECUTOR")} | env
+    start = time.monotonic()
+    proc = subprocess.run([GRADMC, "run", "ising_sampling", "--config", str(ROOT / "config" / "smoke.yaml"),
+                           "--out", str(out), *extra], capture_output=True, text=True, timeout=120, env=run_env)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "shards" not in proc.stdout  # stopped before building shards
+    assert time.monotonic() - start < 30

@@ -186,13 +186,26 @@ def _cmd_run(args) -> None:
 
     inputs = {key: str(check_readable(getattr(args, f"input_{key}"), f"--{key}")) for key in entry.inputs}
     config = _full_config(args.config)
+    from gradmc.distributed.ray_runner import resolve_executor
     from gradmc.distributed.shard_cache import cache_folder_for
 
-    cache = None if args.no_shard_cache else (args.shard_cache or cache_folder_for(args.out))
-    if cache is not None:
-        check_writable_folder(cache, "--shard-cache")
+    executor = resolve_executor(args.executor)  # a bad GRADMC_SHARD_EXECUTOR stops here, before any work
+    if os.path.isdir(args.out):
+        raise InputError(f"--out {args.out} is a folder; give the metrics file to write "
+                         f"(e.g. {os.path.join(args.out, 'metrics.parquet')})")
+    cache = None
+    if not args.no_shard_cache:
+        if args.shard_cache == "":
+            raise InputError("--shard-cache is empty; give a folder, or --no-shard-cache")
+        given = args.shard_cache is not None
+        cache = Path(args.shard_cache) if given else cache_folder_for(args.out)
+        what = f"--shard-cache {cache}" if given else f"the shard cache {cache} (the default, beside --out)"
+        if os.path.abspath(cache) == os.path.abspath(args.out):
+            raise InputError(f"--out {args.out} is also {what}; give another --out or --shard-cache")
+        if os.path.lexists(cache) and not cache.is_dir():
+            raise InputError(f"{what} is a file, not a folder; give a folder (--shard-cache DIR) or --no-shard-cache")
     df = run_experiment(entry.name, config, inputs, workers=args.workers, progress=log, shard_cache=cache,
-                        executor=args.executor)
+                        executor=executor)
     _write_metrics(df, args.out, {"name": config["name"], **job_config(entry.name, config)}, entry.name)
 
 

@@ -35,7 +35,7 @@ from gradmc.distributed.memory import oom_hint, run_guarded
 from gradmc.distributed.session import ensure_ray
 from gradmc.errors import ClusterResourceError, InputError, UserError
 
-__all__ = ["DEFAULT_EXECUTOR", "EXECUTORS", "EXECUTOR_ENV_VAR", "PER_SHARD_LINES", "run_shards"]
+__all__ = ["DEFAULT_EXECUTOR", "EXECUTORS", "EXECUTOR_ENV_VAR", "PER_SHARD_LINES", "resolve_executor", "run_shards"]
 
 
 @ray.remote
@@ -98,6 +98,25 @@ EXECUTORS = ("tasks", "actors")
 EXECUTOR_ENV_VAR = "GRADMC_SHARD_EXECUTOR"
 DEFAULT_EXECUTOR = "tasks"
 """How :func:`run_shards` runs shards unless told otherwise (docs/DESIGN.md "Scale" gives the measurement)."""
+
+
+def resolve_executor(executor: str | None = None) -> str:
+    """The executor to use: ``executor`` if given, else ``$GRADMC_SHARD_EXECUTOR``, else :data:`DEFAULT_EXECUTOR`.
+
+    Raises:
+        gradmc.errors.InputError: the name (or the environment variable) is not one of :data:`EXECUTORS`.
+    """
+    if executor is not None:
+        if executor not in EXECUTORS:
+            raise InputError(f"shard executor {executor!r} is not one of {', '.join(EXECUTORS)}")
+        return executor
+    env = os.environ.get(EXECUTOR_ENV_VAR)
+    if env is None or env == "":
+        return DEFAULT_EXECUTOR
+    if env not in EXECUTORS:
+        raise InputError(f"{EXECUTOR_ENV_VAR}={env!r} is not one of {', '.join(EXECUTORS)} (unset it for the "
+                         f"default, {DEFAULT_EXECUTOR})")
+    return env
 
 
 def _check_feasible(num_cpus: float, num_gpus: float) -> None:
@@ -172,6 +191,7 @@ def run_shards(
     desc: str = "shards",
     on_result: Callable[[int, Any], None] | None = None,
     executor: str | None = None,
+    numbers: Sequence[int] | None = None,
 ) -> list[Any]:
     """Run ``fn(shard)`` for every shard on Ray and return the results in the order of ``shards``.
 
@@ -201,6 +221,8 @@ def run_shards(
             :func:`gradmc.distributed.shared.load_once`, fed one shard at a time; a dead actor is restarted
             and its shard redone, up to max_retries times); None: :data:`DEFAULT_EXECUTOR`, or the
             ``GRADMC_SHARD_EXECUTOR`` environment variable when set. Results are the same either way.
+        numbers: the shards' numbers in the whole sweep, for progress lines, task names and errors (a rerun that
+            computes only the shards missing from the cache keeps their original numbers); default 0, 1, ...
 
     Returns:
         list of fn's results, ``result[i] = fn(shards[i])``, independent of completion order and of
@@ -223,9 +245,10 @@ def run_shards(
         raise ValueError(f"num_gpus_per_shard must be >= 0, got {num_gpus_per_shard}")
     if num_workers is not None and num_workers < 1:
         raise ValueError(f"num_workers must be >= 1, got {num_workers}")
-    executor = executor or os.environ.get(EXECUTOR_ENV_VAR) or DEFAULT_EXECUTOR
-    if executor not in EXECUTORS:
-        raise InputError(f"shard executor {executor!r} (executor= or {EXECUTOR_ENV_VAR}) is not one of {EXECUTORS}")
+    executor = resolve_executor(executor)
+    number = list(numbers) if numbers is not None else list(range(len(shards)))
+    if len(number) != len(shards):
+        raise ValueError(f"numbers has {len(number)} entries for {len(shards)} shards")
     if not shards:
         return []
     ensure_ray()
@@ -255,7 +278,7 @@ def run_shards(
     try:
         while done < total:
             while next_index < total and len(pending) < num_workers:
-                name = f"{desc}[{next_index}]"
+                name = f"{desc}[{number[next_index]}]"
                 if pool is not None:
                     ref = pool.submit(fn, shards[next_index], name)
                 else:
@@ -273,13 +296,13 @@ def run_shards(
                 except ray.exceptions.RayError as err:
                     cause = getattr(err, "cause", None)
                     if isinstance(cause, UserError):  # bad input met inside a shard: still a one-line user error
-                        raise type(cause)(f"shard {index} {_label(shards[index])}: {cause}") from err
-                    raise RuntimeError(_describe_failure(index, shards[index], fn, err, max_retries)) from err
+                        raise type(cause)(f"shard {number[index]} {_label(shards[index])}: {cause}") from err
+                    raise RuntimeError(_describe_failure(number[index], shards[index], fn, err, max_retries)) from err
                 if on_result is not None:
                     on_result(index, results[index])
                 done += 1
                 if progress is not None and total <= PER_SHARD_LINES:
-                    progress(f"[{desc}] shard {index} {_label(shards[index])} finished in "
+                    progress(f"[{desc}] shard {number[index]} {_label(shards[index])} finished in "
                              f"{time.monotonic() - submitted[index]:.1f}s")
             percent = 100 * done // total
             if progress is not None and (percent > last_percent or done == total):

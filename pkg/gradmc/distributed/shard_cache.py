@@ -16,10 +16,13 @@ The key (first 32 hex digits of a SHA-256) hashes everything a shard's rows depe
 - the content digest of every file a field names (model checkpoints, reference samples, prepared data),
   so a retrained model never meets a stale shard;
 - the code digest of the experiment's modules (:func:`gradmc.codedigest.source_digest`, all gradmc
-  modules they import) and the torch version.
+  modules they import) and the versions of the libraries that compute rows (:data:`KEY_LIBRARIES`).
 
-Each file also records its key and shard in its Parquet footer; a file whose recorded key differs from
-its name, or that cannot be read, is ignored (and recomputed) with a warning, never trusted.
+Each file also records its key, its shard and a SHA-256 of its rows (:func:`frame_digest`) in its Parquet
+footer, and is written with Parquet page checksums. A file whose recorded key differs from its name, whose
+rows do not match their digest, or that cannot be read is ignored (and recomputed) with a warning, never
+trusted. The cache only saves time: a shard that cannot be stored (a folder that is not writable) is kept
+in memory with one warning, and the sweep goes on.
 """
 
 from __future__ import annotations
@@ -29,17 +32,17 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-import torch
 
 from gradmc.atomic import atomic_path
 
-__all__ = ["CACHE_KEY", "ShardCache", "cache_folder_for", "run_cached"]
+__all__ = ["CACHE_KEY", "KEY_LIBRARIES", "ShardCache", "cache_folder_for", "frame_digest", "run_cached"]
 
 CACHE_KEY = b"gradmc.shard"
 """Key of the shard-identity JSON in a cached shard's Parquet footer."""
@@ -61,6 +64,28 @@ def _identity(shard: Any) -> dict[str, Any]:
     return {"type": kind, "repr": repr(shard)}
 
 
+#: third-party libraries whose code computes shard rows (samplers, ESS, statistics): their versions enter every key
+KEY_LIBRARIES = ("torch", "numpy", "scipy", "arviz", "pandas")
+
+
+def _library_versions() -> dict[str, str]:
+    """Installed versions of :data:`KEY_LIBRARIES` ("absent" for one that is not installed)."""
+    versions = {}
+    for name in KEY_LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "absent"
+    return versions
+
+
+def frame_digest(frame: pd.DataFrame) -> str:
+    """SHA-256 (hex) of a frame's columns, dtypes, index and every value (``pandas.util.hash_pandas_object``)."""
+    h = hashlib.sha256(json.dumps([[str(c), str(t)] for c, t in frame.dtypes.items()]).encode("utf-8"))
+    h.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
+    return h.hexdigest()
+
+
 class ShardCache:
     """Shard frames of one experiment, stored one Parquet file per shard under ``folder``.
 
@@ -78,6 +103,7 @@ class ShardCache:
         self.code_digest = code_digest
         self._progress = progress
         self._file_digests: dict[tuple[str, int, int], str] = {}
+        self._store_failed = False
 
     def _file_digest(self, path: str) -> str | None:
         """SHA-256 of a regular file's bytes (memoised on path, size and mtime), None if it is not one."""
@@ -104,7 +130,7 @@ class ShardCache:
             if isinstance(value, str) and (digest := self._file_digest(value)) is not None:
                 files[name] = digest
         return {"experiment": self.experiment, "shard": identity, "files": files, "code": self.code_digest,
-                "torch": torch.__version__}
+                "libraries": _library_versions()}
 
     def key(self, shard: Any) -> str:
         """32 hex digits of a SHA-256 over :meth:`describe` (sorted-key JSON)."""
@@ -123,38 +149,57 @@ class ShardCache:
         """The stored frame of ``shard``, or None if none is stored, or the file's recorded key does not
         match its name, or it cannot be read (each of the last two with a warning line)."""
         path = self.path(shard)
+        if not os.path.lexists(path):
+            return None
         if not path.is_file():
+            self._ignore(path, "not a regular file")
             return None
         try:
-            table = pq.read_table(path)
-        except (OSError, pa.ArrowException) as err:
-            self._ignore(path, f"unreadable: {err}")
+            table = pq.read_table(path, page_checksum_verification=True)
+            frame = table.to_pandas()
+        except (OSError, pa.ArrowException, ValueError) as err:
+            self._ignore(path, f"unreadable: {' '.join(str(err).split())}")
             return None
-        recorded = (table.schema.metadata or {}).get(CACHE_KEY)
         try:
-            recorded_key = json.loads(recorded)["key"] if recorded else None
-        except (ValueError, KeyError, TypeError):
-            recorded_key = None
-        if recorded_key != path.stem:
-            self._ignore(path, f"its footer records key {recorded_key!r}, not {path.stem!r}")
+            recorded = json.loads((table.schema.metadata or {}).get(CACHE_KEY, b"{}"))
+        except (ValueError, TypeError):
+            recorded = {}
+        if not isinstance(recorded, dict) or recorded.get("key") != path.stem:
+            found = recorded.get("key") if isinstance(recorded, dict) else None
+            self._ignore(path, f"its footer records key {found!r}, not {path.stem!r}")
             return None
-        return table.to_pandas()
+        if recorded.get("rows_sha256") != frame_digest(frame):
+            self._ignore(path, "its rows do not match the digest its footer records (the file was changed)")
+            return None
+        return frame
 
-    def store(self, shard: Any, frame: pd.DataFrame) -> Path:
+    def store(self, shard: Any, frame: pd.DataFrame) -> Path | None:
         """Write ``frame`` as the stored result of ``shard``, atomically (never a half-written file).
+
+        Returns:
+            The file, or None if it could not be written (a folder that is not writable, a folder in the
+            way): then a warning says so, once per cache, and the caller keeps the frame in memory.
 
         Raises:
             TypeError: ``frame`` is not a pandas DataFrame (the cache holds shard frames only).
-            gradmc.errors.OutputError: the folder cannot be created or written.
         """
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"the shard cache stores DataFrames; shard {shard!r} returned {type(frame).__name__}")
         path = self.path(shard)
         table = pa.Table.from_pandas(frame)
-        footer = json.dumps({"key": path.stem, **self.describe(shard)}, sort_keys=True).encode("utf-8")
+        footer = json.dumps({"key": path.stem, "rows_sha256": frame_digest(frame), **self.describe(shard)},
+                            sort_keys=True).encode("utf-8")
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), CACHE_KEY: footer})
-        with atomic_path(path) as tmp:
-            pq.write_table(table, tmp)
+        try:
+            with atomic_path(path) as tmp:
+                pq.write_table(table, tmp, write_page_checksum=True)
+        except OSError as err:
+            if not self._store_failed and self._progress is not None:
+                self._progress(f"[shard cache] warning: cannot store shards in {self.folder} "
+                               f"({' '.join(str(err).split())}); finished shards are kept in memory only, so an "
+                               "interrupted run recomputes them")
+            self._store_failed = True
+            return None
         return path
 
 
@@ -174,9 +219,10 @@ def run_cached(
         fn: the shard function (``run(shard) -> DataFrame``).
         shards: the sweep's shards.
         cache: where finished shards are stored; None computes every shard and stores nothing.
-        runner: ``runner(fn, shards, on_result=..., progress=..., desc=..., **runner_kwargs)`` computing
-            the missing shards and calling ``on_result(i, frame)`` on the driver as each finishes
-            (:func:`gradmc.distributed.run_shards`).
+        runner: ``runner(fn, shards, on_result=..., progress=..., desc=..., numbers=..., **runner_kwargs)``
+            computing the missing shards and calling ``on_result(i, frame)`` on the driver as each finishes
+            (:func:`gradmc.distributed.run_shards`; ``numbers`` are the shards' indices in the whole sweep,
+            for its progress lines and errors).
         progress: receives a line saying how many shards came from the cache; None for silence.
         desc: label of the progress lines.
 
@@ -200,7 +246,8 @@ def run_cached(
         if cache is not None:
             cache.store(shards[todo[j]], frame)
 
-    computed = runner(fn, [shards[i] for i in todo], on_result=keep, progress=progress, desc=desc, **runner_kwargs)
+    computed = runner(fn, [shards[i] for i in todo], on_result=keep, progress=progress, desc=desc, numbers=todo,
+                      **runner_kwargs)
     for i, frame in zip(todo, computed, strict=True):
         frames[i] = frame
     return frames, len(todo)
