@@ -71,3 +71,18 @@ def download_env(monkeypatch):
     monkeypatch.setenv("NO_PROXY", "*")
     monkeypatch.delenv("GRADMC_DATA_DIR", raising=False)
     monkeypatch.delenv(download.BASE_URL_ENV, raising=False)
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    """A private 2-CPU Ray instance for the module (not a cluster: RAY_ADDRESS removed; the default shard
+    executor: GRADMC_SHARD_EXECUTOR removed)."""
+    from gradmc.distributed import ensure_ray, shutdown_ray
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("RAY_ADDRESS", raising=False)
+        mp.delenv("GRADMC_SHARD_EXECUTOR", raising=False)
+        started = ensure_ray(num_cpus=2)
+        yield
+        if started:
+            shutdown_ray()

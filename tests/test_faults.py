@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -22,8 +20,9 @@ import pandas as pd
 import pytest
 import ray
 import torch
+from _killer import kill_first_attempt
 
-from gradmc.distributed import CONNECT_TIMEOUT_ENV_VAR, ShardOutOfMemoryError, ensure_ray, run_shards, shutdown_ray
+from gradmc.distributed import CONNECT_TIMEOUT_ENV_VAR, ShardOutOfMemoryError, ensure_ray, run_shards
 from gradmc.distributed.memory import is_out_of_memory, run_guarded, shard_sizes
 from gradmc.distributed.selftest import ToyShard, toy_shard
 from gradmc.errors import InputError
@@ -33,16 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 GRADMC = str(Path(sys.executable).with_name("gradmc"))  # the console script: the real entry point
 KEY = ["seed", "chain", "step", "metric"]
 
-
-@pytest.fixture(scope="module")
-def ray_session():
-    """A private 2-CPU Ray instance for the module (not a cluster: RAY_ADDRESS removed)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("RAY_ADDRESS", raising=False)
-        started = ensure_ray(num_cpus=2)
-        yield
-        if started:
-            shutdown_ray()
 
 
 def fault_free(seeds) -> pd.DataFrame:
@@ -65,18 +54,7 @@ def test_worker_killed_from_outside_mid_sweep(ray_session, tmp_path):
     pid_file = tmp_path / "pids"
     shards = [ToyShard(seed=i, sleep_s=0.05) for i in range(6)]
     shards[3] = ToyShard(seed=3, sleep_s=1.0, pid_file=str(pid_file))
-    killed: list[int] = []
-
-    def kill_first_attempt():
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (pid_file.exists() and pid_file.read_text().endswith("\n")):
-            time.sleep(0.02)
-        pid = int(pid_file.read_text().split()[0])
-        os.kill(pid, signal.SIGKILL)  # the Ray worker that runs shard 3 (it wrote its own pid)
-        killed.append(pid)
-
-    killer = threading.Thread(target=kill_first_attempt)
-    killer.start()
+    killer, killed = kill_first_attempt(pid_file)
     results = run_shards(toy_shard, shards, num_workers=2, max_retries=2, progress=None)
     killer.join(timeout=60)
     attempts = [int(line.split()[0]) for line in pid_file.read_text().splitlines()]

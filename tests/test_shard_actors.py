@@ -8,29 +8,14 @@ file every shard reads is loaded once per actor, and again when it changes.
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
-import time
-
 import pandas as pd
 import pytest
+from _killer import kill_first_attempt
 
-from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
+from gradmc.distributed import run_shards
 from gradmc.distributed.selftest import SharedInputShard, ToyShard, shared_input_shard, toy_shard
 from gradmc.distributed.shared import clear, load_once, loads
 from gradmc.errors import InputError
-
-
-@pytest.fixture(scope="module")
-def ray_session():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("RAY_ADDRESS", raising=False)
-        mp.delenv("GRADMC_SHARD_EXECUTOR", raising=False)
-        started = ensure_ray(num_cpus=2)
-        yield
-        if started:
-            shutdown_ray()
 
 
 def fault_free(seeds) -> pd.DataFrame:
@@ -49,18 +34,7 @@ def test_actor_killed_mid_shard_is_restarted_and_its_shard_redone(ray_session, t
     pid_file = tmp_path / "pids"
     shards = [ToyShard(seed=i, sleep_s=0.05) for i in range(6)]
     shards[3] = ToyShard(seed=3, sleep_s=1.0, pid_file=str(pid_file))
-    killed: list[int] = []
-
-    def kill_first_attempt():
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (pid_file.exists() and pid_file.read_text().endswith("\n")):
-            time.sleep(0.02)
-        pid = int(pid_file.read_text().split()[0])
-        os.kill(pid, signal.SIGKILL)  # the actor's process, while it runs shard 3
-        killed.append(pid)
-
-    killer = threading.Thread(target=kill_first_attempt)
-    killer.start()
+    killer, killed = kill_first_attempt(pid_file)
     results = run_shards(toy_shard, shards, num_workers=2, max_retries=2, progress=None, executor="actors")
     killer.join()
     attempts = [int(line.split()[0]) for line in pid_file.read_text().splitlines()]

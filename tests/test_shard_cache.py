@@ -23,23 +23,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
+from gradmc.distributed import run_shards
 from gradmc.distributed.selftest import ToyShard, toy_shard
 from gradmc.distributed.shard_cache import CACHE_KEY, ShardCache, cache_folder_for, run_cached
 
 ROOT = Path(__file__).resolve().parents[1]
 GRADMC = str(Path(sys.executable).with_name("gradmc"))
 
-
-@pytest.fixture(scope="module")
-def ray_session():
-    """A private 2-CPU Ray instance for the module (RAY_ADDRESS removed)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("RAY_ADDRESS", raising=False)
-        started = ensure_ray(num_cpus=2)
-        yield
-        if started:
-            shutdown_ray()
 
 
 def fault_free(shards) -> list[pd.DataFrame]:
