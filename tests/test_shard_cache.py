@@ -317,3 +317,22 @@ def test_gradmc_run_refuses_cache_and_executor_mistakes_before_any_work(tmp_path
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "shards" not in proc.stdout  # stopped before building shards
     assert time.monotonic() - start < 30
+
+
+@pytest.mark.parametrize("extra, kept", [([], "m.shards"), (["--shard-cache", "elsewhere"], "elsewhere"),
+                                         (["--no-shard-cache"], None)])
+def test_interrupted_gradmc_run_says_where_its_finished_shards_are(monkeypatch, capsys, extra, kept):
+    import gradmc.cli.commands as commands
+    from gradmc.cli import main
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(commands.COMMANDS, "run", interrupted)
+    status = main(["run", "ising_sampling", "--config", "config/smoke.yaml", "--out", "m.parquet", *extra])
+    err = capsys.readouterr().err
+    assert status == 130
+    if kept is None:
+        assert "no output was written" in err and "shards" not in err
+    else:
+        assert f"m.parquet was not written, but the shards finished so far are kept in {kept}" in err

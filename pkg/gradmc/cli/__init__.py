@@ -17,6 +17,18 @@ from gradmc.cli.parser import IMAGE_DATASETS, build_parser
 __all__ = ["main", "build_parser", "IMAGE_DATASETS"]
 
 
+def interrupted_message(args) -> str:
+    """What an interrupted command leaves behind: nothing for most; for ``gradmc run`` with its shard cache,
+    the shards finished so far (:mod:`gradmc.distributed.shard_cache`), which a rerun reuses."""
+    if args.command == "run" and not getattr(args, "no_shard_cache", True) and getattr(args, "out", None):
+        from gradmc.distributed.shard_cache import cache_folder_for
+
+        cache = args.shard_cache or cache_folder_for(args.out)
+        return (f"interrupted; {args.out} was not written, but the shards finished so far are kept in {cache}: "
+                "rerun the same command to compute only the rest")
+    return "interrupted; no output was written (rerun to finish)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gradmc`` console script; returns the exit status (0 done, 2 user error, 130
     interrupted). Exceptions outside the user-error family propagate (Python prints the traceback, status 1)."""
@@ -44,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gradmc: error: {err}", file=sys.stderr, flush=True)
         return 2
     except KeyboardInterrupt:
-        print("gradmc: interrupted; no output was written (rerun to finish)", file=sys.stderr, flush=True)
+        print(f"gradmc: {interrupted_message(args)}", file=sys.stderr, flush=True)
         return 130
     log(f"[gradmc] {args.command} done in {time.perf_counter() - start:.1f}s (pid {os.getpid()})")
     return 0
