@@ -17,7 +17,8 @@ from gradmc.figures.ising_sampling import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
 
 SPEC = {"sides": [4, 6], "thetas": [-0.1, 0.3], "samplers": ["Gibbs-1", "GWG"], "seeds": [0, 1],
-        "num_chains": 5, "num_steps": 30, "burn_in_fraction": 0.1, "chains_per_shard": 2}
+        "num_chains": 5, "num_steps": 30, "burn_in_fraction": 0.1, "chains_per_shard": 2,
+        "chain_block": 1}
 
 
 def _config(**over) -> dict:
@@ -40,7 +41,7 @@ def test_shards_enumerate_and_chunk():
 @pytest.fixture(scope="module")
 def tiny_shard() -> exp.Shard:
     return exp.Shard(side=4, theta=0.3, sampler="GWG", seed=0, chain_start=2, num_chains=3, total_chains=3,
-                     num_steps=40, burn_in_fraction=0.1, device="cpu")
+                     num_steps=40, burn_in_fraction=0.1, chain_block=1, device="cpu")
 
 
 @pytest.fixture(scope="module")

@@ -129,6 +129,10 @@ def _add_standard_runs(run) -> None:
         gen.add_argument("--executor", choices=("tasks", "actors"), default=None,
                          help="Ray tasks (default; or $GRADMC_SHARD_EXECUTOR) or a pool of Ray actors, one per "
                               "worker, each loading what its shards share once; the results are the same")
+        gen.add_argument("--shard-memory-mb", type=float, default=None, metavar="MIB",
+                         help="memory one shard may use, in MiB (default: $GRADMC_SHARD_MEMORY_MB, else 0.8 of this "
+                              "machine's memory over the workers); an experiment that can split its chains "
+                              "(ising_sampling) runs a larger shard as several parts with the same rows")
 
 
 def _add_figures(fig) -> None:

@@ -50,8 +50,9 @@ class StepClock:
                 self.seconds)
 
 
-def tidy_frame(rows: list[tuple], experiment: str, target: str) -> pd.DataFrame:
-    """Tidy metrics DataFrame from row tuples laid out as :data:`ROW_COLUMNS`, with fixed dtypes."""
+def tidy_frame(rows: list[tuple] | dict, experiment: str, target: str) -> pd.DataFrame:
+    """Tidy metrics DataFrame from row tuples laid out as :data:`ROW_COLUMNS` (or a dict or frame of those
+    columns), with fixed dtypes."""
     df = pd.DataFrame(rows, columns=ROW_COLUMNS)
     df.insert(0, "target", target)
     df.insert(0, "experiment", experiment)
@@ -60,7 +61,7 @@ def tidy_frame(rows: list[tuple], experiment: str, target: str) -> pd.DataFrame:
 
 
 def ess_rows(clock: StepClock, stat: torch.Tensor, accept_sum: torch.Tensor, *, sampler: str, seed: int,
-             burn_in_fraction: float, chain_offset: int = 0, pooled: str = "ess_all_chains") -> list[tuple]:
+             burn_in_fraction: float, chain_offset: int = 0, pooled: str | None = "ess_all_chains") -> list[tuple]:
     """ESS rows of a scalar statistic recorded every step (the GWG paper's Hamming-distance statistic).
 
     Args:
@@ -69,7 +70,7 @@ def ess_rows(clock: StepClock, stat: torch.Tensor, accept_sum: torch.Tensor, *, 
         accept_sum: (C,) summed acceptance probabilities over the T steps.
         burn_in_fraction: leading fraction of the T steps dropped before ESS.
         chain_offset: global index of this shard's first chain (chunked shards).
-        pooled: metric name of the ESS over all C chains together (chain = -1).
+        pooled: metric name of the ESS over all C chains together (chain = -1); None: no pooled row.
 
     Returns:
         Row tuples (:data:`ROW_COLUMNS`): per chain ``ess``, ``ess_per_second`` (sampler time only),
@@ -87,5 +88,6 @@ def ess_rows(clock: StepClock, stat: torch.Tensor, accept_sum: torch.Tensor, *, 
                               ("ess_per_energy_eval", per_chain[c] / max(clock.energy_evals, 1)),
                               ("acceptance_rate", acceptance[c])):
             rows.append(clock.row(sampler, seed, chain_offset + c, metric, value))
-    rows.append(clock.row(sampler, seed, -1, pooled, ess(kept)))
+    if pooled is not None:
+        rows.append(clock.row(sampler, seed, -1, pooled, ess(kept)))
     return rows

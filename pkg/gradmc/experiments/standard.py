@@ -42,7 +42,8 @@ def collect(name: str, results: list[pd.DataFrame], inputs: dict[str, str] | Non
 
 def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: int | None = None,
                    progress: Callable[[str], None] | None = print,
-                   shard_cache: str | os.PathLike | None = None, executor: str | None = None) -> pd.DataFrame:
+                   shard_cache: str | os.PathLike | None = None, executor: str | None = None,
+                   memory_budget: int | None = None) -> pd.DataFrame:
     """Run every shard of experiment ``name`` on Ray and return the collected metrics.
 
     Args:
@@ -54,11 +55,14 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
         shard_cache: folder of the per-shard cache (:mod:`gradmc.distributed.shard_cache`): each finished
             shard is stored there at once and a rerun computes only the shards not stored; None: no cache.
         executor: ``"tasks"`` or ``"actors"`` (:func:`gradmc.distributed.run_shards`); None: its default.
+        memory_budget: bytes one shard may use; a shard estimated above it is split into parts of whole
+            chain blocks with the same rows (:mod:`gradmc.distributed.memory_split`); None: no split.
 
     Returns:
         The tidy metrics frame (:func:`collect`); the same with or without the cache, interrupted or not.
     """
     from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
+    from gradmc.distributed.memory_split import merge_results, run_unit, split_for_memory
     from gradmc.distributed.shard_cache import ShardCache, run_cached
 
     entry = standard(name)
@@ -79,5 +83,10 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
         finally:
             shutdown_ray()
 
-    results, _ = run_cached(module.run, shards, cache, on_ray, progress=progress, desc=name)
-    return collect(name, results, inputs)
+    say = (lambda line: progress(f"[{name}] {line}")) if progress is not None else None
+    units, groups = split_for_memory(module, shards, memory_budget, progress=say)
+    if len(units) == len(shards):  # nothing split: the experiment's own run, as always
+        results, _ = run_cached(module.run, shards, cache, on_ray, progress=progress, desc=name)
+        return collect(name, results, inputs)
+    frames, _ = run_cached(run_unit, units, cache, on_ray, progress=progress, desc=name)
+    return collect(name, merge_results(module, shards, units, groups, frames), inputs)

@@ -29,6 +29,8 @@ from typing import NamedTuple
 
 import torch
 
+import gradmc.samplers.streams as streams
+
 __all__ = ["Info", "NonFiniteError", "check_finite", "check_conditional", "acceptance_probability",
            "metropolis_hastings_accept", "hamiltonian_accept", "sample_categorical", "log_prob_and_grad",
            "EXP_FLOOR", "exp_below_max", "log_normaliser", "log_softmax", "own_method"]
@@ -178,7 +180,7 @@ def metropolis_hastings_accept(
         accepted: (C,) bool; acceptance_prob: (C,) float in [0, 1] (:func:`acceptance_probability`).
     """
     acceptance_prob = acceptance_probability(log_alpha, proposal_log_prob)
-    u = torch.rand(log_alpha.shape, generator=generator, device=log_alpha.device, dtype=log_alpha.dtype)
+    u = streams.rand(log_alpha.shape, generator, device=log_alpha.device, dtype=log_alpha.dtype)
     accepted = u < acceptance_prob
     return accepted, acceptance_prob
 
@@ -234,7 +236,7 @@ def sample_categorical(logits: torch.Tensor, generator: torch.Generator, return_
     cdf = exp_below_max(logits, top).cumsum(-1, dtype=torch.float64)  # unnormalised, max term 1
     total = cdf[..., -1:].contiguous()
     draws = 1 if num_samples is None else num_samples
-    u = torch.rand((*logits.shape[:-1], draws), generator=generator, device=logits.device, dtype=torch.float64)
+    u = streams.rand((*logits.shape[:-1], draws), generator, device=logits.device, dtype=torch.float64)
     idx = torch.searchsorted(cdf, u * total, right=True)
     # u * total can round up to total: the first index where the CDF reaches its total is the last
     # entry of positive probability, so clipping to it never returns a zero-probability entry

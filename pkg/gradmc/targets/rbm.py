@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+import gradmc.samplers.streams as streams
 from gradmc.samplers.incremental import Evaluation, flip_deltas
 from gradmc.targets.exact import enumerate_binary
 from gradmc.targets.validation import check_binary
@@ -132,12 +133,12 @@ class RBM(nn.Module):
     def sample_hidden(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """h ~ p(h | x): (C, D) -> (C, H) floats in {0, 1}."""
         p = self.hidden_probs(x)
-        return torch.bernoulli(p, generator=generator)
+        return streams.bernoulli(p, generator)
 
     def sample_visible(self, h: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """x ~ p(x | h): (C, H) -> (C, D) floats in {0, 1}."""
         p = self.visible_probs(h)
-        return torch.bernoulli(p, generator=generator)
+        return streams.bernoulli(p, generator)
 
     @torch.no_grad()
     def log_partition(self) -> float:

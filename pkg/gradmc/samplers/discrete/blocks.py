@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import torch
 
+import gradmc.samplers.streams as streams
+
 __all__ = ["random_orders", "next_permutation_block", "set_block", "xor_block"]
 
 
 def random_orders(num_chains: int, dim: int, generator: torch.Generator, device) -> torch.Tensor:
     """(C, D) int64: an independent uniform random permutation of range(D) per chain."""
-    keys = torch.rand(num_chains, dim, generator=generator, device=device, dtype=torch.float64)  # no ties
+    keys = streams.rand((num_chains, dim), generator, device=device, dtype=torch.float64)  # no ties
     return torch.argsort(keys, dim=1)
 
 

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+import gradmc.samplers.streams as streams
 from gradmc.samplers.base import Info, log_prob_and_grad
 from gradmc.targets.exact import enumerate_binary
 from gradmc.targets.validation import check_binary
@@ -84,7 +85,7 @@ def chromatic_gibbs(target, x: torch.Tensor, classes: list[torch.Tensor], num_sw
     for _ in range(num_sweeps):
         for sites in classes:
             p = torch.sigmoid(colour_logits(target, x, sites))
-            u = torch.rand(p.shape, generator=generator, device=x.device, dtype=p.dtype)
+            u = streams.rand(p.shape, generator, device=x.device, dtype=p.dtype)
             x[:, sites] = (u < p).to(x.dtype)
     return x
 

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import torch
 
+import gradmc.samplers.streams as streams
 from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
 from gradmc.samplers.discrete.blocks import next_permutation_block, xor_block
 from gradmc.samplers.enumerate import ball_patterns, ball_size, combinations
@@ -107,7 +108,7 @@ class _HammingBallKernel:
         x, step = state.x, state.num_steps + 1
         C = x.shape[0]
         masks = self._masks(block.shape[1], x)  # (B, X)
-        k = torch.randint(masks.shape[0], (C,), generator=generator, device=x.device)
+        k = streams.randint(masks.shape[0], (C,), generator, device=x.device)
         cache, key, evals = None, None, masks.shape[0]
         if offers(log_prob, "eval_flip_candidates"):  # the ball around u = x ^ masks[k] as flips of x
             ev, key, billed = current_evaluation(state, log_prob, x, grad=False)
@@ -274,7 +275,7 @@ class BlockHammingBall(_HammingBallKernel):
         """One Hamming-ball update of a uniformly random block per chain."""
         x = state.x
         blocks = self.block_tensor(x.device)  # (nb, X)
-        choice = torch.randint(blocks.shape[0], (x.shape[0],), generator=generator, device=x.device)
+        choice = streams.randint(blocks.shape[0], (x.shape[0],), generator, device=x.device)
         x_new, cache, key, info = self._update(state, blocks[choice], log_prob, generator)
         return bind_state(BlockHammingBallState(x=x_new, num_steps=state.num_steps + 1, cache=cache,
                                                 cache_key=key)), info

@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 import torch
 
+import gradmc.samplers.streams as streams
 from gradmc.samplers.base import Info, acceptance_probability, check_finite, metropolis_hastings_accept
 from gradmc.samplers.discrete.flips import apply_flips
 from gradmc.targets.validation import check_binary
@@ -65,7 +66,7 @@ class RandomWalkMetropolis:
             NonFiniteError: f(x) NaN/inf at a current state (a proposal of NaN/inf f is rejected)."""
         x = state.x
         C, D = x.shape
-        idx = torch.randint(D, (C,), generator=generator, device=x.device)
+        idx = streams.randint(D, (C,), generator, device=x.device)
         counts = torch.nn.functional.one_hot(idx, D)  # (C, D)
         x_new = apply_flips(x, counts)
         log_alpha, f_x, f_new = self.log_acceptance(x, x_new, log_prob)

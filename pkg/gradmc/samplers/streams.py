@@ -1,0 +1,117 @@
+"""Random streams per fixed block of chains, so that how chains are grouped into shards cannot change a result.
+
+A kernel step draws its randomness for all C chains at once (``torch.rand((C, ...), generator=g)``), so
+with one generator per shard, chain c's draws depend on how many chains share the batch: splitting a
+shard's chains over two shards would change every chain after the split point. :class:`ChainStreams`
+gives each fixed block of chains its own ``torch.Generator``: a draw of shape (C, ...) is the
+concatenation along dim 0 of each block's own draw of shape (block size, ...). Chain c's random numbers
+then depend only on its block's seed and on the sequence of draws, so a shard holding blocks 0-3 and two
+shards holding blocks 0-1 and 2-3 produce the same chains (the memory-aware split of
+:mod:`gradmc.distributed.memory_split` relies on this).
+
+Every discrete kernel draws through :func:`rand`, :func:`randint` and :func:`bernoulli`. Given a plain
+``torch.Generator`` they make exactly the torch call they replace (same stream, same values), so nothing
+changes for callers that do not use blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+__all__ = ["ChainStreams", "Randomness", "bernoulli", "rand", "randint"]
+
+
+class ChainStreams:
+    """One ``torch.Generator`` per block of consecutive chains (chains first in every drawn tensor).
+
+    Args:
+        generators: the blocks' generators, in chain order, all on one device.
+        sizes: the blocks' chain counts (positive ints), one per generator.
+
+    Raises:
+        ValueError: no generators, a count that is not positive, lengths that differ, or generators on
+            different devices.
+    """
+
+    def __init__(self, generators: Sequence[torch.Generator], sizes: Sequence[int]):
+        generators, sizes = list(generators), [int(n) for n in sizes]
+        if not generators or len(generators) != len(sizes):
+            raise ValueError(f"ChainStreams needs one chain count per generator, got {len(generators)} generators "
+                             f"and {len(sizes)} counts")
+        if any(n < 1 for n in sizes):
+            raise ValueError(f"every block needs at least one chain, got counts {sizes}")
+        if len({str(g.device) for g in generators}) != 1:
+            raise ValueError(f"all generators must be on one device, got {sorted({str(g.device) for g in generators})}")
+        self.generators = generators
+        self.sizes = sizes
+
+    @property
+    def num_chains(self) -> int:
+        """Total chains C over all blocks."""
+        return sum(self.sizes)
+
+    @property
+    def device(self) -> torch.device:
+        """The generators' device."""
+        return self.generators[0].device
+
+    def _check(self, rows: int, what: str) -> None:
+        if rows != self.num_chains:
+            raise ValueError(f"{what}: a draw for {rows} chains from streams of {self.num_chains} chains "
+                             f"(blocks {self.sizes}); chains must be the first dimension")
+
+    def __repr__(self) -> str:
+        return f"ChainStreams(blocks={self.sizes})"
+
+
+Randomness = torch.Generator | ChainStreams
+"""What a kernel accepts as its source of randomness."""
+
+
+def _blocks(gen: ChainStreams):
+    start = 0
+    for g, n in zip(gen.generators, gen.sizes, strict=True):
+        yield g, start, start + n
+        start += n
+
+
+def rand(shape: Sequence[int], generator: Randomness, *, device=None, dtype=None) -> torch.Tensor:
+    """Uniform [0, 1) draws of ``shape`` (chains first when ``generator`` is a :class:`ChainStreams`).
+
+    Raises:
+        ValueError: ``shape[0]`` is not the streams' chain count.
+    """
+    shape = tuple(shape)
+    if not isinstance(generator, ChainStreams):
+        return torch.rand(shape, generator=generator, device=device, dtype=dtype)
+    generator._check(shape[0] if shape else 0, "rand")
+    return torch.cat([torch.rand((b - a, *shape[1:]), generator=g, device=device, dtype=dtype)
+                      for g, a, b in _blocks(generator)])
+
+
+def randint(high: int, shape: Sequence[int], generator: Randomness, *, device=None) -> torch.Tensor:
+    """Integers uniform in [0, high) of ``shape`` (int64; chains first for :class:`ChainStreams`).
+
+    Raises:
+        ValueError: ``shape[0]`` is not the streams' chain count.
+    """
+    shape = tuple(shape)
+    if not isinstance(generator, ChainStreams):
+        return torch.randint(high, shape, generator=generator, device=device)
+    generator._check(shape[0] if shape else 0, "randint")
+    return torch.cat([torch.randint(high, (b - a, *shape[1:]), generator=g, device=device)
+                      for g, a, b in _blocks(generator)])
+
+
+def bernoulli(p: torch.Tensor, generator: Randomness) -> torch.Tensor:
+    """Bernoulli(p) draws, elementwise, shape and dtype of ``p`` (chains first for :class:`ChainStreams`).
+
+    Raises:
+        ValueError: ``p.shape[0]`` is not the streams' chain count.
+    """
+    if not isinstance(generator, ChainStreams):
+        return torch.bernoulli(p, generator=generator)
+    generator._check(p.shape[0] if p.dim() else 0, "bernoulli")
+    return torch.cat([torch.bernoulli(p[a:b], generator=g) for g, a, b in _blocks(generator)])

@@ -1,0 +1,181 @@
+"""Memory-aware shards (issue 16 part 4): a shard over the memory budget is split into parts of whole chain
+blocks, and the rows equal those of the unsplit run; randomness per chain block (ChainStreams) is what makes
+grouping irrelevant, checked kernel by kernel."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import torch
+
+from gradmc.config import fill_defaults
+from gradmc.distributed import memory_split
+from gradmc.distributed.memory_split import ShardPart, ShardTooLargeError, resolve_memory_budget, split_for_memory
+from gradmc.errors import ConfigError, InputError
+from gradmc.experiments import ising_sampling
+from gradmc.experiments.standard import run_experiment
+from gradmc.samplers.discrete.registry import make_sampler
+from gradmc.samplers.streams import ChainStreams, bernoulli, rand, randint
+from gradmc.targets import LatticeIsing, LatticePotts
+
+SPEC = {"sides": [4], "thetas": [0.3], "samplers": ["GWG", "Gibbs-1", "HB-10-1"], "seeds": [0],
+        "num_chains": 8, "num_steps": 40, "burn_in_fraction": 0.1, "chains_per_shard": 8, "chain_block": 2}
+
+
+def _config(**over) -> dict:
+    return fill_defaults({"name": "test", "device": "cpu", "ising_sampling": {**SPEC, **over}})
+
+
+def _gens(*seeds: int) -> list[torch.Generator]:
+    return [torch.Generator().manual_seed(s) for s in seeds]
+
+
+# --- ChainStreams ----------------------------------------------------------------------------------------
+
+def test_streams_draw_each_block_from_its_own_generator():
+    streams = ChainStreams(_gens(1, 2), [2, 3])
+    got = rand((5, 4), streams, dtype=torch.float64)
+    a, b = _gens(1, 2)
+    expected = torch.cat([torch.rand((2, 4), generator=a, dtype=torch.float64),
+                          torch.rand((3, 4), generator=b, dtype=torch.float64)])
+    assert torch.equal(got, expected)
+    ints = randint(7, (5,), ChainStreams(_gens(1, 2), [2, 3]))
+    a, b = _gens(1, 2)
+    assert torch.equal(ints, torch.cat([torch.randint(7, (2,), generator=a), torch.randint(7, (3,), generator=b)]))
+    p = torch.full((5, 3), 0.5)
+    bits = bernoulli(p, ChainStreams(_gens(1, 2), [2, 3]))
+    a, b = _gens(1, 2)
+    assert torch.equal(bits, torch.cat([torch.bernoulli(p[:2], generator=a), torch.bernoulli(p[2:], generator=b)]))
+
+
+def test_plain_generator_gives_the_torch_call_it_replaces():
+    (g,), (h,) = _gens(5), _gens(5)
+    assert torch.equal(rand((3, 2), g), torch.rand((3, 2), generator=h))
+    assert torch.equal(randint(4, (6,), g), torch.randint(4, (6,), generator=h))
+
+
+def test_streams_refuse_a_draw_for_other_chains_and_bad_blocks():
+    streams = ChainStreams(_gens(1, 2), [2, 3])
+    with pytest.raises(ValueError, match="draw for 4 chains from streams of 5 chains"):
+        rand((4, 2), streams)
+    with pytest.raises(ValueError, match="one chain count per generator"):
+        ChainStreams(_gens(1), [1, 2])
+    with pytest.raises(ValueError, match="at least one chain"):
+        ChainStreams(_gens(1), [0])
+
+
+BINARY = ("GWG", "GWG-3", "Gibbs-1", "Gibbs-2", "HB-10-1", "RWM")
+
+
+@pytest.mark.parametrize("name, state", [(n, "binary") for n in BINARY] + [(n, "categorical") for n in ("GWG", "Gibbs-1")])
+def test_a_chain_does_not_depend_on_the_chains_batched_with_it(name, state):
+    """8 chains in 4 blocks of 2, run as one batch, equal the same blocks run as two batches of 4 (lattice
+    Ising, binary; lattice Potts with 3 states, one-hot)."""
+    target = LatticeIsing(4, 0.3) if state == "binary" else LatticePotts(4, 3, 0.5)
+    sampler = make_sampler(name, state=state)
+
+    def start(streams: ChainStreams) -> torch.Tensor:
+        if state == "binary":
+            return bernoulli(torch.full((streams.num_chains, 16), 0.5), streams)
+        return torch.nn.functional.one_hot(randint(3, (streams.num_chains, 16), streams), 3).float()
+
+    def run(blocks: list[int]) -> torch.Tensor:
+        streams = ChainStreams(_gens(*(100 + b for b in blocks)), [2] * len(blocks))
+        state = sampler.init(start(streams), target)
+        for _ in range(25):
+            state, _info = sampler.step(state, target, streams)
+        return state.x
+
+    whole = run([0, 1, 2, 3])
+    assert torch.equal(whole, torch.cat([run([0, 1]), run([2, 3])]))
+    assert not torch.equal(whole[:2], whole[2:4])  # the blocks do differ
+
+
+# --- splitting a sweep -----------------------------------------------------------------------------------
+
+def test_shards_over_the_budget_split_into_whole_blocks():
+    shards = ising_sampling.shards(_config(), {})
+    one_block = ising_sampling.shard_memory_bytes(shards[0], 2)
+    units, groups = split_for_memory(ising_sampling, shards, 2 * one_block)
+    assert len(units) == 2 * len(shards) and all(isinstance(u, ShardPart) for u in units)
+    assert [(u.start, u.stop) for u in units[:2]] == [(0, 4), (4, 8)]
+    assert groups[1] == [2, 3]
+    units, groups = split_for_memory(ising_sampling, shards, ising_sampling.shard_memory_bytes(shards[0], 8))
+    assert units == shards and groups == [[0], [1], [2]]
+    assert split_for_memory(ising_sampling, shards, None)[0] == shards
+
+
+def test_one_block_over_the_budget_is_a_clear_error():
+    shards = ising_sampling.shards(_config(), {})
+    with pytest.raises(ShardTooLargeError, match=r"one chain block of 2 chains.*chain_block"):
+        split_for_memory(ising_sampling, shards, ising_sampling.shard_memory_bytes(shards[0], 2) - 1)
+
+
+def test_chains_per_shard_must_hold_whole_blocks():
+    with pytest.raises(ConfigError, match=r"chains_per_shard \(3\) must be a multiple of ising_sampling.chain_block"):
+        ising_sampling.shards(_config(chains_per_shard=3), {})
+    assert len(ising_sampling.shards(_config(chains_per_shard=12, chain_block=5), {})) == 3  # one chunk: any block
+
+
+def test_split_sweep_rows_equal_the_unsplit_sweep(ray_session, tmp_path):
+    """The issue's test: a tiny budget splits every shard (2 and 4 parts); rows equal the unsplit run's
+    (all but the timings), also through the shard cache, which stores each part on its own."""
+    config = _config()
+    shard = ising_sampling.shards(config, {})[0]
+
+    def sweep(budget, cache=None) -> tuple[pd.DataFrame, list[str]]:
+        lines: list[str] = []
+        df = run_experiment("ising_sampling", config, {}, workers=2, progress=lines.append, memory_budget=budget,
+                            shard_cache=cache)
+        return df, lines
+
+    def untimed(df: pd.DataFrame) -> pd.DataFrame:
+        return df[df["metric"] != "ess_per_second"].drop(columns="wall_time_s").reset_index(drop=True)
+
+    whole, lines = sweep(None)
+    assert not any("split" in line for line in lines)
+    for blocks, parts in ((2, 2), (1, 4)):
+        split, lines = sweep(ising_sampling.shard_memory_bytes(shard, 2 * blocks), tmp_path / f"cache{blocks}")
+        assert sum(f"split into {parts} parts" in line for line in lines) == 3
+        pd.testing.assert_frame_equal(untimed(split), untimed(whole))
+        assert len(list((tmp_path / f"cache{blocks}").glob("*.parquet"))) == 3 * parts
+    assert set(whole["metric"]) >= {"ess", "ess_all_chains"} and "kept_statistic" not in set(split["metric"])
+    again, _ = sweep(ising_sampling.shard_memory_bytes(shard, 2), tmp_path / "cache1")  # all parts from the cache
+    pd.testing.assert_frame_equal(untimed(again), untimed(whole))
+
+
+def test_merge_refuses_parts_that_miss_chains():
+    shard = dataclasses.replace(ising_sampling.shards(_config(num_steps=12), {})[0])
+    first = ising_sampling.run_part(ShardPart(shard, 0, 4))
+    with pytest.raises(ValueError, match="hold chains"):
+        ising_sampling.merge_parts(shard, [first])
+
+
+# --- the budget --------------------------------------------------------------------------------------------
+
+def test_budget_from_option_environment_or_machine(monkeypatch):
+    monkeypatch.delenv(memory_split.MEMORY_ENV_VAR, raising=False)
+    assert resolve_memory_budget(64) == 64 << 20
+    monkeypatch.setattr(memory_split, "physical_memory_bytes", lambda: 10 << 30)
+    assert resolve_memory_budget(None, workers=4) == int(0.8 * (10 << 30) / 4)
+    monkeypatch.setenv(memory_split.MEMORY_ENV_VAR, "512")
+    assert resolve_memory_budget(None, workers=4) == 512 << 20
+    assert resolve_memory_budget(2, workers=4) == 2 << 20  # the option wins
+    monkeypatch.setenv(memory_split.MEMORY_ENV_VAR, "lots")
+    with pytest.raises(InputError, match="GRADMC_SHARD_MEMORY_MB='lots' is not a number"):
+        resolve_memory_budget(None)
+    for bad in (0, -3, float("nan"), float("inf")):
+        with pytest.raises(InputError, match="positive, finite"):
+            resolve_memory_budget(bad)
+
+
+def test_gradmc_run_refuses_a_bad_budget_before_any_work(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "gradmc.cli", "run", "ising_sampling", "--config",
+                           "config/smoke.yaml", "--out", str(tmp_path / "m.parquet"), "--shard-memory-mb", "-1"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--shard-memory-mb must be a positive, finite number" in proc.stderr
+    assert not (tmp_path / "m.parquet").exists()
