@@ -68,10 +68,11 @@ def test_streams_refuse_a_draw_for_other_chains_and_bad_blocks():
         ChainStreams(_gens(1), [0])
 
 
-BINARY = ("GWG", "GWG-3", "Gibbs-1", "Gibbs-2", "HB-10-1", "RWM")
+KERNELS = [(n, "binary") for n in ("GWG", "GWG-3", "Gibbs-1", "Gibbs-2", "HB-10-1", "RWM")] + [
+    (n, "categorical") for n in ("GWG", "Gibbs-1")]
 
 
-@pytest.mark.parametrize("name, state", [(n, "binary") for n in BINARY] + [(n, "categorical") for n in ("GWG", "Gibbs-1")])
+@pytest.mark.parametrize("name, state", KERNELS)
 def test_a_chain_does_not_depend_on_the_chains_batched_with_it(name, state):
     """8 chains in 4 blocks of 2, run as one batch, equal the same blocks run as two batches of 4 (lattice
     Ising, binary; lattice Potts with 3 states, one-hot)."""
