@@ -43,7 +43,6 @@ from gradmc.errors import ConfigError
 from gradmc.evaluation.ess import ess
 from gradmc.experiments.runner import StepClock, ess_rows, tidy_frame
 from gradmc.samplers.discrete.registry import make_sampler
-from gradmc.samplers.streams import ChainStreams
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets import LatticeIsing
 
@@ -100,7 +99,7 @@ def reference_configuration(side: int, theta: float, device: str = "cpu") -> tor
     return torch.bernoulli(torch.full((int(side) ** 2,), 0.5, device=device), generator=generator)
 
 
-def _streams(shard: Shard, start: int, stop: int) -> ChainStreams:
+def _streams(shard: Shard, start: int, stop: int) -> streams.ChainStreams:
     """The random streams of chains ``start .. stop - 1`` of ``shard``: one generator per chain block of the
     whole (side, theta, sampler, seed) run, seeded from the block's index, so a chain's draws do not depend on
     which shard or part runs it."""
@@ -113,7 +112,7 @@ def _streams(shard: Shard, start: int, stop: int) -> ChainStreams:
         generators.append(make_generator(seed_from(EXPERIMENT, shard.side, shard.theta, shard.sampler, shard.seed,
                                                    "chain-block", block), shard.device))
         sizes.append(min(block_start + shard.chain_block, shard.chain_start + stop) - block_start)
-    return ChainStreams(generators, sizes)
+    return streams.ChainStreams(generators, sizes)
 
 
 def shard_chains(shard: Shard) -> tuple[int, int]:
