@@ -52,8 +52,16 @@ def missing_data(config: dict, folder: Path) -> dict[str, list[str]]:
     if "kmc_gpc" in config:
         out["glass"] = files(["glass"])
     for protein in config.get("potts_proteins", {}).get("proteins", []):
-        out[f"protein:{protein}"] = [m.split(" (")[0] for m in missing_files([protein], folder)]
+        out[f"protein:{protein}"] = [_relative(m.split(" (")[0].split(": ", 1)[-1], folder)
+                                     for m in missing_files([protein], folder)]
     return {k: v for k, v in out.items() if v}
+
+
+def _relative(path: str, folder: Path) -> str:
+    try:
+        return str(Path(path).relative_to(folder))
+    except ValueError:
+        return path
 
 
 class _Planner:
@@ -66,9 +74,12 @@ class _Planner:
         self.work = out / "slice"
         self.base = copy.deepcopy(config)
         self.base["device"] = "cpu"
+        self.potts_missing_all = False
         if "potts_proteins" in self.base:
             spec = self.base["potts_proteins"]
-            spec["proteins"] = [p for p in spec["proteins"] if f"protein:{p}" not in self.missing]
+            present = [p for p in spec["proteins"] if f"protein:{p}" not in self.missing]
+            self.potts_missing_all = not present
+            spec["proteins"] = present or spec["proteins"]  # the schema wants one; none is probed then
         self.config_path = self.work / "config.yaml"
         self._write_config()
         self.timeout_s, self.deadline, self.progress = timeout_s, time.monotonic() + budget_s, progress
@@ -142,7 +153,7 @@ def _standard(p: _Planner, name: str, inputs: dict[str, str]) -> dict:
     spec, job = JOBS[name], _job(name)
     if name == "potts_proteins":
         job["missing"] = [f for k, v in p.missing.items() if k.startswith("protein:") for f in v]
-        if not p.base["potts_proteins"]["proteins"]:
+        if p.potts_missing_all:
             job["status"] = "missing data"
             return job
     if name in ("kmc_gpc", "kmc_gpc_benchmark") and "glass" in p.missing:
