@@ -5,7 +5,6 @@ whole DAG on N workers. Pure functions of numbers (no timing, no files), tested 
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Mapping, Sequence
 
 __all__ = ["unit_cost", "task_seconds", "gpu_hours", "makespan"]

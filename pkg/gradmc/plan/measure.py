@@ -102,38 +102,44 @@ def _stage_task(spec: JobSpec, config: dict, probe: dict, level: int | None):
 
 
 def _train_ebm(config: dict, probe: dict) -> dict:
-    """Three short trainings: (1 iteration, 1 step), (1, 2), (2, 1); per iteration at the config's num_steps =
-    update + num_steps * step. Validation is cut to 1 level on 2 rows here; its real cost is added by the
-    plan from the ais_ebm probe (seconds per level and per row)."""
+    """Short trainings timed by the trainer's own clock (sampler + update, no data loading, evaluation or
+    saving): 2 iterations of 1 sampler step (cold, then warm) and 2 iterations of 3 steps. Seconds per step
+    s = (t(2, 3) - t(2, 1)) / 4, per update u = t(2, 1) / 2 - s; one iteration at the config's num_steps S is
+    u + S * s. A step that comes out <= 0 (noise) is replaced by t(2, 3) / 6, an upper bound; u is at least 0.
+    The fixed cost is the cold run's wall time less its training seconds. Validation is cut to 1 level on 2
+    rows here; its real cost is added by the plan from the ais_ebm probe (seconds per level and per row)."""
     from gradmc.experiments.ebm import train_stage
 
     ds, sampler = probe["cls"]
     steps = int(config["ebm"]["train"]["num_steps"])
-
-    def run(iterations: int, num_steps: int, out: Path) -> float:
-        cfg = copy.deepcopy(config)
-        t = cfg["ebm"]["train"]
-        t.update(iterations=iterations, num_steps=num_steps, eval_every=0, checkpoint_every=1000000, log_every=1)
-        cfg["ebm"]["ais"].update(validation_intermediate=1, validation_examples=2)
-        out.unlink(missing_ok=True)
-        return _timed(lambda: train_stage(cfg, ds, sampler, probe["inputs"]["data"], str(out), progress=None))
-
     model = Path(probe["workdir"]) / "ebm" / ds / sampler / "model.pt"
     model.parent.mkdir(parents=True, exist_ok=True)
-    cold = run(1, 1, model)
-    base = run(1, 1, model)
-    two_steps = run(1, 2, model)
-    two_iters = run(2, 1, model)
-    step = two_steps - base
-    update = (two_iters - base) - step
-    per_iteration = update + steps * step
-    return {"t_cold": cold, "per_unit": per_iteration, "fixed": cold - (update + step),
-            "detail": {"seconds_per_sampler_step": step, "seconds_per_update": update, "num_steps": steps},
+
+    def run(iterations: int, num_steps: int) -> tuple[float, float]:
+        cfg = copy.deepcopy(config)
+        cfg["ebm"]["train"].update(iterations=iterations, num_steps=num_steps, eval_every=0,
+                                   checkpoint_every=1000000, log_every=1)
+        cfg["ebm"]["ais"].update(validation_intermediate=1, validation_examples=2)
+        model.unlink(missing_ok=True)
+        start = time.perf_counter()
+        meta = train_stage(cfg, ds, sampler, probe["inputs"]["data"], str(model), progress=None)
+        return time.perf_counter() - start, float(meta["seconds"])
+
+    cold_wall, cold_train = run(2, 1)
+    _, one = run(2, 1)
+    _, three = run(2, 3)
+    step = (three - one) / 4
+    if step <= 0:
+        step = three / 6
+    update = max(one / 2 - step, 0.0)
+    return {"t_cold": cold_wall, "per_unit": update + steps * step, "fixed": max(cold_wall - one, 0.0),
+            "detail": {"seconds_per_sampler_step": step, "seconds_per_update": update, "num_steps": steps,
+                       "train_seconds": {"2x1_cold": cold_train, "2x1": one, "2x3": three}},
             "outputs": {"model": str(model)}}
 
 
 def _ais_ebm(config: dict, probe: dict) -> dict:
-    """AIS at 2 levels (cold), 2 and 4 levels (warm), then f(x) of 1024 rows at the bound's batch size: the
+    """AIS at 4 levels (cold), 4 and 8 levels (warm), then f(x) of 1024 rows at the bound's batch size: the
     fixed part of the job (test rows, the hard bound over the training rows and the buffer) is rows x that."""
     import torch
 
@@ -151,15 +157,18 @@ def _ais_ebm(config: dict, probe: dict) -> dict:
         model.requires_grad_(True)
         return out
 
-    cold, t1, t2 = levels(2), levels(2), levels(4)
+    cold, t1, t2 = levels(4), levels(4), levels(8)
     rows = subset(data.splits["train"], 1024, 0)
     with torch.no_grad():
         t_rows = _timed(lambda: _f_values(model, data, rows, batch=1024 if data.levels == 2 else 64))
     test = min(int(ais["test_examples"]), int(data.splits["test"].shape[0]))
     bound_rows = int(data.splits["train"].shape[0]) + int(state["buffer"].shape[0])
-    per_level = (t2 - t1) / 2
+    per_level = (t2 - t1) / 4
+    if per_level <= 0:
+        per_level = t2 / 8
     per_row = t_rows / rows.shape[0]
-    return {"t_cold": cold, "per_unit": per_level, "fixed": max(cold - 2 * per_level, 0.0) + per_row * (test + bound_rows),
+    fixed = max(cold - 4 * per_level, 0.0) + per_row * (test + bound_rows)
+    return {"t_cold": cold, "per_unit": per_level, "fixed": fixed,
             "detail": {"seconds_per_row": per_row, "test_rows": test, "bound_rows": bound_rows,
                        "validation_rows": min(int(ais["validation_examples"]), int(data.splits["valid"].shape[0])),
                        "validation_levels": int(ais["validation_intermediate"]),

@@ -70,7 +70,8 @@ def run_probe(probe: dict, folder: str | Path, timeout_s: float, name: str) -> P
     out["wall_s"] = time.perf_counter() - start
     out["peak_rss_mb"] = usage.ru_maxrss / 1024.0 if sys.platform != "darwin" else usage.ru_maxrss / 2**20
     if timed_out:
-        out.update(status="timeout", error=f"killed after {timeout_s:.0f} s (log: {log})")
+        out.update(status="timeout", error=f"killed after {timeout_s:.0f} s, peak RSS {out['peak_rss_mb']:.0f} MiB "
+                                           f"so far (log: {log})")
     elif child.returncode != 0 or "error" in out:
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] if log.is_file() else []
         out.update(status="error", error=out.get("error") or (tail[0] if tail else f"exit {child.returncode}"))

@@ -24,8 +24,10 @@ def _num(x, digits: int = 2) -> str:
 def status_label(job: dict) -> str:
     """The job's status for the table: ok, partial, error, timeout, not run, missing data (with counts)."""
     status = job["status"]
-    if job["missing"] and status == "ok":
+    if job["missing"] and status in ("ok", "partial"):
         costed, total = job.get("tasks_costed", 0), job.get("num_tasks", 0)
+        if costed == total:  # the missing inputs' tasks are not enumerated (e.g. proteins without files)
+            return "partial: missing data (those inputs not costed)"
         return f"partial: missing data ({total - costed} of {total} tasks)"
     return status
 

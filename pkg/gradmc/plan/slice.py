@@ -131,7 +131,7 @@ def _per_unit(res: dict) -> tuple[float, float]:
 def _job(name: str, **kw) -> dict:
     spec = JOBS[name]
     return {"name": name, "unit": spec.unit, "gpu": spec.gpu, "status": "ok", "errors": [], "missing": [],
-            "notes": [], "tasks": [], "probes": [], **kw}
+            "notes": [spec.note] if spec.note else [], "tasks": [], "probes": [], **kw}
 
 
 def _add_task(job: dict, label: str, units: float, res: dict | None, seconds: float | None = None,
@@ -375,7 +375,7 @@ def dependencies() -> dict[str, tuple[str, ...]]:
 
 
 def make_plan(config_path: str | Path, out: str | Path, *, workers=DEFAULT_WORKERS, speedup: float = DEFAULT_SPEEDUP,
-              budget_s: float = 1200.0, timeout_s: float = 240.0, only=None,
+              budget_s: float = 1140.0, timeout_s: float = 240.0, only=None,
               progress: Callable[[str], None] | None = print) -> dict:
     """Slice every job of ``config_path``, measure it and extrapolate: the plan dict that
     :func:`gradmc.plan.report.write_plan` writes.
