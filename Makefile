@@ -30,7 +30,7 @@ SMK     := $(BIN)/snakemake --workflow-profile $(PROFILE) --cores $(CORES)
 # a CONFIG that names no file stops with one line, not a Snakemake traceback
 CHECK_CONFIG = @test -f config/$(CONFIG).yaml || { echo "make: config file config/$(CONFIG).yaml not found (CONFIG names a file in config/: $$(ls config | sed -n 's/\.yaml$$//p' | tr '\n' ' '))" >&2; exit 2; }
 
-.PHONY: help venv data test test-full lint reproduce reproduce-paper reproduce-smoke stage-times bench gpu-check report unlock clean-results
+.PHONY: help venv data test test-full lint reproduce reproduce-paper reproduce-smoke plan-paper stage-times bench gpu-check report unlock clean-results
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -77,6 +77,9 @@ reproduce: $(STAMP)  ## run the whole pipeline with config/$(CONFIG).yaml (CONFI
 
 reproduce-paper: $(STAMP)  ## run the whole pipeline with the papers' settings (GPU cluster scale)
 	$(SMK) --configfile config/paper.yaml
+
+plan-paper: $(STAMP)  ## compute plan of config/paper.yaml: every job on a short slice, measured (<= 20 min, 2 cores) -> results/paper/plan.md
+	$(BIN)/python -m gradmc.cli plan --config config/paper.yaml --out results/paper
 
 reproduce-smoke: $(STAMP)  ## tiny end-to-end run (a few minutes, into results/smoke/), what the tests run
 	$(SMK) --configfile config/smoke.yaml

@@ -292,4 +292,11 @@ def _cmd_figure(args) -> None:
 
 
 #: subcommand -> handler(args)
-COMMANDS = {"data": _cmd_data, "run": _cmd_run, "figure": _cmd_figure, "claims": _cmd_claims, "bench": _cmd_bench}
+def _cmd_plan(args) -> None:
+    from gradmc.plan.cli import plan_command
+
+    plan_command(args)
+
+
+COMMANDS = {"data": _cmd_data, "run": _cmd_run, "figure": _cmd_figure, "claims": _cmd_claims, "bench": _cmd_bench,
+            "plan": _cmd_plan}

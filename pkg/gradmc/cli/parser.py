@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from gradmc.plan.cli import add_plan_parser
 from gradmc.registry import experiments
 
 __all__ = ["build_parser", "IMAGE_DATASETS", "HAND_WRITTEN_STAGES"]
@@ -160,11 +161,11 @@ def _add_figures(fig) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full ``gradmc`` parser (subcommands data, run, figure, claims, bench)."""
+    """The full ``gradmc`` parser (subcommands data, run, figure, claims, bench, plan)."""
     parser = argparse.ArgumentParser(prog="gradmc", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="store_true", help="print the gradmc version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="{data,run,figure,claims,bench}")
+    sub = parser.add_subparsers(dest="command", metavar="{data,run,figure,claims,bench,plan}")
     _add_data(sub)
     standard = list(experiments())
     run = sub.add_parser("run", help="run one experiment stage").add_subparsers(
@@ -186,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also draw the claims dashboard (forest plot of every effect and its 95%% interval) "
                              "to PREFIX.pdf and PREFIX.png; claims.md links the PNG")
     _add_bench(sub)
+    add_plan_parser(sub)
     return parser
 
 

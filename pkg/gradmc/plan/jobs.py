@@ -1,0 +1,148 @@
+"""The plan's job table: for every pipeline job, which config keys are *lengths* (shortened in the slice) and
+which are *sizes* (everything else: chains, dimensions, model widths, data sets; kept at the config's value).
+
+A :class:`JobSpec` names, per job (a Snakemake rule):
+
+``lengths``
+    dotted config key -> (level-1 value, level-2 value). The slice runs the job at level 1 and at level 2
+    (twice as long), so the difference of their times is the cost of the extra units, with no start-up in it.
+``schedule``
+    dotted config key -> value at both levels: how often something is recorded or logged (``mmd_every``,
+    ``record_every``, ``log_every``, ``checkpoint_every``), which must fit inside the short slice. The slice
+    records more often than the paper does, so its per-unit cost is, if anything, an over-estimate.
+``classes`` / ``pick``
+    shard attributes that change the cost of a unit (sampler, lattice side, data set); one probe runs per
+    distinct class, on the ``first`` or ``last`` shard of the class in the sweep's order. Attributes not in the
+    class (seeds, theta, hyper-parameters) are assumed not to change the cost per unit; a ``last`` pick is the
+    class's largest size where the sweep lists sizes in ascending order (an upper bound for the smaller ones).
+``units``
+    the number of units of one task (shard or rule job) at the config's sizes, from the shard or the config.
+
+``unit`` says what one unit is (a sampler step on all the shard's chains, a training iteration, an AIS level);
+``once`` jobs have no length to shorten (data preparation, one epoch of RBM training) and run at full size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["JobSpec", "JOBS", "EBM_CATEGORICAL", "ebm_runs", "ebm_levels", "ebm_evals"]
+
+#: EBM data sets with 256 levels: the paper trains them with (categorical) GWG only.
+EBM_CATEGORICAL = ("frey", "histopathology")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One pipeline job's slice (see the module docstring).
+
+    Attributes:
+        name: the Snakemake rule.
+        kind: ``"standard"`` (a registry experiment: shards), ``"stage"`` (a hand-written rule, measured by
+            :mod:`gradmc.plan.measure`) or ``"once"`` (run once at full size).
+        unit: what one unit is, in words.
+        lengths, schedule, classes, pick: see the module docstring.
+        units: shard (standard) or config (stage) -> units of one task at the config's sizes.
+        after: jobs whose outputs this one reads (the critical path).
+        gpu: whether the paper config runs it on a GPU (the GPU-hours column and the SLURM ``gpu`` request).
+        note: a known bias of the slice for this job, printed in the plan.
+    """
+
+    name: str
+    kind: str
+    unit: str
+    lengths: dict = field(default_factory=dict)
+    schedule: dict = field(default_factory=dict)
+    classes: tuple[str, ...] = ()
+    pick: str = "first"
+    units: Callable | None = None
+    after: tuple[str, ...] = ()
+    gpu: bool = True
+    note: str = ""
+
+
+def ebm_runs(config: dict) -> list[tuple[str, str]]:
+    """The (data set, sampler) pairs of ``config['ebm']`` the pipeline trains (as workflow/rules/ebm.smk)."""
+    spec = config["ebm"]
+    return [(d, s) for d in spec["datasets"] for s in spec["samplers"] if d not in EBM_CATEGORICAL or s == "GWG"]
+
+
+def ebm_levels(ais: dict) -> int:
+    """AIS levels one ``ais_ebm`` job runs: the estimate's ``num_intermediate`` plus every convergence run of
+    another length (the one equal to ``num_intermediate`` is reused, not repeated)."""
+    k = int(ais["num_intermediate"])
+    return k + sum(int(c) for c in ais["convergence"] if int(c) != k)
+
+
+def ebm_evals(train: dict) -> int:
+    """Validation AIS runs of one ``train_ebm`` job: every ``eval_every`` iterations and at the end."""
+    n, every = int(train["iterations"]), int(train["eval_every"])
+    return (n // every if every else 0) + (1 if not every or n % every else 0)
+
+
+def _steps(shard) -> int:
+    return int(shard.num_steps)
+
+
+JOBS: dict[str, JobSpec] = {j.name: j for j in (
+    JobSpec("prepare_mnist", "once", "job (full size)", after=(), gpu=False),
+    JobSpec("prepare_image_dataset", "once", "job (full size)", gpu=False),
+    JobSpec("train_rbm", "once", "job (full size: 1 epoch of CD)", after=("prepare_mnist",)),
+    JobSpec("rbm_reference", "stage", "block-Gibbs sweep (2 x num_samples chains)",
+            lengths={"rbm_sampling.reference.num_steps": (10, 20)},
+            units=lambda c: c["rbm_sampling"]["reference"]["num_steps"], after=("train_rbm",)),
+    JobSpec("rbm_sampling", "standard", "sampler step (num_chains chains)",
+            lengths={"rbm_sampling.num_steps": (20, 40)}, schedule={"rbm_sampling.mmd_every": 10},
+            classes=("sampler",), units=_steps, after=("rbm_reference",)),
+    JobSpec("sampler_cost", "stage", "timed step (every sampler, RBM and Ising, one repeat)",
+            lengths={"sampler_cost.steps": (10, 20)}, schedule={"sampler_cost.repeats": 1},
+            units=lambda c: c["sampler_cost"]["steps"] * c["sampler_cost"]["repeats"], after=("train_rbm",)),
+    JobSpec("rbm_relaxed", "standard", "sampler step (num_chains chains; the reference sweeps scale with it)",
+            lengths={"rbm_relaxed.num_steps": (20, 40), "rbm_relaxed.reference.num_steps": (20, 40)},
+            schedule={"rbm_relaxed.record_every": 10}, classes=("sampler",), pick="last", units=_steps),
+    JobSpec("fhmm_sampling", "standard", "sampler step (num_chains chains)",
+            lengths={"fhmm_sampling.num_steps": (20, 40)}, schedule={"fhmm_sampling.record_every": 10},
+            classes=("sampler",), units=_steps),
+    JobSpec("ising_sampling", "standard", "sampler step (chains_per_shard chains)",
+            lengths={"ising_sampling.num_steps": (20, 40)}, classes=("side", "sampler"), units=_steps),
+    JobSpec("kmc_trajectories", "standard", "trial (a surrogate fit on n points and two trajectories)",
+            lengths={"kmc_trajectories.trials_per_shard": (1, 2)}, classes=("n",),
+            units=lambda s: int(s.num_trials), gpu=False,
+            note="each n is probed at the smallest dimension d (the first shard of its class); the surrogate fit "
+                 "grows with d, so the larger-d shards cost more: a lower bound"),
+    JobSpec("kmc_banana", "standard", "MCMC iteration (burn-in or kept)",
+            lengths={"kmc_banana.num_burn_in": (20, 40), "kmc_banana.num_iterations": (10, 20)},
+            classes=("sampler",), pick="last", units=lambda s: int(s.num_burn_in) + int(s.num_iterations),
+            gpu=False,
+            note="KMC's history is the burn-in: the slice's 20-40 burn-in states give the cross-validation and fit "
+                 "fewer distinct points than the paper's n, so the fixed cost per KMC shard is under-estimated"),
+    JobSpec("kmc_abc", "standard", "MCMC iteration (burn-in or kept)",
+            lengths={"kmc_abc.num_burn_in": (20, 40), "kmc_abc.num_iterations": (30, 60)},
+            schedule={"kmc_abc.max_lag": 5}, classes=("sampler",),
+            units=lambda s: int(s.num_burn_in) + int(s.num_iterations), gpu=False),
+    JobSpec("kmc_gpc_benchmark", "standard", "pseudo-marginal MH iteration (one chain)",
+            lengths={"kmc_gpc.benchmark.num_iterations": (20, 40)},
+            schedule={"kmc_gpc.benchmark.num_burn_in": 0, "kmc_gpc.benchmark.thin": 1},
+            units=lambda s: int(s.num_iterations), gpu=False),
+    JobSpec("kmc_gpc", "standard", "pseudo-marginal MH iteration (one chain)",
+            lengths={"kmc_gpc.num_iterations": (20, 40)}, schedule={"kmc_gpc.mmd_every": 10},
+            classes=("sampler",), units=lambda s: int(s.num_iterations), after=("kmc_gpc_benchmark",), gpu=False),
+    JobSpec("ising_pcd_data", "stage", "single-site update (every chain of every true model)",
+            lengths={"ising_pcd.data.site_updates": (2000, 4000)},
+            units=lambda c: c["ising_pcd"]["data"]["site_updates"]),
+    JobSpec("ising_pcd", "standard", "PCD sampler step (K per iteration, batch_size chains)",
+            lengths={"ising_pcd.num_iterations": (2, 4)},
+            schedule={"ising_pcd.log_every": 1, "ising_pcd.checkpoint_dir": None},
+            classes=("dim", "sampler"), units=lambda s: int(s.num_iterations) * int(s.K), after=("ising_pcd_data",)),
+    JobSpec("potts_proteins", "standard", "PLM L-BFGS iteration or PCD iteration",
+            lengths={"potts_proteins.plm.max_iterations": (2, 4), "potts_proteins.pcd.num_iterations": (2, 4)},
+            schedule={"potts_proteins.pcd.log_every": 1, "potts_proteins.pcd.checkpoint_every": 1000000,
+                      "potts_proteins.checkpoint_dir": None},
+            classes=("protein", "method"),
+            units=lambda s: int(dict(s.plm)["max_iterations"] if s.method == "PLM" else dict(s.pcd)["num_iterations"])),
+    JobSpec("train_ebm", "stage", "PCD iteration (num_steps sampler steps + one update; validation AIS added)",
+            units=lambda c: c["ebm"]["train"]["iterations"], after=("prepare_image_dataset",)),
+    JobSpec("ais_ebm", "stage", "AIS level (num_chains chains; test and bound rows added)",
+            units=lambda c: ebm_levels(c["ebm"]["ais"]), after=("train_ebm",)),
+)}

@@ -1,0 +1,220 @@
+"""What one probe runs, inside its child process (:mod:`gradmc.plan.probe` starts it).
+
+A probe is one task of one job (a shard of a standard experiment, or one hand-written rule job) at the slice's
+lengths. :func:`measure` runs it three times in the same process: at level 1 (cold: the start-up of the task
+included), at level 1 again and at level 2 (warm). The per-unit cost is then (t2 - t1) / (u2 - u1), free of
+start-up; the task's fixed cost is t_cold - u1 * per_unit. All times are wall seconds on one CPU thread. A cold
+run longer than :data:`LONG_COLD_S` stands for the warm level-1 run too.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import time
+from pathlib import Path
+
+from gradmc.plan.jobs import JOBS, JobSpec, ebm_evals
+
+__all__ = ["at_level", "class_key", "measure", "produce_benchmark", "LONG_COLD_S"]
+
+#: A cold level-1 run longer than this (seconds) is also the warm level-1 time: its fixed cost (e.g. a KMC
+#: cross-validation at n = 2000) dwarfs the process's one-time start-up, and a third run would not fit the budget.
+LONG_COLD_S = 30.0
+
+
+def at_level(config: dict, spec: JobSpec, level: int | None) -> dict:
+    """A copy of ``config`` with ``spec``'s length keys at ``level`` (1 or 2) and its schedule keys set; None:
+    the config itself (copied). Raises KeyError for a dotted key the config lacks."""
+    out = copy.deepcopy(config)
+    if level is None:
+        return out
+    for key, value in [*((k, v[level - 1]) for k, v in spec.lengths.items()), *spec.schedule.items()]:
+        *path, last = key.split(".")
+        node = out
+        for part in path:
+            node = node[part]
+        if last not in node:
+            raise KeyError(f"{spec.name}: config key {key!r} not found")
+        node[last] = value
+    return out
+
+
+def class_key(shard, classes) -> list:
+    """The shard's cost class: its values of the ``classes`` attributes (JSON-friendly list)."""
+    return [getattr(shard, name) for name in classes]
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _standard_task(spec: JobSpec, config: dict, probe: dict, level: int):
+    from gradmc.experiments.standard import job_config
+
+    module = importlib.import_module(f"gradmc.experiments.{spec.name}")
+    shards = module.shards(job_config(spec.name, at_level(config, spec, level)), dict(probe.get("inputs", {})))
+    found = [s for s in shards if class_key(s, spec.classes) == list(probe["cls"])]
+    if not found:
+        raise LookupError(f"{spec.name}: no shard of class {probe['cls']} in the slice")
+    shard = found[0] if spec.pick == "first" else found[-1]
+    return (lambda: module.run(shard)), int(spec.units(shard))
+
+
+def _cli(*argv: str) -> None:
+    from gradmc.cli import main
+
+    status = main(list(argv))
+    if status:
+        raise RuntimeError(f"gradmc {' '.join(argv)} exited with status {status}")
+
+
+def _stage_task(spec: JobSpec, config: dict, probe: dict, level: int | None):
+    inputs, out = probe.get("inputs", {}), Path(probe["workdir"])
+    cfg = at_level(config, spec, level)
+    units = int(spec.units(cfg)) if spec.units else 1
+    if spec.name == "prepare_mnist":
+        return (lambda: _cli("data", "prepare", "mnist", "--config", probe["config_path"], "--out",
+                             str(out / "data" / "mnist.npz"))), 1
+    if spec.name == "prepare_image_dataset":
+        ds = probe["cls"][0]
+        return (lambda: _cli("data", "prepare", ds, "--config", probe["config_path"], "--out",
+                             str(out / "data" / "images" / f"{ds}.npz"))), 1
+    if spec.name == "train_rbm":
+        return (lambda: _cli("run", "train_rbm", "--config", probe["config_path"], "--data", inputs["data"],
+                             "--out", str(out / "rbm_sampling" / "rbm.pt"))), 1
+    if spec.name == "rbm_reference":
+        from gradmc.experiments.rbm_reference import reference_stage
+
+        return (lambda: reference_stage(cfg, inputs["model"], inputs["data"], out / "rbm_sampling" / "reference.npz",
+                                        progress=None)), units
+    if spec.name == "sampler_cost":
+        from gradmc.experiments.sampler_cost import run_cost
+
+        return (lambda: run_cost(cfg, inputs["model"], inputs["data"], progress=None)), units
+    if spec.name == "ising_pcd_data":
+        from gradmc.experiments.ising_pcd_data import write_data
+
+        return (lambda: write_data(cfg, out / "ising_pcd" / "data.npz", progress=None)), units
+    raise LookupError(f"no stage runner for {spec.name!r}")
+
+
+def _train_ebm(config: dict, probe: dict) -> dict:
+    """Short trainings timed by the trainer's own clock (sampler + update, no data loading, evaluation or
+    saving): 2 iterations of 1 sampler step (cold, then warm) and 2 iterations of 3 steps. Seconds per step
+    s = (t(2, 3) - t(2, 1)) / 4, per update u = t(2, 1) / 2 - s; one iteration at the config's num_steps S is
+    u + S * s. A step that comes out <= 0 (noise) is replaced by t(2, 3) / 6, an upper bound; u is at least 0.
+    The fixed cost is the cold run's wall time less its training seconds. Validation is cut to 1 level on 2
+    rows here; its real cost is added by the plan from the ais_ebm probe (seconds per level and per row)."""
+    from gradmc.experiments.ebm import train_stage
+
+    ds, sampler = probe["cls"]
+    steps = int(config["ebm"]["train"]["num_steps"])
+    model = Path(probe["workdir"]) / "ebm" / ds / sampler / "model.pt"
+    model.parent.mkdir(parents=True, exist_ok=True)
+
+    def run(iterations: int, num_steps: int) -> tuple[float, float]:
+        cfg = copy.deepcopy(config)
+        cfg["ebm"]["train"].update(iterations=iterations, num_steps=num_steps, eval_every=0,
+                                   checkpoint_every=1000000, log_every=1)
+        cfg["ebm"]["ais"].update(validation_intermediate=1, validation_examples=2)
+        model.unlink(missing_ok=True)
+        start = time.perf_counter()
+        meta = train_stage(cfg, ds, sampler, probe["inputs"]["data"], str(model), progress=None)
+        return time.perf_counter() - start, float(meta["seconds"])
+
+    cold_wall, cold_train = run(2, 1)
+    _, one = run(2, 1)
+    _, three = run(2, 3)
+    step = (three - one) / 4
+    if step <= 0:
+        step = three / 6
+    update = max(one / 2 - step, 0.0)
+    return {"t_cold": cold_wall, "per_unit": update + steps * step, "fixed": max(cold_wall - one, 0.0),
+            "detail": {"seconds_per_sampler_step": step, "seconds_per_update": update, "num_steps": steps,
+                       "train_seconds": {"2x1_cold": cold_train, "2x1": one, "2x3": three}},
+            "outputs": {"model": str(model)}}
+
+
+def _ais_ebm(config: dict, probe: dict) -> dict:
+    """AIS at 4 levels (cold), 4 and 8 levels (warm), then f(x) of 1024 rows at the bound's batch size: the
+    fixed part of the job (test rows, the hard bound over the training rows and the buffer) is rows x that."""
+    import torch
+
+    from gradmc.experiments.ebm import _ais, _f_values, load_data, load_trained, subset
+    from gradmc.seeding import seed_from
+
+    ds, sampler = probe["cls"]
+    spec = config["ebm"]
+    data = load_data(probe["inputs"]["data"], "cpu")
+    ais = spec["ais"]
+    model, state = load_trained(probe["inputs"]["model"], spec, data)
+
+    def levels(k: int) -> float:
+        out = _timed(lambda: _ais(model, data, k, int(ais["num_chains"]), seed_from("plan", ds, k)))
+        model.requires_grad_(True)
+        return out
+
+    cold, t1, t2 = levels(4), levels(4), levels(8)
+    rows = subset(data.splits["train"], 1024, 0)
+    with torch.no_grad():
+        t_rows = _timed(lambda: _f_values(model, data, rows, batch=1024 if data.levels == 2 else 64))
+    test = min(int(ais["test_examples"]), int(data.splits["test"].shape[0]))
+    bound_rows = int(data.splits["train"].shape[0]) + int(state["buffer"].shape[0])
+    per_level = (t2 - t1) / 4
+    if per_level <= 0:
+        per_level = t2 / 8
+    per_row = t_rows / rows.shape[0]
+    fixed = max(cold - 4 * per_level, 0.0) + per_row * (test + bound_rows)
+    return {"t_cold": cold, "per_unit": per_level, "fixed": fixed,
+            "detail": {"seconds_per_row": per_row, "test_rows": test, "bound_rows": bound_rows,
+                       "validation_rows": min(int(ais["validation_examples"]), int(data.splits["valid"].shape[0])),
+                       "validation_levels": int(ais["validation_intermediate"]),
+                       "validation_runs": ebm_evals(spec["train"])}}
+
+
+def measure(probe: dict, config: dict) -> dict:
+    """Run one probe (a dict: ``job``, ``cls``, ``inputs``, ``workdir``, ``config_path``) on ``config`` (the
+    slice's base config). Returns ``t_cold``, ``t1``, ``t2``, ``u1``, ``u2`` seconds / units (or ``per_unit`` and
+    ``fixed`` directly for the EBM stages), plus ``outputs`` (files a later probe reads).
+
+    Raises:
+        LookupError: no shard of the probe's class, or no runner for the job.
+        Whatever the job itself raises (the plan reports it as the job's error).
+    """
+    spec = JOBS[probe["job"]]
+    if spec.name == "train_ebm":
+        return _train_ebm(config, probe)
+    if spec.name == "ais_ebm":
+        return _ais_ebm(config, probe)
+    task = _standard_task if spec.kind == "standard" else _stage_task
+    if spec.kind == "once":
+        fn, units = task(spec, config, probe, None)
+        return {"t_cold": _timed(fn), "u1": units}
+    fn1, u1 = task(spec, config, probe, 1)
+    cold = _timed(fn1)
+    if cold > LONG_COLD_S:  # start-up is then small beside the task's own fixed cost: no second level-1 run
+        t1 = cold
+    else:
+        fn1, u1 = task(spec, config, probe, 1)
+        t1 = _timed(fn1)
+    fn2, u2 = task(spec, config, probe, 2)
+    t2 = _timed(fn2)
+    return {"t_cold": cold, "t1": t1, "t2": t2, "u1": u1, "u2": u2}
+
+
+def produce_benchmark(config: dict, out: str, iterations: int = 100) -> None:
+    """The GP-classification benchmark file kmc_gpc reads, at slice length: every chain of
+    ``kmc_gpc.benchmark`` for ``iterations`` iterations, no burn-in, no thinning (num_chains x iterations
+    samples; kmc_gpc needs num_history of them)."""
+    from gradmc.experiments.standard import collect, job_config
+    from gradmc.results import provenance, write_parquet
+
+    cfg = copy.deepcopy(config)
+    cfg["kmc_gpc"]["benchmark"].update(num_iterations=iterations, num_burn_in=0, thin=1)
+    module = importlib.import_module("gradmc.experiments.kmc_gpc_benchmark")
+    part = job_config("kmc_gpc_benchmark", cfg)
+    df = collect("kmc_gpc_benchmark", [module.run(s) for s in module.shards(part, {})], {})
+    write_parquet(df, out, provenance({"name": cfg["name"], **part}), validate=True)

@@ -1,0 +1,180 @@
+"""gradmc plan: the slice on the smoke config, the extrapolation and makespan arithmetic against hand-computed
+numbers, missing data reported as missing, a failing probe reported with its error, the SLURM resources."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gradmc.plan.extrapolate import gpu_hours, makespan, task_seconds, unit_cost
+from gradmc.plan.jobs import JOBS, ebm_evals, ebm_levels, ebm_runs
+from gradmc.plan.measure import at_level
+from gradmc.plan.probe import run_probe
+from gradmc.plan.report import render_markdown, write_plan
+from gradmc.plan.slice import make_plan, missing_data
+from gradmc.plan.slurm import rule_resources, write_profile
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "config" / "smoke.yaml"
+
+
+# --- arithmetic -------------------------------------------------------------------------------------------------
+
+def test_unit_cost_subtracts_start_up():
+    # warm: 10 units 3 s, 20 units 5 s -> 0.2 s/unit; cold 10 units 5 s -> fixed 5 - 10 * 0.2 = 3 s
+    per, fixed = unit_cost(5.0, 3.0, 5.0, 10, 20)
+    assert per == pytest.approx(0.2)
+    assert fixed == pytest.approx(3.0)
+    assert task_seconds(per, fixed, 1000) == pytest.approx(3.0 + 200.0)
+
+
+def test_unit_cost_noise_falls_back_to_an_upper_bound():
+    per, fixed = unit_cost(1.0, 4.0, 3.0, 10, 20)  # t2 < t1: slope negative -> t2 / u2
+    assert per == pytest.approx(0.15)
+    assert fixed == 0.0  # 1.0 - 10 * 0.15 < 0 -> 0
+    with pytest.raises(ValueError):
+        unit_cost(1.0, 1.0, 2.0, 20, 20)
+    with pytest.raises(ValueError):
+        unit_cost(-1.0, 1.0, 2.0, 10, 20)
+
+
+def test_gpu_hours_is_the_stated_speedup():
+    assert gpu_hours(10.0, 20.0) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        gpu_hours(1.0, 0.0)
+
+
+def test_makespan_hand_computed():
+    # job A: tasks 4, 3, 3; job B (after A): 2.
+    tasks = [("A", 4.0), ("A", 3.0), ("A", 3.0), ("B", 2.0)]
+    after = {"B": ("A",)}
+    assert makespan(tasks, after, 1) == pytest.approx(12.0)
+    # 2 workers, longest first: A4 and A3 at 0; A3 at 3 (ends 6); A done at 6; B 6 -> 8
+    assert makespan(tasks, after, 2) == pytest.approx(8.0)
+    # unlimited: A done at 4 (its longest task), B 4 -> 6: the critical path
+    assert makespan(tasks, after, math.inf) == pytest.approx(6.0)
+    # a dependency on a job with no tasks is already met
+    assert makespan([("B", 2.0)], after, 1) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="cycle"):
+        makespan([("A", 1.0), ("B", 1.0)], {"A": ("B",), "B": ("A",)}, 2)
+    with pytest.raises(ValueError):
+        makespan(tasks, after, 0)
+
+
+def test_ebm_counts_match_the_paper_config():
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    # 300000 + 1000 + 3000 + 10000 + 30000 + 100000 (the 300000 convergence run is the estimate's own)
+    assert ebm_levels(paper["ebm"]["ais"]) == 444_000
+    assert ebm_evals(paper["ebm"]["train"]) == 10  # every 5000 of 50000 iterations, the last one included
+    assert ebm_evals({"iterations": 120, "eval_every": 50}) == 3  # 50, 100 and the end
+    # 6 data sets x 2 samplers, less Gibbs-1 on the two 256-level sets
+    assert len(ebm_runs(paper)) == 10
+
+
+def test_at_level_changes_only_the_length_keys():
+    config = {"ising_sampling": {"num_steps": 100000, "num_chains": 32, "sides": [10, 40]}}
+    spec = JOBS["ising_sampling"]
+    one, two = at_level(config, spec, 1), at_level(config, spec, 2)
+    assert (one["ising_sampling"]["num_steps"], two["ising_sampling"]["num_steps"]) == (20, 40)
+    assert one["ising_sampling"]["num_chains"] == 32 and one["ising_sampling"]["sides"] == [10, 40]
+    assert config["ising_sampling"]["num_steps"] == 100000  # a copy
+    with pytest.raises(KeyError, match="num_steps"):
+        at_level({"ising_sampling": {}}, spec, 1)
+
+
+# --- the slice on the smoke config ----------------------------------------------------------------------------
+
+def test_plan_on_the_smoke_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADMC_DATA_DIR", str(tmp_path))  # kmc_trajectories reads no data
+    plan = make_plan(SMOKE, tmp_path, only=("kmc_trajectories",), budget_s=120, timeout_s=60, progress=None)
+    (job,) = plan["jobs"]
+    assert job["name"] == "kmc_trajectories" and job["status"] == "ok", job
+    # smoke: dims [2, 4] x n [50, 100], 2 trials per shard -> 4 shards of 2 trials; one probe per n
+    assert job["num_tasks"] == 4 and job["tasks_costed"] == 4 and job["units_total"] == 8
+    assert [p["class"] for p in job["probes"]] == [[50], [100]]
+    for probe in job["probes"]:
+        assert probe["status"] == "ok" and (probe["u1"], probe["u2"]) == (1, 2)
+        assert probe["peak_rss_mb"] > 50  # a Python process with torch
+    for task in job["tasks"]:
+        assert task["seconds"] == pytest.approx(task["fixed_s"] + task["units"] * task["per_unit_s"])
+    assert job["core_hours"] == pytest.approx(sum(t["seconds"] for t in job["tasks"]) / 3600)
+    assert job["gpu_hours"] is None  # KMC runs on the CPU
+    assert plan["totals"]["core_hours"] == pytest.approx(job["core_hours"])
+    js, md = write_plan(plan, tmp_path)
+    assert json.loads(js.read_text())["jobs"][0]["name"] == "kmc_trajectories"
+    text = md.read_text()
+    assert "| kmc_trajectories | ok |" in text and "ASSUMPTION" in text
+    assert not list(tmp_path.glob(".plan.*.tmp"))  # atomic writes leave no temporary file
+
+
+def test_missing_data_is_reported_as_missing(tmp_path, monkeypatch):
+    empty = tmp_path / "data"
+    empty.mkdir()
+    monkeypatch.setenv("GRADMC_DATA_DIR", str(empty))
+    config = yaml.safe_load(SMOKE.read_text())
+    missing = missing_data(config, empty)
+    assert missing["glass"] == ["glass/glass.data"]
+    assert any("original_dataset.mat" in f for f in missing["protein:synthetic"])
+    plan = make_plan(SMOKE, tmp_path / "out", only=("potts_proteins", "kmc_gpc"), budget_s=60, progress=None)
+    jobs = {j["name"]: j for j in plan["jobs"]}
+    assert set(jobs) == {"potts_proteins", "kmc_gpc_benchmark", "kmc_gpc"}
+    for job in jobs.values():
+        assert job["status"] == "missing data" and job["missing"], job
+        assert job["core_hours"] is None
+    assert jobs["kmc_gpc"]["missing"] == ["glass/glass.data"]
+    assert plan["probes"] == 0
+    text = render_markdown(plan)
+    assert "| kmc_gpc | missing data |" in text and "`glass/glass.data`" in text
+
+
+def test_a_failing_probe_is_reported_with_its_error(tmp_path):
+    res = run_probe({"job": "no_such_job", "cls": [], "config_path": str(SMOKE), "workdir": str(tmp_path)},
+                    tmp_path, timeout_s=60, name="bad")
+    assert res["status"] == "error"
+    assert "KeyError" in res["error"] and "no_such_job" in res["error"]
+    assert res["peak_rss_mb"] > 0
+
+
+# --- SLURM resources from a plan --------------------------------------------------------------------------------
+
+def _plan() -> dict:
+    def task(seconds, rss):
+        return {"label": "t", "units": 1, "key": "k", "seconds": seconds, "peak_rss_mb": rss}
+
+    return {"gpu_speedup_assumed": 2.0, "jobs": [
+        {"name": "rbm_sampling", "gpu": True, "tasks": [task(600.0, 500.0)] * 3},
+        {"name": "prepare_mnist", "gpu": False, "tasks": [task(120.0, 300.0)]},
+        {"name": "train_ebm", "gpu": True, "tasks": [task(None, None)]},
+    ]}
+
+
+def test_rule_resources_hand_computed():
+    res = rule_resources(_plan(), cpus_per_task=2, safety=2.0)
+    # 3 shards of 600 s / speed-up 2 = 300 s on 2 workers -> 600 s; x2 -> 20 min; memory 2 x 500 x 2 + 1000
+    assert res["rbm_sampling"] == {"runtime": 20, "mem_mb": 3000, "cpus_per_task": 2, "slurm_partition": "gpu",
+                                   "gpu": 1}
+    # a rule job: 2 x 120 s = 4 min -> the 10-minute floor; memory 2 x 300
+    assert res["prepare_mnist"] == {"runtime": 10, "mem_mb": 600, "cpus_per_task": 2}
+    assert "train_ebm" not in res  # nothing measured: the profile's defaults stay
+    with pytest.raises(ValueError):
+        rule_resources(_plan(), cpus_per_task=0)
+
+
+def test_write_profile_replaces_set_resources_only(tmp_path):
+    profile = tmp_path / "config.yaml"
+    shutil.copy(REPO / "workflow" / "profiles" / "slurm" / "config.yaml", profile)
+    before = yaml.safe_load(profile.read_text())
+    (tmp_path / "plan.json").write_text(json.dumps(_plan()))
+    lines = write_profile(tmp_path / "plan.json", profile, cpus_per_task=2, safety=2.0)
+    after = yaml.safe_load(profile.read_text())
+    assert after["set-resources"] == lines
+    assert "rbm_sampling:runtime=20" in lines and "rbm_sampling:gpu=1" in lines
+    assert "prepare_mnist:mem_mb=600" in lines
+    assert {k: v for k, v in after.items() if k != "set-resources"} == \
+        {k: v for k, v in before.items() if k != "set-resources"}
+    assert "GENERATED from a measured compute plan" in profile.read_text()
