@@ -155,12 +155,14 @@ def test_bad_sizes_refused(tmp_path):
 
 
 def test_cli_passes_the_subset(tmp_path, monkeypatch):
+    import gradmc.bench.executors as executors_mod
     import gradmc.bench.samplers as samplers_mod
     import gradmc.bench.scaling as scaling_mod
 
     calls = []
     monkeypatch.setattr(samplers_mod, "run_benchmark", lambda out, **kw: calls.append(("samplers", out, kw)))
     monkeypatch.setattr(scaling_mod, "run_scaling", lambda out, **kw: calls.append(("scaling", out, kw)))
+    monkeypatch.setattr(executors_mod, "run_executors", lambda out, **kw: calls.append(("executors", out, kw)))
     assert main(["bench", "--out", str(tmp_path), "--suite", POTTS_SUITE, "--repeats", "7", "--steps", "3"]) == 0
     assert len(calls) == 1
     kind, out, kw = calls[0]
@@ -168,10 +170,11 @@ def test_cli_passes_the_subset(tmp_path, monkeypatch):
     assert kw["suites"] == [POTTS_SUITE] and kw["repeats"] == 7 and kw["steps"] == 3
     calls.clear()
     assert main(["bench", "--out", str(tmp_path)]) == 0  # everything: a fresh samplers.json, then scaling
-    assert [c[0] for c in calls] == ["samplers", "scaling"] and calls[0][2]["suites"] is None
+    assert [c[0] for c in calls] == ["samplers", "scaling", "executors"] and calls[0][2]["suites"] is None
+    assert calls[2][1] == tmp_path / "executors.json"
     calls.clear()
     assert main(["bench", "--out", str(tmp_path), "--suite", "scaling"]) == 0
-    assert [c[0] for c in calls] == ["scaling"]
+    assert [c[0] for c in calls] == ["scaling", "executors"]
 
 
 def test_ess_suite_defaults():
