@@ -14,10 +14,13 @@ import yaml
 from gradmc.plan.extrapolate import gpu_hours, makespan, task_seconds, unit_cost
 from gradmc.plan.jobs import JOBS, ebm_evals, ebm_levels, ebm_runs
 from gradmc.plan.measure import at_level
+from gradmc.plan.planner import probe_key, progress_line
 from gradmc.plan.probe import run_probe
+from gradmc.plan.records import finish, new_job
 from gradmc.plan.report import render_markdown, write_plan
 from gradmc.plan.slice import make_plan, missing_data
 from gradmc.plan.slurm import rule_resources, write_profile
+from gradmc.plan.summary import summarise, task_dependencies
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "config" / "smoke.yaml"
@@ -66,6 +69,71 @@ def test_makespan_hand_computed():
         makespan(tasks, after, 0)
 
 
+def _ebm_like_jobs() -> list[dict]:
+    """Two data sets: a (train 10 h, AIS 1 h) and b (train 1 h, AIS 10 h), each after its own 1-h preparation,
+    plus a sweep waiting for the whole of a rule (rbm_sampling after rbm_reference)."""
+    def task(key, hours, after=None):
+        t = {"label": key, "units": 1, "key": key, "seconds": hours * 3600.0, "peak_rss_mb": None}
+        return t if after is None else {**t, "after": after}
+
+    def job(name, *tasks):
+        return {"name": name, "gpu": False, "tasks": list(tasks)}
+
+    return [job("prepare_image_dataset", task("prep[a]", 1, []), task("prep[b]", 1, [])),
+            job("train_ebm", task("train[a]", 10, ["prep[a]"]), task("train[b]", 1, ["prep[b]"])),
+            job("ais_ebm", task("ais[a]", 1, ["train[a]"]), task("ais[b]", 10, ["train[b]"])),
+            job("rbm_reference", task("rbm_reference", 2)),
+            job("rbm_sampling", task("rbm_sampling", 3), task("rbm_sampling", 4))]
+
+
+def test_critical_path_follows_each_data_sets_own_jobs():
+    jobs = _ebm_like_jobs()
+    deps = task_dependencies(jobs)
+    assert deps["ais[b]"] == {"train[b]"} and deps["train[a]"] == {"prep[a]"}
+    assert deps["rbm_sampling"] == {"rbm_reference"}  # no wildcards: the whole upstream rule
+    plan = summarise(jobs, 1.0, (1, 2))
+    # per data set: a = 1 + 10 + 1, b = 1 + 1 + 10 -> 12 h; rule level would give 1 + 10 + 10 = 21 h
+    assert plan["makespan_hours"]["unlimited"]["cpu_hours"] == pytest.approx(12.0)
+    tasks = [(t["key"], t["seconds"]) for j in jobs for t in j["tasks"]]
+    rule_level = {"train[a]": {"prep[a]", "prep[b]"}, "train[b]": {"prep[a]", "prep[b]"},
+                  "ais[a]": {"train[a]", "train[b]"}, "ais[b]": {"train[a]", "train[b]"}}
+    assert makespan(tasks, rule_level, math.inf) / 3600 == pytest.approx(21.0)
+    assert plan["makespan_hours"]["1"]["cpu_hours"] == pytest.approx(33.0)  # one worker: the sum of every task
+
+
+def test_ebm_tasks_wait_for_their_own_data_set(tmp_path):
+    from types import SimpleNamespace
+
+    from gradmc.config import load_config
+    from gradmc.plan.ebm_jobs import plan_ebm
+
+    paper = load_config(REPO / "config" / "paper.yaml")
+    assert paper["ebm"]["equal_time"]
+    fake = SimpleNamespace(paper=paper, work=tmp_path,  # every data set missing: no probe runs
+                           missing={f"images:{ds}": ["x.npz"] for ds in paper["ebm"]["datasets"]})
+    prep, train, ais = plan_ebm(fake)
+    after = {t["key"]: t["after"] for job in (prep, train, ais) for t in job["tasks"]}
+    assert after["train_ebm[static_mnist/GWG]"] == ["prepare_image_dataset[static_mnist]"]
+    assert after["train_ebm[static_mnist/Gibbs-1]"] == ["prepare_image_dataset[static_mnist]",
+                                                       "train_ebm[static_mnist/GWG]"]  # equal_time
+    assert after["ais_ebm[frey/GWG]"] == ["train_ebm[frey/GWG]"]
+    assert len([k for k in after if k.startswith("ais_ebm[")]) == 10
+    assert (train["gpu"], prep["gpu"]) == (True, False)
+
+
+def test_progress_and_error_labels_have_no_empty_parts():
+    assert probe_key("kmc_gpc_benchmark", []) == "kmc_gpc_benchmark"
+    assert probe_key("ising_sampling", [40, "GWG"]) == "ising_sampling 40/GWG"
+    line = progress_line(3, "kmc_abc RW", {"status": "not run", "error": "time budget of the slice spent"})
+    assert line == "[plan] probe 3 kmc_abc RW: not run: time budget of the slice spent"
+    line = progress_line(4, "kmc_abc", {"status": "ok", "wall_s": 2.0, "peak_rss_mb": 300.0})
+    assert line == "[plan] probe 4 kmc_abc: ok 2.0 s, peak 300 MiB"
+    job = new_job("kmc_gpc_benchmark", {"device": "cpu"})
+    job["probes"] = [{"class": [], "status": "error", "error": "boom"}, {"class": ["RW"], "status": "timeout",
+                                                                          "error": "killed"}]
+    assert finish(job)["errors"] == ["boom", "RW: killed"] and job["status"] == "error"
+
+
 def test_ebm_counts_match_the_paper_config():
     paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
     # 300000 + 1000 + 3000 + 10000 + 30000 + 100000 (the 300000 convergence run is the estimate's own)
@@ -94,6 +162,9 @@ def test_plan_on_the_smoke_config(tmp_path, monkeypatch):
     plan = make_plan(SMOKE, tmp_path, only=("kmc_trajectories",), budget_s=120, timeout_s=60, progress=None)
     (job,) = plan["jobs"]
     assert job["name"] == "kmc_trajectories" and job["status"] == "ok", job
+    assert plan["partial"] is True and plan["jobs_requested"] == ["kmc_trajectories"]
+    assert plan["config"] == str(SMOKE) and plan["config_device"] == "cpu"
+    assert [t["label"] for t in job["tasks"]] == ["kmc_trajectories 50", "kmc_trajectories 100"] * 2
     # smoke: dims [2, 4] x n [50, 100], 2 trials per shard -> 4 shards of 2 trials; one probe per n
     assert job["num_tasks"] == 4 and job["tasks_costed"] == 4 and job["units_total"] == 8
     assert [p["class"] for p in job["probes"]] == [[50], [100]]
@@ -169,12 +240,12 @@ def test_write_profile_replaces_set_resources_only(tmp_path):
     profile = tmp_path / "config.yaml"
     shutil.copy(REPO / "workflow" / "profiles" / "slurm" / "config.yaml", profile)
     before = yaml.safe_load(profile.read_text())
-    (tmp_path / "plan.json").write_text(json.dumps(_plan()))
-    lines = write_profile(tmp_path / "plan.json", profile, cpus_per_task=2, safety=2.0)
+    (tmp_path / "plan.json").write_text(json.dumps({**_plan(), "partial": False, "config": "config/paper.yaml"}))
+    done = write_profile(tmp_path / "plan.json", profile, cpus_per_task=2, safety=2.0)
     after = yaml.safe_load(profile.read_text())
-    assert after["set-resources"] == lines
-    assert "rbm_sampling:runtime=20" in lines and "rbm_sampling:gpu=1" in lines
-    assert "prepare_mnist:mem_mb=600" in lines
+    assert after["set-resources"] == done.lines and done.kept == []  # a full plan: only its own lines
+    assert "rbm_sampling:runtime=20" in done.lines and "rbm_sampling:gpu=1" in done.lines
+    assert "prepare_mnist:mem_mb=600" in done.lines
     assert {k: v for k, v in after.items() if k != "set-resources"} == \
         {k: v for k, v in before.items() if k != "set-resources"}
     assert "GENERATED from a measured compute plan" in profile.read_text()

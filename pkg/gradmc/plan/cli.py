@@ -1,10 +1,46 @@
-"""The ``gradmc plan`` subcommand: its options and its handler."""
+"""The ``gradmc plan`` subcommand: its options (each checked by its argparse ``type``, so a bad value names its
+option) and its handler."""
 
 from __future__ import annotations
 
 import argparse
+import math
 
-__all__ = ["add_plan_parser", "plan_command"]
+__all__ = ["add_plan_parser", "plan_command", "positive_number", "factor_at_least_one", "positive_int"]
+
+
+def positive_number(text: str) -> float:
+    """argparse type: a finite number > 0 (``nan``, ``inf``, 0 and negatives are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
+def factor_at_least_one(text: str) -> float:
+    """argparse type: a finite factor >= 1 (a safety factor below 1 asks for less than was measured)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a finite factor >= 1, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 1):
+        raise argparse.ArgumentTypeError(f"expected a finite factor >= 1 (below 1 would request less than the "
+                                         f"plan measured), got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
 
 
 def add_plan_parser(sub) -> None:
@@ -19,57 +55,85 @@ def add_plan_parser(sub) -> None:
                     "sweep, a few steps / iterations / AIS levels, every size that sets memory (chains, dimensions, "
                     "model widths, data sets) at the config's value. Each probe runs in a child process on one CPU "
                     "thread; its peak resident memory is read. Per job: units at the config's size, seconds per "
-                    "unit, core-hours, GPU-hours at an ASSUMED speed-up, peak memory per shard; the total and the "
-                    "makespan on N workers. Jobs whose data files are missing are reported as 'missing data'.",
+                    "unit, core-hours, GPU-hours at an ASSUMED speed-up (for the jobs the config runs on a GPU: "
+                    "device: cuda), peak memory per shard; the total and the makespan on N workers. Jobs whose "
+                    "data files are missing are reported as 'missing data'.",
         epilog="examples:\n  gradmc plan --config config/paper.yaml --out results/paper     (what make plan-paper "
                "runs)\n  gradmc plan --out results/paper --slurm-profile workflow/profiles/slurm/config.yaml\n"
                "      (no probes: rewrite the profile's set-resources from OUT/plan.json)")
     p.add_argument("--config", default="config/paper.yaml", help="config to plan (default config/paper.yaml)")
     p.add_argument("--out", default="results/paper", help="folder of plan.md, plan.json and the slice's files "
                                                           "(OUT/slice/; default results/paper)")
-    p.add_argument("--workers", type=int, nargs="+", default=list(DEFAULT_WORKERS),
-                   help=f"worker counts of the makespan table (default {' '.join(map(str, DEFAULT_WORKERS))})")
-    p.add_argument("--gpu-speedup", type=float, default=DEFAULT_SPEEDUP,
+    p.add_argument("--workers", type=positive_int, nargs="+", default=list(DEFAULT_WORKERS),
+                   help=f"worker counts (>= 1) of the makespan table (default "
+                        f"{' '.join(map(str, DEFAULT_WORKERS))})")
+    p.add_argument("--gpu-speedup", type=positive_number, default=DEFAULT_SPEEDUP,
                    help=f"ASSUMED speed-up of one GPU over one CPU core on the GPU jobs (default {DEFAULT_SPEEDUP:g}; "
                         "not measured: labelled as an assumption in the plan)")
-    p.add_argument("--budget", type=float, default=1140.0,
+    p.add_argument("--budget", type=positive_number, default=1140.0,
                    help="wall seconds for all probes (default 1140, so make plan-paper ends within 20 minutes); "
                         "the probe running when it is spent is killed, those left are reported as not run")
-    p.add_argument("--probe-timeout", type=float, default=240.0,
+    p.add_argument("--probe-timeout", type=positive_number, default=240.0,
                    help="wall seconds for one probe before it is killed and reported (default 240)")
     p.add_argument("--jobs", nargs="+", default=None, metavar="JOB",
                    help="plan only these jobs (rule names; their upstream probes run too); default: every job")
     p.add_argument("--slurm-profile", default=None, metavar="CONFIG_YAML",
-                   help="do not probe: rewrite this SLURM profile's set-resources from OUT/plan.json")
-    p.add_argument("--cpus-per-task", type=int, default=8,
+                   help="do not probe: rewrite this SLURM profile's set-resources from OUT/plan.json (a partial "
+                        "plan, made with --jobs, keeps the profile's lines of the rules it does not measure)")
+    p.add_argument("--cpus-per-task", type=positive_int, default=8,
                    help="with --slurm-profile: cores of one SLURM job, the Ray workers of a sweep (default 8)")
-    p.add_argument("--safety", type=float, default=2.0,
-                   help="with --slurm-profile: factor on measured runtime and memory (default 2)")
+    p.add_argument("--safety", type=factor_at_least_one, default=2.0,
+                   help="with --slurm-profile: factor (>= 1) on measured runtime and memory (default 2)")
+
+
+def _check_out_folder(out: str) -> None:
+    from pathlib import Path
+
+    from gradmc.errors import InputError
+
+    if Path(out).exists() and not Path(out).is_dir():
+        raise InputError(f"--out {out} is a file; --out must be a folder (it holds plan.md, plan.json and the "
+                         "slice's files in OUT/slice/), e.g. results/paper")
+
+
+def _write_profile(args) -> None:
+    from gradmc.plan.planfile import load_plan
+    from gradmc.plan.profile_file import read_profile
+    from gradmc.plan.slurm import write_profile
+
+    plan, plan_json = load_plan(args.out)
+    read_profile(args.slurm_profile)  # its errors before any work
+    done = write_profile(plan, args.slurm_profile, cpus_per_task=args.cpus_per_task, safety=args.safety,
+                         out=args.out)
+    line = f"[plan] wrote {args.slurm_profile}: {len(done.lines)} set-resources lines from {plan_json}"
+    if done.kept:
+        rules = sorted({kept.split(":", 1)[0] for kept in done.kept})
+        line += (f" (a partial plan: {len(done.kept)} of them kept from the profile, for the {len(rules)} rules "
+                 f"it does not measure: {', '.join(rules)})")
+    print(line, flush=True)
+    value = done.shard_memory_mb if done.shard_memory_mb is not None else "<MiB per shard>"
+    print(f"[plan] under this profile, export GRADMC_SHARD_MEMORY_MB={value} before snakemake (a profile cannot "
+          "set it per job; see its header)", flush=True)
 
 
 def plan_command(args) -> None:
     """Handler of ``gradmc plan``.
 
     Raises:
-        gradmc.errors.InputError: bad option values, or (with --slurm-profile) a missing or unreadable plan.
+        gradmc.errors.InputError: a missing config, an --out that is a file, an unknown job; with
+            --slurm-profile, a missing or unreadable plan or profile.
     """
     from pathlib import Path
 
-    from gradmc.errors import InputError, check_readable
+    from gradmc.errors import MissingInputError
 
-    if args.gpu_speedup <= 0 or args.budget <= 0 or args.probe_timeout <= 0 or min(args.workers) < 1:
-        raise InputError("--gpu-speedup, --budget and --probe-timeout must be > 0 and --workers >= 1")
+    _check_out_folder(args.out)
     if args.slurm_profile:
-        from gradmc.plan.slurm import write_profile
-
-        plan_json = Path(args.out) / "plan.json"
-        check_readable(str(plan_json), "plan (OUT/plan.json; run gradmc plan first)")
-        check_readable(args.slurm_profile, "--slurm-profile")
-        resources = write_profile(plan_json, args.slurm_profile, cpus_per_task=args.cpus_per_task,
-                                  safety=args.safety)
-        print(f"[plan] wrote {args.slurm_profile}: {len(resources)} set-resources lines from {plan_json}", flush=True)
+        _write_profile(args)
         return
-    check_readable(args.config, "--config")
+    if not Path(args.config).exists():
+        raise MissingInputError(f"--config {args.config}: config file not found (expected a config YAML such as "
+                                "config/paper.yaml or config/quick.yaml)")
     from gradmc.plan.report import write_plan
     from gradmc.plan.slice import make_plan
 

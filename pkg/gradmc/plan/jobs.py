@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["JobSpec", "JOBS", "EBM_CATEGORICAL", "ebm_runs", "ebm_levels", "ebm_evals"]
+__all__ = ["JobSpec", "JOBS", "EBM_CATEGORICAL", "ebm_runs", "ebm_levels", "ebm_evals", "on_gpu", "holds_gpu"]
 
 #: EBM data sets with 256 levels: the paper trains them with (categorical) GWG only.
 EBM_CATEGORICAL = ("frey", "histopathology")
@@ -45,7 +45,8 @@ class JobSpec:
         lengths, schedule, classes, pick: see the module docstring.
         units: shard (standard) or config (stage) -> units of one task at the config's sizes.
         after: jobs whose outputs this one reads (the critical path).
-        gpu: whether the paper config runs it on a GPU (the GPU-hours column and the SLURM ``gpu`` request).
+        gpu: whether its work runs on a GPU when the planned config says ``device: cuda`` (its GPU-hours are
+            then the assumed speed-up applied to its CPU time); see :func:`on_gpu` and :func:`holds_gpu`.
         note: a known bias of the slice for this job, printed in the plan.
     """
 
@@ -79,6 +80,22 @@ def ebm_evals(train: dict) -> int:
     """Validation AIS runs of one ``train_ebm`` job: every ``eval_every`` iterations and at the end."""
     n, every = int(train["iterations"]), int(train["eval_every"])
     return (n // every if every else 0) + (1 if not every or n % every else 0)
+
+
+def on_gpu(name: str, config: dict) -> bool:
+    """Whether job ``name`` computes on a GPU under ``config``: a GPU job (``JobSpec.gpu``) and the config's
+    ``device`` is ``cuda``. Its GPU-hours are its CPU time over the assumed speed-up."""
+    return JOBS[name].gpu and config.get("device") == "cuda"
+
+
+def holds_gpu(name: str, config: dict) -> bool:
+    """Whether job ``name``'s SLURM job must hold a GPU under ``config``: it computes on one (:func:`on_gpu`), or
+    it is a sharded job whose shards ask Ray for ``gpus_per_shard`` GPUs because ``device`` is ``cuda`` (as
+    :func:`gradmc.experiments.standard.run_experiment` does, even for the CPU-bound Kernel HMC sweeps)."""
+    if on_gpu(name, config):
+        return True
+    return (JOBS[name].kind == "standard" and config.get("device") == "cuda"
+            and float(config.get("gpus_per_shard", 0) or 0) > 0)
 
 
 def _steps(shard) -> int:

@@ -32,10 +32,20 @@ def status_label(job: dict) -> str:
     return status
 
 
+def _partial(plan: dict) -> list[str]:
+    if not plan.get("partial"):
+        return []
+    jobs = ", ".join(f"`{j}`" for j in plan.get("jobs_requested") or [])
+    return [f"**Partial plan** (`--jobs`): only {jobs} and the upstream jobs that make their inputs; the totals "
+            "and the makespan cover these jobs only.", ""]
+
+
 def render_markdown(plan: dict) -> str:
     """The plan as Markdown: totals, the makespan table, one row per job, missing data, errors, notes."""
     t = plan["totals"]
     s = plan["gpu_speedup_assumed"]
+    cpu_jobs = ("Kernel HMC, data preparation" if plan.get("config_device") == "cuda" else
+                f"every job: the config says device: {plan.get('config_device')}")
     lines = [f"# Compute plan: {plan['config']} (config `{plan['config_name']}`)", "",
              f"Measured by `gradmc plan` on a slice of every job, on this machine's CPU, one thread per probe "
              f"(the config asks for `device: {plan['config_device']}`); {plan['probes']} probes in "
@@ -44,13 +54,15 @@ def render_markdown(plan: dict) -> str:
              f"**ASSUMPTION (not measured, no GPU was used): one GPU = {s:g} CPU cores** on the jobs the config "
              "runs on a GPU (`--gpu-speedup`). Every CPU number below is measured; every GPU number is that "
              "assumption applied to it.", "",
+             *_partial(plan),
              "## Totals", "",
              f"- CPU: **{_num(t['core_hours'])} core-hours** for every costed task (jobs with missing data or "
              "failed probes excluded; see the table).",
              f"- GPU (assumed speed-up {s:g}): **{_num(t['gpu_hours_gpu_jobs'])} GPU-hours** for the GPU jobs, "
-             f"plus {_num(t['core_hours_cpu_jobs'])} core-hours of CPU-only jobs (Kernel HMC, data preparation).",
+             f"plus {_num(t['core_hours_cpu_jobs'])} core-hours of CPU-only jobs ({cpu_jobs}).",
              "", "Makespan (hours) of the whole DAG on N workers (list scheduling, longest task first; a worker is "
-             "one core, or in the GPU column one GPU with a core; `unlimited` is the critical path):", "",
+             "one core, or in the GPU column one GPU with a core; a job waits for the jobs it reads, per data set "
+             "for the EBM jobs; `unlimited` is the critical path):", "",
              "| N workers | CPU only (h) | with GPUs, assumed speed-up (h) |", "| --: | --: | --: |"]
     for n, row in t["makespan_hours"].items():
         lines.append(f"| {n} | {_num(row['cpu_hours'])} | {_num(row['gpu_hours'])} |")

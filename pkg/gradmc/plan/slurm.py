@@ -4,104 +4,159 @@ Per rule with measured tasks (:func:`rule_resources`):
 
 - ``runtime`` (minutes): ``safety`` x the rule's longest SLURM job. A sharded experiment is one SLURM job whose
   Ray instance runs its shards on ``cpus_per_task`` workers (the makespan of its tasks on that many workers);
-  a hand-written rule (data, training, AIS) is one SLURM job per wildcard, its longest task. GPU rules use the
-  plan's ASSUMED speed-up. At least 10 minutes.
+  a hand-written rule (data, training, AIS) is one SLURM job per wildcard, its longest task. Rules that compute
+  on a GPU (the plan's ``gpu``) use the plan's ASSUMED speed-up. At least 10 minutes.
 - ``mem_mb``: ``safety`` x the peak resident memory of one shard x the shards that run at once (the workers,
   at most the shards), plus 1000 MB for Ray's own processes in a sharded job. Host memory only: GPU memory is
   not measured on a CPU slice.
-- ``gpu`` and ``slurm_partition=gpu``: the rules the config runs on a GPU (``JobSpec.gpu``).
+- ``gpu`` and ``slurm_partition=gpu``: the rules whose job must hold a GPU under the planned config (the
+  plan's ``gpu_request``: its ``device`` is ``cuda``; :func:`gradmc.plan.jobs.holds_gpu`).
 
-Rules the plan could not measure (missing data, failed probe) keep the profile's default-resources.
+Rules the plan could not measure (missing data, failed probe) keep the profile's default-resources; a partial
+plan (``gradmc plan --jobs``) keeps the profile's lines of every rule it does not measure.
+
+A profile cannot set an environment variable per rule (the slurm executor submits with ``--export=ALL`` and
+refuses ``--export`` in ``slurm_extra``), so ``GRADMC_SHARD_MEMORY_MB`` cannot be set per job: the header says
+which value to export before ``snakemake`` (:func:`shard_memory_mb`).
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import math
 from pathlib import Path
+from typing import NamedTuple
 
-import yaml
-
-from gradmc.atomic import atomic_path
 from gradmc.plan.extrapolate import makespan
+from gradmc.plan.jobs import JOBS
 
-__all__ = ["rule_resources", "write_profile"]
+__all__ = ["rule_resources", "shard_memory_mb", "write_profile", "ProfileLines"]
 
-HEADER = """\
-# SLURM: Snakemake's slurm executor plugin (snakemake-executor-plugin-slurm, installed with gradmc) submits
-# each job as its own SLURM job. Sharded jobs then start a private Ray instance inside their allocation
-# (cpus_per_task cores, `gpu` GPUs). Edit the partition/account names for your site.
-# Usage: snakemake --workflow-profile workflow/profiles/slurm --configfile config/paper.yaml
-# Check a profile without submitting anything: snakemake --dry-run --workflow-profile workflow/profiles/slurm
-#
-# set-resources below is GENERATED from a measured compute plan, not guessed: `make plan-paper` (gradmc plan)
-# slices every job of config/paper.yaml on a CPU, and
-#   gradmc plan --out results/paper --slurm-profile workflow/profiles/slurm/config.yaml
-# rewrites it from results/paper/plan.json (docs/paper_plan.md is the plan it was made from). Per rule:
-# runtime = {safety:g} x the measured (extrapolated) wall time of its longest SLURM job, in minutes (a sharded
-# experiment: its shards on {cpus} Ray workers; GPU rules: CPU time / the plan's ASSUMED GPU speed-up of
-# {speedup:g}); mem_mb = {safety:g} x peak resident memory per shard x shards at once (+1000 MB Ray); gpu=1 and
-# the gpu partition for the rules paper.yaml runs on CUDA. GPU memory is not measured (CPU slice). Rules the plan
-# could not measure (missing data, failed probes) keep default-resources. Rerun the command after a new plan.
-"""
+
+class ProfileLines(NamedTuple):
+    """What :func:`write_profile` wrote: every ``set-resources`` line, those kept from the profile (a partial
+    plan), and the ``GRADMC_SHARD_MEMORY_MB`` value the header recommends (None: none measured)."""
+
+    lines: list[str]
+    kept: list[str]
+    shard_memory_mb: int | None
+
+
+def _check_factors(cpus_per_task: int, safety: float) -> None:
+    if not (isinstance(cpus_per_task, int) and cpus_per_task >= 1):
+        raise ValueError(f"need cpus_per_task >= 1, got {cpus_per_task!r}")
+    if not (math.isfinite(safety) and safety >= 1):
+        raise ValueError(f"need a finite safety factor >= 1, got {safety!r}")
+
+
+def _measured(job: dict) -> list[dict]:
+    return [t for t in job["tasks"] if t.get("seconds") is not None]
+
+
+def _shard_mb(tasks: list[dict]) -> float:
+    return max((t.get("peak_rss_mb") or 0.0) for t in tasks) or 1000.0
 
 
 def rule_resources(plan: dict, *, cpus_per_task: int = 8, safety: float = 2.0) -> dict[str, dict]:
-    """Rule -> {runtime (min), mem_mb, cpus_per_task, gpu?, slurm_partition?} for every measured job of ``plan``.
+    """Rule -> {runtime (min), mem_mb, cpus_per_task, slurm_partition?, gpu?} for every measured job of ``plan``.
 
     Raises:
-        ValueError: cpus_per_task < 1 or safety <= 0.
+        ValueError: cpus_per_task < 1, or safety not a finite number >= 1.
     """
-    if cpus_per_task < 1 or safety <= 0:
-        raise ValueError(f"need cpus_per_task >= 1 and safety > 0, got {cpus_per_task}, {safety}")
+    _check_factors(cpus_per_task, safety)
     speedup = float(plan["gpu_speedup_assumed"])
     out: dict[str, dict] = {}
     for job in plan["jobs"]:
-        tasks = [t for t in job["tasks"] if t.get("seconds") is not None]
+        tasks = _measured(job)
         if not tasks:
             continue
         scale = speedup if job["gpu"] else 1.0
-        sharded = job["name"] in _standard_jobs()
+        sharded = JOBS[job["name"]].kind == "standard"
         if sharded:
             seconds = makespan([("j", t["seconds"] / scale) for t in tasks], {}, cpus_per_task)
             at_once = min(cpus_per_task, len(tasks))
         else:
             seconds = max(t["seconds"] for t in tasks) / scale
             at_once = 1
-        rss = max((t["peak_rss_mb"] or 0.0) for t in tasks) or 1000.0
         res = {"runtime": max(10, math.ceil(safety * seconds / 60)),
-               "mem_mb": math.ceil(safety * rss * at_once + (1000 if sharded else 0)),
+               "mem_mb": math.ceil(safety * _shard_mb(tasks) * at_once + (1000 if sharded else 0)),
                "cpus_per_task": cpus_per_task if sharded else 2}
-        if job["gpu"]:
+        if job.get("gpu_request", job["gpu"]):
             res.update(slurm_partition="gpu", gpu=1)
         out[job["name"]] = res
     return out
 
 
-def _standard_jobs() -> set[str]:
-    from gradmc.registry import experiments
+@functools.cache
+def _memory_split_rules() -> frozenset[str]:
+    """The sharded jobs that split a shard over its memory budget (GRADMC_SHARD_MEMORY_MB)."""
+    import importlib
 
-    return set(experiments())
+    from gradmc.distributed.memory_split import splittable
+
+    return frozenset(name for name, spec in JOBS.items()
+                     if spec.kind == "standard" and splittable(importlib.import_module(f"gradmc.experiments.{name}")))
 
 
-def write_profile(plan_json: str | Path, profile: str | Path, *, cpus_per_task: int = 8,
-                  safety: float = 2.0) -> list[str]:
-    """Rewrite ``profile``'s ``set-resources`` from the plan in ``plan_json`` (other keys kept; the header
-    comment says where the numbers come from); returns the ``set-resources`` lines. Atomic.
+def shard_memory_mb(plan: dict, *, safety: float = 2.0) -> int | None:
+    """The ``GRADMC_SHARD_MEMORY_MB`` to export before ``snakemake`` under this profile: ``safety`` x the
+    measured peak memory of one shard (the memory each shard gets in the rule's ``mem_mb``), the smallest over
+    the measured jobs that split shards by that budget (``ising_sampling``); None if the plan measured none."""
+    splitting = _memory_split_rules()
+    values = [math.floor(safety * _shard_mb(_measured(job))) for job in plan["jobs"]
+              if job["name"] in splitting and _measured(job)]
+    return min(values) if values else None
+
+
+def _kept_shard_mb(kept: list[str]) -> int | None:
+    """The budget per shard of the splitting sweeps whose lines a partial plan kept: (mem_mb - 1000 MB of Ray) /
+    cpus_per_task (a lower bound where the sweep has fewer shards than workers)."""
+    res: dict[str, dict[str, str]] = {}
+    for line in kept:
+        rule, _, rest = line.partition(":")
+        key, _, value = rest.partition("=")
+        res.setdefault(rule, {})[key] = value
+    values = []
+    for rule in _memory_split_rules() & set(res):
+        try:
+            values.append(math.floor((float(res[rule]["mem_mb"]) - 1000) / int(res[rule]["cpus_per_task"])))
+        except (KeyError, ValueError, ZeroDivisionError):
+            continue
+    values = [v for v in values if v > 0]
+    return min(values) if values else None
+
+
+def write_profile(plan: dict | str | Path, profile: str | Path, *, cpus_per_task: int = 8, safety: float = 2.0,
+                  out: str | Path | None = None) -> ProfileLines:
+    """Rewrite ``profile``'s ``set-resources`` from ``plan`` (a plan dict, or the path of its plan.json); other
+    keys are kept, and the header comment says where the numbers come from (the plan's config and folder
+    ``out``, by default the plan file's folder). A partial plan keeps the profile's lines of the rules it does
+    not measure. Atomic.
 
     Raises:
-        ValueError: see :func:`rule_resources`; a profile that is not a YAML mapping.
+        ValueError: see :func:`rule_resources`.
+        gradmc.errors.InputError: the profile or the plan file cannot be read, is empty, or is not a mapping.
     """
-    plan = json.loads(Path(plan_json).read_text(encoding="utf-8"))
-    current = yaml.safe_load(Path(profile).read_text(encoding="utf-8"))
-    if not isinstance(current, dict):
-        raise ValueError(f"{profile} is not a YAML mapping")
-    lines = [f"{rule}:{key}={value}" for rule, res in rule_resources(plan, cpus_per_task=cpus_per_task,
-                                                                      safety=safety).items()
-             for key, value in res.items()]
-    current["set-resources"] = lines
-    body = yaml.safe_dump(current, sort_keys=False, default_flow_style=False, width=120)
-    text = HEADER.format(safety=safety, cpus=cpus_per_task, speedup=float(plan["gpu_speedup_assumed"])) + body
-    with atomic_path(profile) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return lines
+    from gradmc.plan.planfile import read_plan
+    from gradmc.plan.profile_file import existing_lines, read_profile, write_with_header
+
+    if not isinstance(plan, dict):
+        out = out if out is not None else Path(plan).parent
+        plan = read_plan(plan)
+    current = read_profile(profile)
+    resources = rule_resources(plan, cpus_per_task=cpus_per_task, safety=safety)
+    lines = [f"{rule}:{key}={value}" for rule, res in resources.items() for key, value in res.items()]
+    partial = plan.get("partial")
+    if not isinstance(partial, bool):  # a plan written before plan.json recorded it: a full plan has every job
+        partial = not set(JOBS) <= {job["name"] for job in plan["jobs"]}
+    kept = []
+    if partial:
+        kept = [line for line in existing_lines(current.get("set-resources"), profile)
+                if line.split(":", 1)[0] not in resources]
+    current["set-resources"] = lines + kept
+    mem = shard_memory_mb(plan, safety=safety)
+    if mem is None and kept:
+        mem = _kept_shard_mb(kept)
+    write_with_header(profile, current, plan, out=out if out is not None else "OUT", safety=safety,
+                      cpus=cpus_per_task, partial=partial, kept=kept, shard_mb=mem)
+    return ProfileLines(lines + kept, kept, mem)

@@ -1,0 +1,127 @@
+"""The state of one ``gradmc plan`` run: the config sliced for the CPU, the data files missing, the time budget,
+and :meth:`Planner.probe`, which runs (or, past the budget, skips) one probe and records its result."""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+
+from gradmc.plan.probe import run_probe
+
+__all__ = ["Planner", "missing_data", "probe_key", "progress_line"]
+
+
+def missing_data(config: dict, folder: Path) -> dict[str, list[str]]:
+    """Data files missing from ``folder``, by what reads them: ``mnist``, ``images:<data set>``, ``glass``,
+    ``protein:<name>`` -> list of missing paths (relative to the folder, or the loader's message); keys with
+    nothing missing are left out."""
+    from gradmc.data.catalog import config_datasets, dataset_files, image_datasets
+    from gradmc.proteins.loaders import missing_files
+
+    def files(names) -> list[str]:
+        return [f.relpath for n in names for f in dataset_files(n, folder) if not (folder / f.relpath).exists()]
+
+    out = {"mnist": files(config_datasets({"data": {"mnist": config["data"]["mnist"]}}))}
+    images = config["data"].get("images", {})
+    for ds in config.get("ebm", {}).get("datasets", []):
+        out[f"images:{ds}"] = files(image_datasets(ds, images.get(ds, {})))
+    if "kmc_gpc" in config:
+        out["glass"] = files(["glass"])
+    for protein in config.get("potts_proteins", {}).get("proteins", []):
+        out[f"protein:{protein}"] = [_relative(m.split(" (")[0].split(": ", 1)[-1], folder)
+                                     for m in missing_files([protein], folder)]
+    return {k: v for k, v in out.items() if v}
+
+
+def _relative(path: str, folder: Path) -> str:
+    try:
+        return str(Path(path).relative_to(folder))
+    except ValueError:
+        return path
+
+
+def probe_key(job: str, cls) -> str:
+    """How a probe is named in progress lines and results: the job, then its cost class if it has one
+    (``rbm_sampling GWG``, ``ising_sampling 40/GWG``; a job without classes is its name alone)."""
+    return f"{job} {'/'.join(str(c) for c in cls)}".strip()
+
+
+class Planner:
+    """One plan run: the config (``paper``: as given; ``base``: sliced for this machine's CPU and written to
+    ``out/slice/config.yaml`` for the probes), the missing data, the jobs asked for, the budget, the results.
+
+    Args:
+        config: the validated config to plan.
+        out: the plan's folder; the slice's files go to ``out/slice/``.
+        timeout_s: wall seconds of one probe.
+        budget_s: wall seconds of all probes.
+        progress: callable receiving progress lines, or None.
+        only: job names to plan, or None for every job.
+    """
+
+    def __init__(self, config: dict, out: Path, timeout_s: float, budget_s: float, progress, only=None):
+        from gradmc.data.registry import data_dir
+
+        self.paper = config
+        self.folder = data_dir().resolve()
+        self.missing = missing_data(config, self.folder)
+        self.work = out / "slice"
+        self.base = copy.deepcopy(config)
+        self.base["device"] = "cpu"
+        self.potts_missing_all = False
+        if "potts_proteins" in self.base:
+            spec = self.base["potts_proteins"]
+            present = [p for p in spec["proteins"] if f"protein:{p}" not in self.missing]
+            self.potts_missing_all = not present
+            spec["proteins"] = present or spec["proteins"]  # the schema wants one; none is probed then
+        self.config_path = self.work / "config.yaml"
+        self._write_config()
+        self.timeout_s, self.deadline, self.progress = timeout_s, time.monotonic() + budget_s, progress
+        self.files: dict[str, str] = {}  # name -> file made by a probe
+        self.results: dict[str, dict] = {}
+        self.count = 0
+        self.only = set(only) if only else None
+
+    def wants(self, name: str) -> bool:
+        """Whether job ``name`` is planned (all jobs unless ``only`` names some)."""
+        return self.only is None or name in self.only
+
+    def seconds_left(self) -> float:
+        """Wall seconds left of the budget of all probes."""
+        return self.deadline - time.monotonic()
+
+    def _write_config(self) -> None:
+        import yaml
+
+        from gradmc.atomic import atomic_path
+
+        with atomic_path(self.config_path) as tmp:
+            tmp.write_text(yaml.safe_dump(self.base, sort_keys=False), encoding="utf-8")
+
+    def probe(self, job: str, cls: list, inputs: dict[str, str] | None = None) -> dict:
+        """Run (or skip, past the budget) one probe; record and return its result."""
+        key = probe_key(job, cls)
+        self.count += 1
+        left = self.seconds_left()
+        if left < 5:
+            res = {"status": "not run", "error": "time budget of the slice spent"}
+        else:
+            probe = {"job": job, "cls": cls, "inputs": inputs or {}, "workdir": str(self.work),
+                     "config_path": str(self.config_path)}
+            name = key.replace(" ", "__").replace("/", "_").replace(".", "p")
+            res = run_probe(probe, self.work / "probes", min(self.timeout_s, left), name)
+        self.results[key] = res
+        if self.progress:
+            self.progress(progress_line(self.count, key, res))
+        return res
+
+
+def progress_line(count: int, key: str, res: dict) -> str:
+    """The progress line of probe number ``count``: ``[plan] probe 3 rbm_sampling GWG: ok 12.0 s, peak 800 MiB``
+    (the time and memory only when measured; the error, if any, after a colon)."""
+    parts = [res["status"]]
+    if "wall_s" in res:
+        parts.append(f"{res['wall_s']:.1f} s, peak {res['peak_rss_mb']:.0f} MiB")
+    err = f": {res['error']}" if res.get("error") else ""
+    return f"[plan] probe {count} {key}: {' '.join(parts)}{err}"
