@@ -143,3 +143,23 @@ def test_run_checks_its_output_folder_before_any_work(tmp_path, capsys):
     blocker.write_text("not a folder")
     assert main(["run", "ising_sampling", "--config", "config/smoke.yaml", "--out", str(blocker / "m.parquet")]) == 2
     assert "--out: cannot create the output folder" in capsys.readouterr().err
+
+
+def test_workers_below_one_is_a_usage_error_for_every_run_subcommand(capsys):
+    """--workers 0 or -2 stops at parsing (exit status 2, one line, no traceback), for every subcommand that
+    takes --workers; a valid count parses as an int."""
+    from gradmc.cli.parser import build_parser
+    from gradmc.registry import experiments
+
+    parser = build_parser()
+    for name, entry in experiments().items():
+        base = ["run", name, "--config", "c.yaml", "--out", "m.parquet",
+                *[arg for key in entry.inputs for arg in (f"--{key}", "in.file")]]
+        for bad in ("0", "-2"):
+            with pytest.raises(SystemExit) as exit_:
+                main([*base, "--workers", bad])
+            err = capsys.readouterr().err
+            assert exit_.value.code == 2 and f"error: --workers must be an integer >= 1, got {bad}\n" in err, err
+            assert "Traceback" not in err
+        args = parser.parse_args([*base, "--workers", "3"])
+        assert args.workers == 3

@@ -12,12 +12,24 @@ import pandas as pd
 import pytest
 import torch
 
+from gradmc.codedigest import source_digest
 from gradmc.config import fill_defaults
-from gradmc.distributed import memory_split
-from gradmc.distributed.memory_split import ShardPart, ShardTooLargeError, resolve_memory_budget, split_for_memory
+from gradmc.distributed import machine_memory, memory_split
+from gradmc.distributed.memory import shard_sizes
+from gradmc.distributed.memory_split import (
+    ShardPart,
+    ShardTooLargeError,
+    resolve_memory_budget,
+    split_for_memory,
+    unit_names,
+    unit_noun,
+)
+from gradmc.distributed.ray_runner import _label
+from gradmc.distributed.shard_cache import ShardCache
 from gradmc.errors import ConfigError, InputError
 from gradmc.experiments import ising_sampling
-from gradmc.experiments.standard import run_experiment
+from gradmc.experiments.standard import collect, run_experiment
+from gradmc.registry import standard
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.samplers.streams import ChainStreams, bernoulli, rand, randint
 from gradmc.targets import LatticeIsing, LatticePotts
@@ -116,6 +128,48 @@ def test_one_block_over_the_budget_is_a_clear_error():
         split_for_memory(ising_sampling, shards, ising_sampling.shard_memory_bytes(shards[0], 2) - 1)
 
 
+def test_split_line_gives_sizes_below_one_mib_in_kib():
+    shards = ising_sampling.shards(_config(samplers=["GWG"]), {})
+    lines: list[str] = []
+    split_for_memory(ising_sampling, shards, ising_sampling.shard_memory_bytes(shards[0], 4), progress=lines.append)
+    # 8 chains x (96 x 41 + 4 x 16 x 64) bytes = 64256 bytes; the budget is half of it
+    assert lines == ["shard 0 needs about 62.8 KiB, over the budget of 31.4 KiB per shard: split into 2 parts of "
+                     "at most 4 chains (2 chain blocks of 2)"]
+
+
+def test_a_block_larger_than_the_shard_is_the_whole_shard_in_the_error():
+    """chain_block 4 over a shard of 3 chains: the only block is the shard's 3 chains, which cannot split."""
+    shards = ising_sampling.shards(_config(samplers=["GWG"], num_chains=3, chains_per_shard=3, chain_block=4), {})
+    need = ising_sampling.shard_memory_bytes(shards[0], 3)
+    with pytest.raises(ShardTooLargeError) as err:
+        split_for_memory(ising_sampling, shards, need - 1)
+    assert str(err.value) == (
+        f"shard 0 {shards[0]!r} needs about {machine_memory.format_bytes(need)}, over the budget of "
+        f"{machine_memory.format_bytes(need - 1)} per shard, and cannot be split: its 3 chains are a single chain "
+        "block (chain_block 4 >= 3), the smallest part a split can make: give shards more memory "
+        "(--shard-memory-mb or GRADMC_SHARD_MEMORY_MB) or lower chain_block (or the problem size) in the config")
+    assert split_for_memory(ising_sampling, shards, need)[0] == shards  # at the budget: runs whole
+
+
+def _mixed():
+    """Shard 0 of 4 chains split into two parts of one block (2 chains); shard 1 of 2 chains whole."""
+    shards = ising_sampling.shards(_config(samplers=["GWG"], num_chains=6, chains_per_shard=4), {})
+    units, groups = split_for_memory(ising_sampling, shards, ising_sampling.shard_memory_bytes(shards[0], 2))
+    return shards, units, groups
+
+
+def test_parts_are_named_after_their_shard():
+    shards, units, groups = _mixed()
+    assert units == [ShardPart(shards[0], 0, 2), ShardPart(shards[0], 2, 4), shards[1]]
+    assert unit_names(units, groups) == ["shard 0 part 1/2", "shard 0 part 2/2", "shard 1"]
+    assert (unit_noun(units), unit_noun(units[:2]), unit_noun(units[2:])) == (
+        "whole shards and parts", "parts", "shards")
+    assert _label(units[1]) == "(side=4, theta=0.3, sampler=GWG, seed=0, chain_start=0, num_chains=4; chains 2..3)"
+    assert shard_sizes(units[1]) == ("side=4, theta=0.3, sampler='GWG', seed=0, chain_start=0, num_chains=4, "
+                                     "total_chains=6, num_steps=40, burn_in_fraction=0.1, chain_block=2, "
+                                     "device='cpu', start=2, stop=4")
+
+
 def test_chains_per_shard_must_hold_whole_blocks():
     with pytest.raises(ConfigError, match=r"chains_per_shard \(3\) must be a multiple of ising_sampling.chain_block"):
         ising_sampling.shards(_config(chains_per_shard=3), {})
@@ -137,8 +191,17 @@ def test_split_sweep_rows_equal_the_unsplit_sweep(ray_session, tmp_path):
     def untimed(df: pd.DataFrame) -> pd.DataFrame:
         return df[df["metric"] != "ess_per_second"].drop(columns="wall_time_s").reset_index(drop=True)
 
-    whole, lines = sweep(None)
-    assert not any("split" in line for line in lines)
+    whole, lines = sweep(None, tmp_path / "whole")
+    assert not any("split into" in line for line in lines)
+    assert f"[ising_sampling] shard cache {tmp_path / 'whole'}: 0 of 3 shards stored, 3 to run" in lines
+    # one path for both: unsplit shards run through run_unit, are stored under the shard's own key (as when
+    # they ran through the module's run), and give the module's own rows
+    entry = standard("ising_sampling")
+    cache = ShardCache(tmp_path / "whole", "ising_sampling", source_digest(entry.module, *entry.uses))
+    shards = ising_sampling.shards(config, {})
+    assert {p.stem for p in (tmp_path / "whole").glob("*.parquet")} == {cache.key(s) for s in shards}
+    in_process = collect("ising_sampling", [ising_sampling.run(s) for s in shards])
+    pd.testing.assert_frame_equal(untimed(whole), untimed(in_process))
     for blocks, parts in ((2, 2), (1, 4)):
         split, lines = sweep(ising_sampling.shard_memory_bytes(shard, 2 * blocks), tmp_path / f"cache{blocks}")
         assert sum(f"split into {parts} parts" in line for line in lines) == 3
@@ -147,6 +210,54 @@ def test_split_sweep_rows_equal_the_unsplit_sweep(ray_session, tmp_path):
     assert set(whole["metric"]) >= {"ess", "ess_all_chains"} and "kept_statistic" not in set(split["metric"])
     again, _ = sweep(ising_sampling.shard_memory_bytes(shard, 2), tmp_path / "cache1")  # all parts from the cache
     pd.testing.assert_frame_equal(untimed(again), untimed(whole))
+
+
+def test_killed_split_sweep_reruns_only_the_missing_part(ray_session, tmp_path):
+    """Shard 0 split in two parts, shard 1 whole: progress names each part after its shard; with one part's
+    file lost (as after a kill), the rerun runs just that part, and the rows are the in-process unsplit rows."""
+    shards, units, _ = _mixed()
+    config = _config(samplers=["GWG"], num_chains=6, chains_per_shard=4)
+    budget = ising_sampling.shard_memory_bytes(shards[0], 2)
+    folder = tmp_path / "cache"
+
+    def sweep() -> tuple[pd.DataFrame, list[str]]:
+        lines: list[str] = []
+        df = run_experiment("ising_sampling", config, {}, workers=2, progress=lines.append, memory_budget=budget,
+                            memory_source="a test", shard_cache=folder)
+        return df.drop(columns="wall_time_s")[df["metric"] != "ess_per_second"].reset_index(drop=True), lines
+
+    first, lines = sweep()
+    assert f"[ising_sampling] memory budget: {machine_memory.format_bytes(budget)} per shard (a test)" in lines
+    assert f"[ising_sampling] shard cache {folder}: 0 of 3 whole shards and parts stored, 3 to run" in lines
+    assert "[ising_sampling] 3 whole shards and parts, 2 at a time" in lines
+    finished = sorted(line.split(" finished in ")[0] for line in lines if " finished in " in line)
+    assert finished == ["[ising_sampling] shard 0 part 1/2 (side=4, theta=0.3, sampler=GWG, seed=0, chain_start=0, "
+                        "num_chains=4; chains 0..1)",
+                        "[ising_sampling] shard 0 part 2/2 (side=4, theta=0.3, sampler=GWG, seed=0, chain_start=0, "
+                        "num_chains=4; chains 2..3)",
+                        "[ising_sampling] shard 1 (side=4, theta=0.3, sampler=GWG, seed=0, chain_start=4, "
+                        "num_chains=2)"]
+    entry = standard("ising_sampling")
+    cache = ShardCache(folder, "ising_sampling", source_digest(entry.module, *entry.uses))
+    assert {p.stem for p in folder.glob("*.parquet")} == {cache.key(u) for u in units}
+    cache.path(units[1]).unlink()
+    again, lines = sweep()
+    assert f"[ising_sampling] shard cache {folder}: 2 of 3 whole shards and parts stored, 1 to run" in lines
+    assert [line.split(" (")[0] for line in lines if " finished in " in line] == ["[ising_sampling] shard 0 part 2/2"]
+    pd.testing.assert_frame_equal(again, first)
+    whole = collect("ising_sampling", [ising_sampling.run(s) for s in shards])
+    pd.testing.assert_frame_equal(first, whole.drop(columns="wall_time_s")[whole["metric"] != "ess_per_second"]
+                                  .reset_index(drop=True))
+
+
+def test_shards_of_a_type_from_another_module_are_refused(monkeypatch):
+    """run_unit finds a whole shard's run through its type's module: a shard type defined elsewhere would run
+    another module's run, so run_experiment refuses it before any work."""
+    from gradmc.distributed.selftest import ToyShard
+
+    monkeypatch.setattr(ising_sampling, "shards", lambda config, inputs: [ToyShard(seed=0)])
+    with pytest.raises(TypeError, match=r"shards of types defined in \['gradmc.distributed.selftest'\]"):
+        run_experiment("ising_sampling", _config(), {}, progress=None)
 
 
 def test_merge_refuses_parts_that_miss_chains():
@@ -161,7 +272,7 @@ def test_merge_refuses_parts_that_miss_chains():
 def test_budget_from_option_environment_or_machine(monkeypatch):
     monkeypatch.delenv(memory_split.MEMORY_ENV_VAR, raising=False)
     assert resolve_memory_budget(64) == 64 << 20
-    monkeypatch.setattr(memory_split, "physical_memory_bytes", lambda: 10 << 30)
+    monkeypatch.setattr(machine_memory, "memory_limit", lambda: (10 << 30, "physical memory"))
     assert resolve_memory_budget(None, workers=4) == int(0.8 * (10 << 30) / 4)
     monkeypatch.setenv(memory_split.MEMORY_ENV_VAR, "512")
     assert resolve_memory_budget(None, workers=4) == 512 << 20

@@ -135,6 +135,23 @@ def test_key_changes_with_fields_files_and_code(tmp_path):
     assert cache.describe(named)["files"] == {"crash_marker": cache._file_digest(str(model))}
 
 
+def test_a_part_of_a_split_shard_is_keyed_by_its_shards_files_and_its_chains(tmp_path):
+    """A part (memory_split.ShardPart) hashes the files its shard's fields name, as the whole shard does, and its
+    chains: a retrained model is never met by a stale part, and two parts never share a key."""
+    from gradmc.distributed.memory_split import ShardPart
+
+    model = tmp_path / "model.bin"
+    model.write_bytes(b"first model")
+    cache = ShardCache(tmp_path, "toy", "code-a")
+    shard = ToyShard(seed=1, crash_marker=str(model))
+    part = ShardPart(shard, 0, 2)
+    assert cache.describe(part)["files"] == {"shard.crash_marker": cache._file_digest(str(model))}
+    assert len({cache.key(shard), cache.key(part), cache.key(ShardPart(shard, 2, 4))}) == 3
+    before = cache.key(part)
+    model.write_bytes(b"second model, retrained")
+    assert cache.key(part) != before
+
+
 def test_stale_or_damaged_files_are_never_trusted(tmp_path):
     messages = []
     cache = ShardCache(tmp_path, "toy", "code-a", progress=messages.append)

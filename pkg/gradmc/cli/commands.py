@@ -190,9 +190,9 @@ def _cmd_run(args) -> None:
     from gradmc.distributed.shard_cache import cache_folder_for
 
     executor = resolve_executor(args.executor)  # a bad GRADMC_SHARD_EXECUTOR stops here, before any work
-    from gradmc.distributed.memory_split import resolve_memory_budget
+    from gradmc.distributed.memory_split import resolve_budget_with_source
 
-    budget = resolve_memory_budget(args.shard_memory_mb, args.workers)  # a bad value stops here too
+    budget, source = resolve_budget_with_source(args.shard_memory_mb, args.workers)  # a bad value stops here too
     if os.path.isdir(args.out):
         raise InputError(f"--out {args.out} is a folder; give the metrics file to write "
                          f"(e.g. {os.path.join(args.out, 'metrics.parquet')})")
@@ -208,7 +208,7 @@ def _cmd_run(args) -> None:
         if os.path.lexists(cache) and not cache.is_dir():
             raise InputError(f"{what} is a file, not a folder; give a folder (--shard-cache DIR) or --no-shard-cache")
     df = run_experiment(entry.name, config, inputs, workers=args.workers, progress=log, shard_cache=cache,
-                        executor=executor, memory_budget=budget)
+                        executor=executor, memory_budget=budget, memory_source=source)
     _write_metrics(df, args.out, {"name": config["name"], **job_config(entry.name, config)}, entry.name)
 
 

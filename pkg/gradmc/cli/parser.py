@@ -38,9 +38,19 @@ def _add_out(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--out", required=True, help=f"output path of the {what} (written atomically)")
 
 
+class _AtLeastOne(argparse.Action):
+    """Store an int option, refusing one below 1 at parse time (usage error, exit status 2, no traceback):
+    ``--workers must be an integer >= 1, got 0``."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if values < 1:
+            parser.error(f"{option_string} must be an integer >= 1, got {values}")
+        setattr(namespace, self.dest, values)
+
+
 def _add_workers(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workers", type=int, default=None,
-                   help="parallel Ray workers (default: the cores Ray sees; RAY_ADDRESS joins a cluster)")
+    p.add_argument("--workers", type=int, action=_AtLeastOne, default=None,
+                   help="parallel Ray workers, at least 1 (default: the cores Ray sees; RAY_ADDRESS joins a cluster)")
 
 
 def _add_data(sub) -> None:
@@ -131,8 +141,9 @@ def _add_standard_runs(run) -> None:
                          help="Ray tasks (default; or $GRADMC_SHARD_EXECUTOR) or a pool of Ray actors, one per "
                               "worker, each loading what its shards share once; the results are the same")
         gen.add_argument("--shard-memory-mb", type=float, default=None, metavar="MIB",
-                         help="memory one shard may use, in MiB (default: $GRADMC_SHARD_MEMORY_MB, else 0.8 of this "
-                              "machine's memory over the workers); an experiment that can split its chains "
+                         help="memory one shard may use, in MiB (default: $GRADMC_SHARD_MEMORY_MB, else 0.8 of the "
+                              "smallest of this machine's memory, its cgroup limit and the SLURM allocation, over "
+                              "the workers); an experiment that can split its chains "
                               "(ising_sampling) runs a larger shard as several parts with the same rows")
 
 

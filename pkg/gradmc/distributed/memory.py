@@ -12,6 +12,7 @@ described on the driver (:func:`oom_hint` is appended there).
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -38,7 +39,7 @@ def shard_sizes(shard: Any) -> str:
     """The shard's scalar fields as ``name=value, ...`` (ints, floats, bools, short strings), or its repr.
 
     Sizes such as ``num_chains`` and ``dim`` are what decide a shard's memory; paths and tensors are
-    left out.
+    left out. A field holding a dataclass (the shard of a part of a split shard) contributes its own sizes.
     """
     fields = getattr(shard, "__dataclass_fields__", None)
     if not fields:
@@ -46,7 +47,9 @@ def shard_sizes(shard: Any) -> str:
     parts = []
     for name in fields:
         value = getattr(shard, name)
-        if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 40
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            parts.append(shard_sizes(value))
+        elif isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 40
                                                      and not name.endswith("_path")):
             parts.append(f"{name}={value!r}")
     return ", ".join(parts) or repr(shard)

@@ -20,8 +20,14 @@ A splittable experiment module defines, besides ``shards`` and ``run``:
 - ``run_part(part) -> DataFrame`` and ``merge_parts(shard, frames) -> DataFrame``.
 
 The budget per shard (:func:`resolve_memory_budget`): ``--shard-memory-mb`` of ``gradmc run``, else the
-environment variable ``GRADMC_SHARD_MEMORY_MB``, else :data:`DEFAULT_MEMORY_FRACTION` of this machine's
-physical memory divided among the workers that run at once.
+environment variable ``GRADMC_SHARD_MEMORY_MB``, else :data:`DEFAULT_MEMORY_FRACTION` of the memory this
+process may use (the smallest of physical memory, the cgroup limits and the SLURM allocation,
+:func:`gradmc.distributed.machine_memory.memory_limit`) divided among the workers that run at once. Where a
+shard splits depends on the budget, and the shard cache keys each part by its chains, so parts stored under
+one budget are not reused by a run under another budget that splits the shard differently.
+
+In progress lines and errors, ``shard 3`` is shard 3 of the sweep (numbered from 0) and ``shard 3 part 2/4``
+the second of the 4 parts it was split into (:func:`unit_names`).
 """
 
 from __future__ import annotations
@@ -34,14 +40,18 @@ from typing import Any
 
 import pandas as pd
 
+from gradmc.distributed import machine_memory
+from gradmc.distributed.machine_memory import format_bytes, physical_memory_bytes
 from gradmc.errors import InputError
 
 __all__ = ["DEFAULT_MEMORY_FRACTION", "MEMORY_ENV_VAR", "ShardPart", "ShardTooLargeError", "merge_results",
-           "physical_memory_bytes", "resolve_memory_budget", "run_unit", "split_for_memory", "splittable"]
+           "physical_memory_bytes", "resolve_budget_with_source", "resolve_memory_budget", "run_unit",
+           "split_for_memory", "splittable", "unit_names", "unit_noun"]
 
 MEMORY_ENV_VAR = "GRADMC_SHARD_MEMORY_MB"
 DEFAULT_MEMORY_FRACTION = 0.8
-"""Share of the machine's physical memory that the shards running at once may use together."""
+"""Share of the memory this process may use (:func:`gradmc.distributed.machine_memory.memory_limit`) that the
+shards running at once may use together."""
 
 _MB = 1 << 20
 
@@ -59,45 +69,61 @@ class ShardPart:
     stop: int
 
 
-def physical_memory_bytes() -> int | None:
-    """This machine's physical memory in bytes (``os.sysconf``), or None where it cannot be read."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def resolve_memory_budget(budget_mb: float | None = None, workers: int | None = None) -> int | None:
-    """The memory budget of one shard, in bytes.
+def resolve_budget_with_source(budget_mb: float | None = None,
+                               workers: int | None = None) -> tuple[int | None, str]:
+    """The memory budget of one shard, in bytes, and a phrase saying where it came from.
 
     Args:
         budget_mb: the budget in MiB (``gradmc run --shard-memory-mb``); None: ``$GRADMC_SHARD_MEMORY_MB``,
-            else the machine's default.
+            else :data:`DEFAULT_MEMORY_FRACTION` of the smallest of physical memory, the cgroup v2 / v1
+            limits and the SLURM allocation (:func:`gradmc.distributed.machine_memory.memory_limit`) over
+            ``workers``.
         workers: shards running at once on this machine (None: its CPU count).
 
     Returns:
-        Bytes, or None (no budget: never split) where neither is given and the machine's memory is unknown.
+        (bytes, source), e.g. ``(858993459, "0.8 of 2.0 GiB (the cgroup v2 limit, /sys/fs/cgroup/memory.max)
+        over 2 workers")``; bytes is None (no budget: never split) where neither is given and no memory
+        limit can be read.
 
     Raises:
         gradmc.errors.InputError: a budget (argument or environment variable) that is not a positive number.
     """
-    source = "--shard-memory-mb"
+    source = f"--shard-memory-mb {budget_mb:g}" if budget_mb is not None else ""
     if budget_mb is None:
         env = os.environ.get(MEMORY_ENV_VAR, "")
         if env == "":
-            total = physical_memory_bytes()
-            if total is None:
-                return None
-            return int(DEFAULT_MEMORY_FRACTION * total / max(1, workers or os.cpu_count() or 1))
-        source = MEMORY_ENV_VAR
+            return _default_budget(workers)
+        source = f"{MEMORY_ENV_VAR}={env}"
         try:
             budget_mb = float(env)
         except ValueError:
             raise InputError(f"{MEMORY_ENV_VAR}={env!r} is not a number of MiB (unset it for the default: "
-                             f"{DEFAULT_MEMORY_FRACTION:g} of physical memory over the workers)") from None
+                             f"{DEFAULT_MEMORY_FRACTION:g} of this machine's memory limit over the workers)") from None
     if not budget_mb > 0 or budget_mb == float("inf"):
-        raise InputError(f"{source} must be a positive, finite number of MiB, got {budget_mb!r}")
-    return int(budget_mb * _MB)
+        name = "--shard-memory-mb" if source.startswith("--") else MEMORY_ENV_VAR
+        raise InputError(f"{name} must be a positive, finite number of MiB, got {budget_mb!r}")
+    return int(budget_mb * _MB), source
+
+
+def _default_budget(workers: int | None) -> tuple[int | None, str]:
+    """:data:`DEFAULT_MEMORY_FRACTION` of :func:`~gradmc.distributed.machine_memory.memory_limit` over the workers."""
+    limit = machine_memory.memory_limit()
+    if limit is None:
+        return None, "no memory limit readable on this machine"
+    total, where = limit
+    share = max(1, workers or os.cpu_count() or 1)
+    return (int(DEFAULT_MEMORY_FRACTION * total / share),
+            f"{DEFAULT_MEMORY_FRACTION:g} of {format_bytes(total)} ({where}) over {share} workers")
+
+
+def resolve_memory_budget(budget_mb: float | None = None, workers: int | None = None) -> int | None:
+    """The memory budget of one shard, in bytes: the first item of :func:`resolve_budget_with_source`
+    (None: no budget, never split).
+
+    Raises:
+        gradmc.errors.InputError: a budget (argument or environment variable) that is not a positive number.
+    """
+    return resolve_budget_with_source(budget_mb, workers)[0]
 
 
 def splittable(module: ModuleType) -> bool:
@@ -122,7 +148,8 @@ def split_for_memory(module: ModuleType, shards: list[Any], budget: int | None,
 
     Raises:
         ShardTooLargeError: one chain block of a shard alone exceeds the budget (the message names the
-            shard, its estimate and the budget, and what to change).
+            shard, its estimate and the budget, and what to change); where ``chain_block`` is at least the
+            shard's chains, that block is the whole shard, and the message says it cannot be split.
     """
     units: list[Any] = []
     groups: list[list[int]] = []
@@ -137,27 +164,62 @@ def split_for_memory(module: ModuleType, shards: list[Any], budget: int | None,
             groups.append([len(units)])
             units.append(shard)
             continue
-        blocks = -(-chains // block)
+        blocks = -(-chains // block)  # the last block may hold fewer chains
         fit = max((k for k in range(1, blocks + 1)
                    if module.shard_memory_bytes(shard, min(k * block, chains)) <= budget), default=0)
         if fit == 0:
-            raise ShardTooLargeError(
-                f"shard {number} {shard!r} needs about {need / _MB:.0f} MiB and one chain block of {block} chains "
-                f"about {module.shard_memory_bytes(shard, min(block, chains)) / _MB:.0f} MiB, over the budget of "
-                f"{budget / _MB:.0f} MiB per shard: give shards more memory (--shard-memory-mb or "
-                f"{MEMORY_ENV_VAR}) or lower chain_block (or the problem size) in the config")
+            raise ShardTooLargeError(_too_large(module, number, shard, need, chains, block, budget))
         step = fit * block
         parts = [ShardPart(shard, start, min(start + step, chains)) for start in range(0, chains, step)]
         if progress is not None:
-            progress(f"shard {number} needs about {need / _MB:.0f} MiB, over the budget of {budget / _MB:.0f} MiB: "
-                     f"split into {len(parts)} parts of at most {step} chains")
+            progress(f"shard {number} needs about {format_bytes(need)}, over the budget of {format_bytes(budget)} "
+                     f"per shard: split into {len(parts)} parts of at most {step} chains "
+                     f"({fit} chain block{'s' if fit > 1 else ''} of {block})")
         groups.append(list(range(len(units), len(units) + len(parts))))
         units.extend(parts)
     return units, groups
 
 
+def _too_large(module: ModuleType, number: int, shard: Any, need: int, chains: int, block: int, budget: int) -> str:
+    """The message of :class:`ShardTooLargeError`: what the smallest possible part is and what it needs."""
+    advice = (f"give shards more memory (--shard-memory-mb or {MEMORY_ENV_VAR}) or lower chain_block (or the "
+              "problem size) in the config")
+    head = (f"shard {number} {shard!r} needs about {format_bytes(need)}, over the budget of {format_bytes(budget)} "
+            "per shard")
+    if block >= chains:
+        return (f"{head}, and cannot be split: its {chains} chains are a single chain block (chain_block {block} "
+                f">= {chains}), the smallest part a split can make: {advice}")
+    smallest = module.shard_memory_bytes(shard, block)
+    return (f"{head}, and even its smallest part, one chain block of {block} chains, needs about "
+            f"{format_bytes(smallest)}: {advice}")
+
+
+def unit_names(units: list[Any], groups: list[list[int]]) -> list[str]:
+    """How progress lines and errors name each unit of :func:`split_for_memory`: ``shard 3`` for shard 3
+    of the sweep (from 0) run whole, ``shard 3 part 2/4`` for the second of the 4 parts shard 3 was split into."""
+    names = [""] * len(units)
+    for number, group in enumerate(groups):
+        if len(group) == 1 and not isinstance(units[group[0]], ShardPart):
+            names[group[0]] = f"shard {number}"
+            continue
+        for j, index in enumerate(group, start=1):
+            names[index] = f"shard {number} part {j}/{len(group)}"
+    return names
+
+
+def unit_noun(units: list[Any]) -> str:
+    """What the units are, for counts in progress lines: ``shards``, ``parts`` (every shard was split) or
+    ``whole shards and parts``."""
+    parts = sum(isinstance(unit, ShardPart) for unit in units)
+    if parts == 0:
+        return "shards"
+    return "parts" if parts == len(units) else "whole shards and parts"
+
+
 def run_unit(unit: Any) -> pd.DataFrame:
-    """Run one unit of :func:`split_for_memory`: ``run_part`` of the shard's module for a part, else ``run``."""
+    """Run one unit of :func:`split_for_memory`: ``run_part`` of the shard's module for a part, else ``run`` of
+    the module that defines the shard's type (the experiment's own module, which
+    :func:`gradmc.experiments.standard.run_experiment` checks). Module-level, so Ray pickles it by reference."""
     if isinstance(unit, ShardPart):
         return importlib.import_module(type(unit.shard).__module__).run_part(unit)
     return importlib.import_module(type(unit).__module__).run(unit)

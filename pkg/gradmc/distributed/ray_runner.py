@@ -32,6 +32,7 @@ import ray
 import torch
 
 from gradmc.distributed.memory import oom_hint, run_guarded
+from gradmc.distributed.memory_split import ShardPart
 from gradmc.distributed.session import ensure_ray
 from gradmc.errors import ClusterResourceError, InputError, UserError
 
@@ -149,7 +150,11 @@ PER_SHARD_LINES = 200
 
 
 def _label(shard: Any) -> str:
-    """Short description of a shard for progress lines: its scalar fields (paths and tensors left out)."""
+    """Short description of a shard for progress lines: its scalar fields (paths and tensors left out); for a
+    part of a split shard (:class:`gradmc.distributed.memory_split.ShardPart`), its shard's and its chains."""
+    if isinstance(shard, ShardPart):
+        whole = _label(shard.shard)
+        return f"({whole[1:-1]}{'; ' if whole else ''}chains {shard.start}..{shard.stop - 1})"
     fields = getattr(shard, "__dataclass_fields__", None)
     if not fields:
         return ""
@@ -158,8 +163,9 @@ def _label(shard: Any) -> str:
     return "(" + ", ".join(parts[:6]) + ")"
 
 
-def _describe_failure(index: int, shard: Any, fn: Callable, err: BaseException, max_retries: int) -> str:
-    """One line naming the shard (index and repr), fn, and what went wrong (with the fix where known)."""
+def _describe_failure(name: str, shard: Any, fn: Callable, err: BaseException, max_retries: int) -> str:
+    """One line naming the shard (``name``, e.g. ``shard 3``, and repr), fn, and what went wrong (with the fix
+    where known)."""
     cause = getattr(err, "cause", None)
     text = str(err).strip()
     first_line = text.splitlines()[0] if text else ""
@@ -175,8 +181,7 @@ def _describe_failure(index: int, shard: Any, fn: Callable, err: BaseException, 
             f"{max_retries + 1} attempts ({first_line}); a worker killed by a signal is often the "
             f"kernel's out-of-memory killer (see `dmesg`): if so, {oom_hint()}"
         )
-    name = getattr(fn, "__qualname__", repr(fn))
-    return f"shard {index} {shard!r} failed in {name}: {what}"
+    return f"{name} {shard!r} failed in {getattr(fn, '__qualname__', repr(fn))}: {what}"
 
 
 def run_shards(
@@ -192,6 +197,8 @@ def run_shards(
     on_result: Callable[[int, Any], None] | None = None,
     executor: str | None = None,
     numbers: Sequence[int] | None = None,
+    names: Sequence[str] | None = None,
+    noun: str = "shards",
 ) -> list[Any]:
     """Run ``fn(shard)`` for every shard on Ray and return the results in the order of ``shards``.
 
@@ -223,6 +230,10 @@ def run_shards(
             ``GRADMC_SHARD_EXECUTOR`` environment variable when set. Results are the same either way.
         numbers: the shards' numbers in the whole sweep, for progress lines, task names and errors (a rerun that
             computes only the shards missing from the cache keeps their original numbers); default 0, 1, ...
+        names: how progress lines, task names and errors name each shard, e.g. ``shard 3 part 2/4`` for a part
+            of a split shard (:func:`gradmc.distributed.memory_split.unit_names`); default ``shard <number>``
+            (task names drop the word ``shard``: ``<desc>[3]``, ``<desc>[3 part 2/4]``).
+        noun: what the shards are called in counts (``12 parts, 2 at a time``); default ``shards``.
 
     Returns:
         list of fn's results, ``result[i] = fn(shards[i])``, independent of completion order and of
@@ -249,6 +260,9 @@ def run_shards(
     number = list(numbers) if numbers is not None else list(range(len(shards)))
     if len(number) != len(shards):
         raise ValueError(f"numbers has {len(number)} entries for {len(shards)} shards")
+    name_of = list(names) if names is not None else [f"shard {n}" for n in number]
+    if len(name_of) != len(shards):
+        raise ValueError(f"names has {len(name_of)} entries for {len(shards)} shards")
     if not shards:
         return []
     ensure_ray()
@@ -271,14 +285,14 @@ def run_shards(
     last_percent = -1
     start = time.monotonic()
     if progress is not None:
-        progress(f"[{desc}] {total} shards, {min(num_workers, total)} at a time")
+        progress(f"[{desc}] {total} {noun}, {min(num_workers, total)} at a time")
     pool = None
     if executor == "actors":
         pool = _ActorPool(min(num_workers, total), threads_per_worker, num_gpus_per_shard, max_retries)
     try:
         while done < total:
             while next_index < total and len(pending) < num_workers:
-                name = f"{desc}[{number[next_index]}]"
+                name = f"{desc}[{name_of[next_index].removeprefix('shard ')}]"  # ising_sampling[3], [3 part 2/4]
                 if pool is not None:
                     ref = pool.submit(fn, shards[next_index], name)
                 else:
@@ -296,13 +310,13 @@ def run_shards(
                 except ray.exceptions.RayError as err:
                     cause = getattr(err, "cause", None)
                     if isinstance(cause, UserError):  # bad input met inside a shard: still a one-line user error
-                        raise type(cause)(f"shard {number[index]} {_label(shards[index])}: {cause}") from err
-                    raise RuntimeError(_describe_failure(number[index], shards[index], fn, err, max_retries)) from err
+                        raise type(cause)(f"{name_of[index]} {_label(shards[index])}: {cause}") from err
+                    raise RuntimeError(_describe_failure(name_of[index], shards[index], fn, err, max_retries)) from err
                 if on_result is not None:
                     on_result(index, results[index])
                 done += 1
                 if progress is not None and total <= PER_SHARD_LINES:
-                    progress(f"[{desc}] shard {number[index]} {_label(shards[index])} finished in "
+                    progress(f"[{desc}] {name_of[index]} {_label(shards[index])} finished in "
                              f"{time.monotonic() - submitted[index]:.1f}s")
             percent = 100 * done // total
             if progress is not None and (percent > last_percent or done == total):

@@ -13,8 +13,8 @@ The key (first 32 hex digits of a SHA-256) hashes everything a shard's rows depe
   shard (the registry's contract, :mod:`gradmc.registry`), so the fields are the shard's part of the
   config: a config change that alters a shard alters its key, one that leaves it alone (another seed
   added, another section edited) reuses it;
-- the content digest of every file a field names (model checkpoints, reference samples, prepared data),
-  so a retrained model never meets a stale shard;
+- the content digest of every file a field names (model checkpoints, reference samples, prepared data;
+  also the fields of the shard a part of a split shard holds), so a retrained model never meets a stale shard;
 - the code digest of the experiment's modules (:func:`gradmc.codedigest.source_digest`, all gradmc
   modules they import) and the versions of the libraries that compute rows (:data:`KEY_LIBRARIES`).
 
@@ -53,6 +53,19 @@ def cache_folder_for(out: str | os.PathLike) -> Path:
     (``results/quick/ising_sampling/metrics.parquet`` -> ``results/quick/ising_sampling/metrics.shards/``)."""
     out = Path(out)
     return out.with_name(f"{out.stem}.shards")
+
+
+def _string_fields(shard: Any, prefix: str = ""):
+    """(name, value) of each str field of a dataclass shard, and of the dataclasses its fields hold (named
+    ``field.subfield``: the shard of a part of a split shard, :mod:`gradmc.distributed.memory_split`)."""
+    if not dataclasses.is_dataclass(shard) or isinstance(shard, type):
+        return
+    for f in dataclasses.fields(shard):
+        value = getattr(shard, f.name)
+        if isinstance(value, str):
+            yield prefix + f.name, value
+        else:
+            yield from _string_fields(value, f"{prefix}{f.name}.")
 
 
 def _identity(shard: Any) -> dict[str, Any]:
@@ -126,8 +139,8 @@ class ShardCache:
         """Everything the key hashes (see the module docstring), as a JSON-ready dict."""
         identity = _identity(shard)
         files = {}
-        for name, value in identity.get("fields", {}).items():
-            if isinstance(value, str) and (digest := self._file_digest(value)) is not None:
+        for name, value in _string_fields(shard):
+            if (digest := self._file_digest(value)) is not None:
                 files[name] = digest
         return {"experiment": self.experiment, "shard": identity, "files": files, "code": self.code_digest,
                 "libraries": _library_versions()}
@@ -211,6 +224,8 @@ def run_cached(
     *,
     progress: Callable[[str], None] | None = print,
     desc: str = "shards",
+    names: Sequence[str] | None = None,
+    noun: str = "shards",
     **runner_kwargs: Any,
 ) -> tuple[list[pd.DataFrame], int]:
     """Frames of every shard, in the order of ``shards``: stored ones from ``cache``, the rest computed.
@@ -220,11 +235,16 @@ def run_cached(
         shards: the sweep's shards.
         cache: where finished shards are stored; None computes every shard and stores nothing.
         runner: ``runner(fn, shards, on_result=..., progress=..., desc=..., numbers=..., **runner_kwargs)``
+            (plus ``names`` and ``noun`` when given)
             computing the missing shards and calling ``on_result(i, frame)`` on the driver as each finishes
             (:func:`gradmc.distributed.run_shards`; ``numbers`` are the shards' indices in the whole sweep,
             for its progress lines and errors).
         progress: receives a line saying how many shards came from the cache; None for silence.
         desc: label of the progress lines.
+        names: each shard's name in progress lines and errors (e.g. ``shard 3 part 2/4``,
+            :func:`gradmc.distributed.memory_split.unit_names`), handed to ``runner`` as ``names`` for the
+            shards it runs; None: the runner's default (``shard <number>``).
+        noun: what the shards are called in counts (``parts``); handed to ``runner`` unless ``shards``.
 
     Returns:
         (frames, computed): ``frames[i]`` is shard i's frame; ``computed`` is how many shards ran now.
@@ -237,7 +257,7 @@ def run_cached(
             frames[i] = cache.load(shard)
     todo = [i for i, frame in enumerate(frames) if frame is None]
     if cache is not None and progress is not None:
-        progress(f"[{desc}] shard cache {cache.folder}: {len(shards) - len(todo)} of {len(shards)} shards stored, "
+        progress(f"[{desc}] shard cache {cache.folder}: {len(shards) - len(todo)} of {len(shards)} {noun} stored, "
                  f"{len(todo)} to run")
     if not todo:
         return frames, 0
@@ -246,6 +266,10 @@ def run_cached(
         if cache is not None:
             cache.store(shards[todo[j]], frame)
 
+    if names is not None:
+        runner_kwargs["names"] = [names[i] for i in todo]
+    if noun != "shards":
+        runner_kwargs["noun"] = noun
     computed = runner(fn, [shards[i] for i in todo], on_result=keep, progress=progress, desc=desc, numbers=todo,
                       **runner_kwargs)
     for i, frame in zip(todo, computed, strict=True):

@@ -178,12 +178,12 @@ def run_part(part: ShardPart) -> pd.DataFrame:
     burn = int(shard.burn_in_fraction * T)
     kept = stat[burn + 1:].T.cpu().numpy().astype(np.float64)  # (C, kept steps)
     steps = np.arange(burn + 1, T + 1)
-    trace = pd.DataFrame({
+    trace = tidy_frame({  # columns straight into the tidy frame: no intermediate DataFrame
         "sampler": shard.sampler, "seed": shard.seed,
         "chain": np.repeat(np.arange(C) + shard.chain_start + part.start, kept.shape[1]),
         "step": np.tile(steps, C), "metric": TRACE_METRIC, "value": kept.reshape(-1),
-        "energy_evals": clock.energy_evals, "grad_evals": clock.grad_evals, "wall_time_s": clock.seconds})
-    trace = tidy_frame(trace, EXPERIMENT, df["target"].iloc[0])
+        "energy_evals": clock.energy_evals, "grad_evals": clock.grad_evals, "wall_time_s": clock.seconds},
+        EXPERIMENT, df["target"].iloc[0])
     return pd.concat([df, _frame_columns(shard, trace)], ignore_index=True)
 
 

@@ -112,8 +112,9 @@ def _write_profile(args) -> None:
                  f"it does not measure: {', '.join(rules)})")
     print(line, flush=True)
     value = done.shard_memory_mb if done.shard_memory_mb is not None else "<MiB per shard>"
-    print(f"[plan] under this profile, export GRADMC_SHARD_MEMORY_MB={value} before snakemake (a profile cannot "
-          "set it per job; see its header)", flush=True)
+    print(f"[plan] optional: export GRADMC_SHARD_MEMORY_MB={value} before snakemake to give each shard exactly the "
+          "plan's measured memory (without it a job budgets 0.8 of its SLURM allocation; see the profile's header)",
+          flush=True)
 
 
 def plan_command(args) -> None:

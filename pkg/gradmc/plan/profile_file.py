@@ -41,7 +41,8 @@ HEADER = (
     "Memory budget of a shard: a profile cannot set an environment variable per rule (the executor submits with "
     "sbatch --export=ALL and refuses --export in slurm_extra), so every job inherits the environment of the shell "
     "that runs snakemake. Without GRADMC_SHARD_MEMORY_MB, a sweep that splits shards by memory (ising_sampling) "
-    "budgets 0.8 of the NODE's physical memory over its workers, not the job's mem_mb. So, before snakemake:",
+    "budgets 0.8 of the job's SLURM allocation (SLURM_MEM_PER_NODE, i.e. its mem_mb above) over its workers, which "
+    "is enough. To give each shard exactly what the plan measured instead, before snakemake:",
     "  export GRADMC_SHARD_MEMORY_MB={value}",
     "{why}",
 )

@@ -16,8 +16,9 @@ Rules the plan could not measure (missing data, failed probe) keep the profile's
 plan (``gradmc plan --jobs``) keeps the profile's lines of every rule it does not measure.
 
 A profile cannot set an environment variable per rule (the slurm executor submits with ``--export=ALL`` and
-refuses ``--export`` in ``slurm_extra``), so ``GRADMC_SHARD_MEMORY_MB`` cannot be set per job: the header says
-which value to export before ``snakemake`` (:func:`shard_memory_mb`).
+refuses ``--export`` in ``slurm_extra``), so ``GRADMC_SHARD_MEMORY_MB`` cannot be set per job. It need not be: a
+job's default budget reads its SLURM allocation (:mod:`gradmc.distributed.machine_memory`); the header names the
+value to export to give each shard exactly the plan's measured memory instead (:func:`shard_memory_mb`).
 """
 
 from __future__ import annotations
