@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from gradmc.argtypes import positive_int
 from gradmc.plan.cli import add_plan_parser
 from gradmc.registry import experiments
 
@@ -38,18 +39,8 @@ def _add_out(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--out", required=True, help=f"output path of the {what} (written atomically)")
 
 
-class _AtLeastOne(argparse.Action):
-    """Store an int option, refusing one below 1 at parse time (usage error, exit status 2, no traceback):
-    ``--workers must be an integer >= 1, got 0``."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        if values < 1:
-            parser.error(f"{option_string} must be an integer >= 1, got {values}")
-        setattr(namespace, self.dest, values)
-
-
 def _add_workers(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workers", type=int, action=_AtLeastOne, default=None,
+    p.add_argument("--workers", type=positive_int, default=None,
                    help="parallel Ray workers, at least 1 (default: the cores Ray sees; RAY_ADDRESS joins a cluster)")
 
 
