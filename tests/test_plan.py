@@ -148,7 +148,7 @@ def test_at_level_changes_only_the_length_keys():
     config = {"ising_sampling": {"num_steps": 100000, "num_chains": 32, "sides": [10, 40]}}
     spec = JOBS["ising_sampling"]
     one, two = at_level(config, spec, 1), at_level(config, spec, 2)
-    assert (one["ising_sampling"]["num_steps"], two["ising_sampling"]["num_steps"]) == (20, 40)
+    assert (one["ising_sampling"]["num_steps"], two["ising_sampling"]["num_steps"]) == (200, 400)
     assert one["ising_sampling"]["num_chains"] == 32 and one["ising_sampling"]["sides"] == [10, 40]
     assert config["ising_sampling"]["num_steps"] == 100000  # a copy
     with pytest.raises(KeyError, match="num_steps"):
@@ -249,3 +249,30 @@ def test_write_profile_replaces_set_resources_only(tmp_path):
     assert {k: v for k, v in after.items() if k != "set-resources"} == \
         {k: v for k, v in before.items() if k != "set-resources"}
     assert "GENERATED from a measured compute plan" in profile.read_text()
+
+
+def test_warm_pair_keeps_each_levels_fastest_of_repeated_short_pairs():
+    """A 0.2 s hiccup in the first level-2 run of a short pair would make the slope (t2 - t1) / (u2 - u1) about
+    10x the real one; the repeats keep each level's minimum, so the slope is the undisturbed one."""
+    from gradmc.plan.extrapolate import unit_cost
+    from gradmc.plan.measure import warm_pair
+
+    times = iter([0.05, 0.30, 0.052, 0.10, 0.051, 0.101])  # level 1, level 2, alternately; first level 2 disturbed
+    calls = []
+
+    def timer(fn):
+        calls.append(fn)
+        return next(times)
+
+    t1, t2 = warm_pair(lambda: "level1", "level2", repeats=3, repeat_below_s=5.0, timer=timer)
+    assert (t1, t2) == (0.05, 0.10) and calls == ["level1", "level2"] * 3
+    per_unit, _ = unit_cost(1.0, t1, t2, 20, 40)
+    assert per_unit == pytest.approx(0.0025)
+
+
+def test_warm_pair_runs_a_long_pair_once():
+    from gradmc.plan.measure import warm_pair
+
+    times = iter([3.0, 6.0])
+    t1, t2 = warm_pair(lambda: "level1", "level2", repeats=3, repeat_below_s=5.0, timer=lambda fn: next(times))
+    assert (t1, t2) == (3.0, 6.0)

@@ -122,7 +122,7 @@ JOBS: dict[str, JobSpec] = {j.name: j for j in (
             lengths={"fhmm_sampling.num_steps": (20, 40)}, schedule={"fhmm_sampling.record_every": 10},
             classes=("sampler",), units=_steps),
     JobSpec("ising_sampling", "standard", "sampler step (chains_per_shard chains)",
-            lengths={"ising_sampling.num_steps": (20, 40)}, classes=("side", "sampler"), units=_steps),
+            lengths={"ising_sampling.num_steps": (200, 400)}, classes=("side", "sampler"), units=_steps),
     JobSpec("kmc_trajectories", "standard", "trial (a surrogate fit on n points and two trajectories)",
             lengths={"kmc_trajectories.trials_per_shard": (1, 2)}, classes=("n",),
             units=lambda s: int(s.num_trials), gpu=False,
