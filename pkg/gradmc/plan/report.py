@@ -90,7 +90,8 @@ def render_markdown(plan: dict) -> str:
     lines += ["", "## Notes", ""]
     lines += [f"- {name}: {n}" for name, n in notes]
     lines += ["- every job: per-unit cost = (t(2k) - t(k)) / k from warm runs of k and 2k units in one child "
-              "process (a pair under 5 s is run 3 times, each level's fastest kept), after a cold run of k units whose excess is the task's fixed cost; a class's probe costs "
+              "process (a pair under 5 s is run 3 times, each level's fastest kept), after a cold run of k units "
+              "whose excess is the task's fixed cost; a class's probe costs "
               "every shard of the class (seeds, thetas and grid values share it); see `gradmc.plan.jobs` for the "
               "length keys (shortened) and size keys (kept) of each job",
               "- peak memory is measured at slice length; arrays that grow with the number of steps (per-step "
