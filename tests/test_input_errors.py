@@ -159,7 +159,8 @@ def test_workers_below_one_is_a_usage_error_for_every_run_subcommand(capsys):
             with pytest.raises(SystemExit) as exit_:
                 main([*base, "--workers", bad])
             err = capsys.readouterr().err
-            assert exit_.value.code == 2 and f"error: argument --workers: expected a whole number >= 1, got {bad!r}\n" in err, err
+            expected = f"error: argument --workers: expected a whole number >= 1, got {bad!r}\n"
+            assert exit_.value.code == 2 and expected in err, err
             assert "Traceback" not in err
         args = parser.parse_args([*base, "--workers", "3"])
         assert args.workers == 3
