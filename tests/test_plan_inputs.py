@@ -63,8 +63,8 @@ def test_missing_config_says_the_config_is_missing(tmp_path, capsys):
 def test_out_that_is_a_file_is_refused(tmp_path, capsys):
     out = tmp_path / "plan.txt"
     out.write_text("not a folder")
-    for extra in ([], ["--slurm-profile", str(PROFILE)]):
-        code = main(["plan", "--config", str(REPO / "config" / "smoke.yaml"), "--out", str(out), *extra])
+    for extra in (["--config", str(REPO / "config" / "smoke.yaml")], ["--slurm-profile", str(PROFILE)]):
+        code = main(["plan", "--out", str(out), *extra])
         err = capsys.readouterr().err
         assert code == 2 and f"--out {out} is a file; --out must be a folder" in err, err
     assert out.read_text() == "not a folder"
@@ -108,7 +108,8 @@ def test_profile_that_is_not_a_mapping_is_refused(tmp_path, capsys, text, expect
     (json.dumps({"gpu_speedup_assumed": 2.0, "jobs": [{"name": "kmc_abc", "gpu": False}]}),
      "without 'gpu' (true/false) and 'tasks'"),
     (json.dumps({"gpu_speedup_assumed": 2.0, "jobs": [{"name": "kmc_abc", "gpu": False,
-                                                        "tasks": [{"seconds": "x"}]}]}), "without numeric 'seconds'"),
+                                                        "tasks": [{"seconds": "x"}]}]}),
+     "without 'seconds' and 'peak_rss_mb' as finite numbers >= 0"),
 ])
 def test_corrupt_plan_json_is_refused(tmp_path, capsys, text, expected):
     (tmp_path / "plan.json").write_text(text)

@@ -173,15 +173,20 @@ def load_config(path: str | Path) -> dict:
         MissingInputError: (a FileNotFoundError) if the file does not exist.
         ConfigError: if it is not YAML (naming the file and the line) or not a valid config.
     """
+    if not str(path).strip():
+        raise ConfigError("config path is empty (expected a YAML file, e.g. config/quick.yaml)")
     path = Path(path)
     if not path.exists():
         raise MissingInputError(f"config file {path} not found (expected e.g. config/quick.yaml)")
     if not path.is_file():
         raise ConfigError(f"config path {path} is not a file (expected a YAML file, e.g. config/quick.yaml)")
     try:
-        config = yaml.safe_load(path.read_text()) or {}
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
         raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"config file {path} is not UTF-8 text ({err.reason} at byte {err.start}); expected a "
+                          "YAML file, e.g. config/quick.yaml") from None
     if not isinstance(config, dict):
         raise ConfigError(f"config file {path} must hold a mapping, got {type(config).__name__}")
     return validate_config(config)

@@ -193,6 +193,9 @@ def _cmd_run(args) -> None:
     from gradmc.distributed.memory_split import resolve_budget_with_source
 
     budget, source = resolve_budget_with_source(args.shard_memory_mb, args.workers)  # a bad value stops here too
+    if not args.out.strip():
+        raise InputError("--out is empty; give the metrics file to write (e.g. results/quick/ising_sampling/"
+                         "metrics.parquet)")
     if os.path.isdir(args.out):
         raise InputError(f"--out {args.out} is a folder; give the metrics file to write "
                          f"(e.g. {os.path.join(args.out, 'metrics.parquet')})")

@@ -99,9 +99,10 @@ def resolve_budget_with_source(budget_mb: float | None = None,
         except ValueError:
             raise InputError(f"{MEMORY_ENV_VAR}={env!r} is not a number of MiB (unset it for the default: "
                              f"{DEFAULT_MEMORY_FRACTION:g} of this machine's memory limit over the workers)") from None
-    if not budget_mb > 0 or budget_mb == float("inf"):
+    if not budget_mb > 0 or budget_mb == float("inf") or int(budget_mb * _MB) < 1:
         name = "--shard-memory-mb" if source.startswith("--") else MEMORY_ENV_VAR
-        raise InputError(f"{name} must be a positive, finite number of MiB, got {budget_mb!r}")
+        raise InputError(f"{name} must be a positive, finite number of MiB (at least one byte; e.g. 2048), "
+                         f"got {budget_mb!r}")
     return int(budget_mb * _MB), source
 
 

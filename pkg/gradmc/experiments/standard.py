@@ -94,7 +94,7 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
         raise TypeError(f"{name}: shards of types defined in {foreign}, not in {entry.module}; run_unit runs a shard "
                         "with the run of the module defining its type")
     if progress is not None:
-        progress(f"[{name}] {len(shards)} shards")
+        progress(f"[{name}] {len(shards)} shard{'' if len(shards) == 1 else 's'}")
         if splittable(module):
             budget = "none" if memory_budget is None else f"{format_bytes(memory_budget)} per shard"
             progress(f"[{name}] memory budget: {budget}" + (f" ({memory_source})" if memory_source else ""))

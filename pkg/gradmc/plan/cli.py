@@ -28,29 +28,73 @@ def add_plan_parser(sub) -> None:
         epilog="examples:\n  gradmc plan --config config/paper.yaml --out results/paper     (what make plan-paper "
                "runs)\n  gradmc plan --out results/paper --slurm-profile workflow/profiles/slurm/config.yaml\n"
                "      (no probes: rewrite the profile's set-resources from OUT/plan.json)")
-    p.add_argument("--config", default="config/paper.yaml", help="config to plan (default config/paper.yaml)")
+    p.add_argument("--config", default=None, help="config to plan (default config/paper.yaml)")
     p.add_argument("--out", default="results/paper", help="folder of plan.md, plan.json and the slice's files "
                                                           "(OUT/slice/; default results/paper)")
-    p.add_argument("--workers", type=positive_int, nargs="+", default=list(DEFAULT_WORKERS),
+    p.add_argument("--workers", type=positive_int, nargs="+", default=None,
                    help=f"worker counts (>= 1) of the makespan table (default "
                         f"{' '.join(map(str, DEFAULT_WORKERS))})")
-    p.add_argument("--gpu-speedup", type=positive_number, default=DEFAULT_SPEEDUP,
+    p.add_argument("--gpu-speedup", type=positive_number, default=None,
                    help=f"ASSUMED speed-up of one GPU over one CPU core on the GPU jobs (default {DEFAULT_SPEEDUP:g}; "
                         "not measured: labelled as an assumption in the plan)")
-    p.add_argument("--budget", type=positive_number, default=1140.0,
-                   help="wall seconds for all probes (default 1140, so make plan-paper ends within 20 minutes); "
+    p.add_argument("--budget", type=budget_seconds, default=None,
+                   help="wall seconds for all probes, at least 30 (default 1140: make plan-paper ends in 20 minutes); "
                         "the probe running when it is spent is killed, those left are reported as not run")
-    p.add_argument("--probe-timeout", type=positive_number, default=240.0,
+    p.add_argument("--probe-timeout", type=positive_number, default=None,
                    help="wall seconds for one probe before it is killed and reported (default 240)")
     p.add_argument("--jobs", nargs="+", default=None, metavar="JOB",
                    help="plan only these jobs (rule names; their upstream probes run too); default: every job")
     p.add_argument("--slurm-profile", default=None, metavar="CONFIG_YAML",
                    help="do not probe: rewrite this SLURM profile's set-resources from OUT/plan.json (a partial "
                         "plan, made with --jobs, keeps the profile's lines of the rules it does not measure)")
-    p.add_argument("--cpus-per-task", type=positive_int, default=8,
+    p.add_argument("--cpus-per-task", type=positive_int, default=None,
                    help="with --slurm-profile: cores of one SLURM job, the Ray workers of a sweep (default 8)")
-    p.add_argument("--safety", type=factor_at_least_one, default=2.0,
+    p.add_argument("--safety", type=factor_at_least_one, default=None,
                    help="with --slurm-profile: factor (>= 1) on measured runtime and memory (default 2)")
+
+
+#: Options of probe mode and of --slurm-profile mode, with their defaults (None in the parser, so that an option
+#: given in the wrong mode is seen and refused instead of silently ignored).
+PROBE_OPTIONS = {"config": "config/paper.yaml", "workers": None, "gpu_speedup": None, "budget": 1140.0,
+                 "probe_timeout": 240.0, "jobs": None}
+PROFILE_OPTIONS = {"cpus_per_task": 8, "safety": 2.0}
+MIN_BUDGET_S = 30.0
+
+
+def budget_seconds(text: str) -> float:
+    """argparse type of --budget: finite seconds >= :data:`MIN_BUDGET_S` (a probe is a child process that imports
+    torch and builds its target: a smaller budget is spent before the first probe ends)."""
+    value = positive_number(text)
+    if value < MIN_BUDGET_S:
+        raise argparse.ArgumentTypeError(f"expected at least {MIN_BUDGET_S:g} seconds (each probe starts a process "
+                                         f"that imports torch), got {text!r}")
+    return value
+
+
+def _resolve_mode(args) -> None:
+    """Refuse the options of the other mode, then fill in this mode's defaults.
+
+    Raises:
+        gradmc.errors.InputError: an empty --slurm-profile, or an option the mode does not read.
+    """
+    from gradmc.errors import InputError
+    from gradmc.plan.slice import DEFAULT_SPEEDUP, DEFAULT_WORKERS
+
+    if args.slurm_profile is not None and not args.slurm_profile.strip():
+        raise InputError("--slurm-profile is empty; give the profile to rewrite, e.g. "
+                         "workflow/profiles/slurm/config.yaml")
+    profile_mode = args.slurm_profile is not None
+    ignored, defaults = (PROBE_OPTIONS, PROFILE_OPTIONS) if profile_mode else (PROFILE_OPTIONS, PROBE_OPTIONS)
+    given = [f"--{name.replace('_', '-')}" for name in ignored if getattr(args, name) is not None]
+    if given:
+        mode = "with --slurm-profile (no probes run)" if profile_mode else "without --slurm-profile (probe mode)"
+        raise InputError(f"{', '.join(given)} not used {mode}; drop {'it' if len(given) == 1 else 'them'} "
+                         "(see gradmc plan --help)")
+    if not profile_mode:
+        defaults = {**defaults, "workers": list(DEFAULT_WORKERS), "gpu_speedup": DEFAULT_SPEEDUP}
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
 
 
 def _check_out_folder(out: str) -> None:
@@ -95,11 +139,12 @@ def plan_command(args) -> None:
 
     from gradmc.errors import MissingInputError
 
+    _resolve_mode(args)
     _check_out_folder(args.out)
-    if args.slurm_profile:
+    if args.slurm_profile is not None:
         _write_profile(args)
         return
-    if not Path(args.config).exists():
+    if not args.config.strip() or not Path(args.config).exists():
         raise MissingInputError(f"--config {args.config}: config file not found (expected a config YAML such as "
                                 "config/paper.yaml or config/quick.yaml)")
     from gradmc.plan.report import write_plan

@@ -19,9 +19,10 @@ def remake_hint(out: str | Path) -> str:
 
 
 def _number(x, *, optional: bool) -> bool:
+    """A finite number >= 0 (a time or a memory size), or None where ``optional``."""
     if x is None:
         return optional
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
 
 
 def _check(plan, path: Path, out: Path) -> None:
@@ -35,15 +36,30 @@ def _check(plan, path: Path, out: Path) -> None:
         raise bad(f"has no valid 'gpu_speedup_assumed' (a number > 0), got {speedup!r}")
     if not isinstance(plan.get("jobs"), list):
         raise bad("has no 'jobs' list")
+    config = plan.get("config")
+    if config is not None and not (isinstance(config, str) and config.isprintable()):
+        raise bad(f"has a 'config' that is not a one-line path, got {config!r}")
+    requested = plan.get("jobs_requested")
+    if requested is not None and not (isinstance(requested, list) and all(r in JOBS for r in requested)):
+        raise bad(f"has 'jobs_requested' that is not a list of job names, got {requested!r}")
+    if "partial" in plan and not isinstance(plan["partial"], bool):
+        raise bad(f"has 'partial' that is not true/false, got {plan['partial']!r}")
+    seen = set()
     for i, job in enumerate(plan["jobs"]):
         if not isinstance(job, dict) or job.get("name") not in JOBS:
             raise bad(f"has a job {i} without a known 'name' (one of {', '.join(JOBS)})")
+        if job["name"] in seen:
+            raise bad(f"lists job {job['name']!r} twice")
+        seen.add(job["name"])
         if not isinstance(job.get("gpu"), bool) or not isinstance(job.get("tasks"), list):
             raise bad(f"has a job {job['name']!r} without 'gpu' (true/false) and 'tasks' (a list)")
+        if "gpu_request" in job and not isinstance(job["gpu_request"], bool):
+            raise bad(f"has a job {job['name']!r} whose 'gpu_request' is not true/false, got {job['gpu_request']!r}")
         for task in job["tasks"]:
             if not isinstance(task, dict) or not all(_number(task.get(k), optional=True)
                                                      for k in ("seconds", "peak_rss_mb")):
-                raise bad(f"has a task of job {job['name']!r} without numeric 'seconds' and 'peak_rss_mb'")
+                raise bad(f"has a task of job {job['name']!r} without 'seconds' and 'peak_rss_mb' as finite "
+                          "numbers >= 0")
 
 
 def load_plan(out: str | Path) -> tuple[dict, Path]:

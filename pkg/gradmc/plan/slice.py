@@ -38,7 +38,7 @@ def _check_arguments(workers, speedup: float, budget_s: float, timeout_s: float,
         raise InputError(f"workers must be whole numbers >= 1, got {list(workers)!r}")
     unknown = sorted(set(only or ()) - set(JOBS))
     if unknown:
-        raise InputError(f"unknown jobs {unknown}; known: {', '.join(JOBS)}")
+        raise InputError(f"--jobs: unknown jobs {unknown}; known: {', '.join(JOBS)}")
 
 
 def make_plan(config_path: str | Path, out: str | Path, *, workers=DEFAULT_WORKERS, speedup: float = DEFAULT_SPEEDUP,

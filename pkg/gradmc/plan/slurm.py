@@ -12,6 +12,10 @@ Per rule with measured tasks (:func:`rule_resources`):
 - ``gpu`` and ``slurm_partition=gpu``: the rules whose job must hold a GPU under the planned config (the
   plan's ``gpu_request``: its ``device`` is ``cuda``; :func:`gradmc.plan.jobs.holds_gpu`).
 
+What the profile already says that the plan does not measure is the site's, and stays: a rule's
+``slurm_partition`` (renamed for a site, e.g. ``a100``) and any other resource of a rule (an account, a
+constraint) are kept; the plan only adds ``slurm_partition=gpu`` to a GPU rule that names no partition.
+
 Rules the plan could not measure (missing data, failed probe) keep the profile's default-resources; a partial
 plan (``gradmc plan --jobs``) keeps the profile's lines of every rule it does not measure.
 
@@ -25,9 +29,11 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from pathlib import Path
 from typing import NamedTuple
 
+from gradmc.errors import InputError
 from gradmc.plan.extrapolate import makespan
 from gradmc.plan.jobs import JOBS
 
@@ -79,6 +85,10 @@ def rule_resources(plan: dict, *, cpus_per_task: int = 8, safety: float = 2.0) -
         else:
             seconds = max(t["seconds"] for t in tasks) / scale
             at_once = 1
+        minutes, mem = safety * seconds / 60, safety * _shard_mb(tasks) * at_once
+        if not (math.isfinite(minutes) and math.isfinite(mem)):
+            raise InputError(f"plan job {job['name']}: runtime {minutes!r} min or memory {mem!r} MB is not a finite "
+                             "number; remake the plan (gradmc plan)")
         res = {"runtime": max(10, math.ceil(safety * seconds / 60)),
                "mem_mb": math.ceil(safety * _shard_mb(tasks) * at_once + (1000 if sharded else 0)),
                "cpus_per_task": cpus_per_task if sharded else 2}
@@ -127,6 +137,37 @@ def _kept_shard_mb(kept: list[str]) -> int | None:
     return min(values) if values else None
 
 
+#: The resources the plan writes for a measured rule; any other resource line of that rule is the site's.
+MEASURED_KEYS = ("runtime", "mem_mb", "cpus_per_task", "gpu")
+
+
+def _with_site_lines(lines: list[str], existing: list[str], measured: set[str]) -> list[str]:
+    """``lines`` (the plan's, ``rule:key=value``) with the site's lines of the measured rules kept: a rule's
+    existing ``slurm_partition`` replaces the plan's unless the rule's GPU request changed (a ``gpu`` line came or
+    went: then the plan's partition, or none, is right), and its other non-measured resources are appended."""
+    site: dict[str, dict[str, str]] = {}
+    had_gpu = set()
+    for line in existing:
+        rule, _, rest = line.partition(":")
+        key, _, value = rest.partition("=")
+        if rule in measured and key == "gpu":
+            had_gpu.add(rule)
+        elif rule in measured and key not in MEASURED_KEYS:
+            site.setdefault(rule, {})[key] = value
+    wants_gpu = {line.partition(":")[0] for line in lines if line.partition(":")[2].startswith("gpu=")}
+    for rule in (had_gpu ^ wants_gpu) & set(site):  # the rule's GPU request changed: the plan picks its partition
+        site[rule].pop("slurm_partition", None)
+    out = []
+    for line in lines:
+        rule, _, rest = line.partition(":")
+        key = rest.partition("=")[0]
+        if key == "slurm_partition" and "slurm_partition" in site.get(rule, {}):
+            continue  # the site's partition line is added below
+        out.append(line)
+    out += [f"{rule}:{key}={value}" for rule, keys in site.items() for key, value in keys.items()]
+    return out
+
+
 def write_profile(plan: dict | str | Path, profile: str | Path, *, cpus_per_task: int = 8, safety: float = 2.0,
                   out: str | Path | None = None) -> ProfileLines:
     """Rewrite ``profile``'s ``set-resources`` from ``plan`` (a plan dict, or the path of its plan.json); other
@@ -134,9 +175,12 @@ def write_profile(plan: dict | str | Path, profile: str | Path, *, cpus_per_task
     ``out``, by default the plan file's folder). A partial plan keeps the profile's lines of the rules it does
     not measure. Atomic.
 
+    The file is written where it really is (a symbolic link is followed, not replaced) and keeps its mode.
+
     Raises:
         ValueError: see :func:`rule_resources`.
-        gradmc.errors.InputError: the profile or the plan file cannot be read, is empty, or is not a mapping.
+        gradmc.errors.InputError: the profile or the plan file cannot be read, is empty, or is not a mapping; the
+            profile is read-only; a measured time or memory is too large to write.
     """
     from gradmc.plan.planfile import read_plan
     from gradmc.plan.profile_file import existing_lines, read_profile, write_with_header
@@ -145,6 +189,10 @@ def write_profile(plan: dict | str | Path, profile: str | Path, *, cpus_per_task
         out = out if out is not None else Path(plan).parent
         plan = read_plan(plan)
     current = read_profile(profile)
+    target = Path(profile).resolve()
+    mode = target.stat().st_mode & 0o7777
+    if not mode & 0o222:
+        raise InputError(f"--slurm-profile {profile} is read-only; make it writable (chmod u+w) or give a copy")
     resources = rule_resources(plan, cpus_per_task=cpus_per_task, safety=safety)
     lines = [f"{rule}:{key}={value}" for rule, res in resources.items() for key, value in res.items()]
     partial = plan.get("partial")
@@ -154,10 +202,12 @@ def write_profile(plan: dict | str | Path, profile: str | Path, *, cpus_per_task
     if partial:
         kept = [line for line in existing_lines(current.get("set-resources"), profile)
                 if line.split(":", 1)[0] not in resources]
+    lines = _with_site_lines(lines, existing_lines(current.get("set-resources"), profile), set(resources))
     current["set-resources"] = lines + kept
     mem = shard_memory_mb(plan, safety=safety)
     if mem is None and kept:
         mem = _kept_shard_mb(kept)
-    write_with_header(profile, current, plan, out=out if out is not None else "OUT", safety=safety,
+    write_with_header(target, current, plan, out=out if out is not None else "OUT", safety=safety,
                       cpus=cpus_per_task, partial=partial, kept=kept, shard_mb=mem)
+    os.chmod(target, mode)
     return ProfileLines(lines + kept, kept, mem)
