@@ -164,3 +164,14 @@ def test_workers_below_one_is_a_usage_error_for_every_run_subcommand(capsys):
             assert "Traceback" not in err
         args = parser.parse_args([*base, "--workers", "3"])
         assert args.workers == 3
+
+
+@pytest.mark.parametrize("bad", ["abc", "0", "-5", "nan", "inf"])
+def test_shard_memory_mb_is_checked_at_parsing(bad, capsys):
+    """--shard-memory-mb that is not a finite number > 0 stops at parsing with the option and the value named,
+    in the same words as the other numeric options (before: argparse's bare "invalid float value")."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "ising_sampling", "--config", "c.yaml", "--out", "m.parquet", "--shard-memory-mb", bad])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert f"error: argument --shard-memory-mb: expected a finite number > 0, got {bad!r}" in err, err

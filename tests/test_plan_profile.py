@@ -12,9 +12,11 @@ import yaml
 
 from gradmc.cli import main
 from gradmc.config import load_config
+from gradmc.experiments.standard import job_config
 from gradmc.plan.jobs import JOBS, holds_gpu, on_gpu
 from gradmc.plan.records import new_job
 from gradmc.plan.slurm import rule_resources, shard_memory_mb, write_profile
+from gradmc.registry import experiments
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILE = REPO / "workflow" / "profiles" / "slurm" / "config.yaml"
@@ -27,13 +29,21 @@ def test_gpu_jobs_follow_the_planned_configs_device():
     assert {n for n in JOBS if on_gpu(n, paper)} == {n for n, spec in JOBS.items() if spec.gpu}
     # quick.yaml (cpu): no job computes on, or holds, a GPU
     assert not any(on_gpu(n, quick) or holds_gpu(n, quick) for n in JOBS)
-    # a sweep asks Ray for gpus_per_shard GPUs under cuda even when it computes on the CPU (Kernel HMC)
-    assert holds_gpu("kmc_abc", paper) and not on_gpu("kmc_abc", paper)
+    # every sweep asks Ray for gpus_per_shard GPUs under cuda, except the registry's cpu_only ones (Kernel HMC),
+    # which run with device: cpu and hold no GPU
+    cpu_only = {n for n, e in experiments().items() if e.cpu_only}
+    assert cpu_only == {"kmc_trajectories", "kmc_banana", "kmc_abc", "kmc_gpc_benchmark", "kmc_gpc"}
+    for name in cpu_only:
+        assert not holds_gpu(name, paper) and not on_gpu(name, paper)
+        assert job_config(name, paper)["device"] == "cpu" and job_config(name, paper)["gpus_per_shard"] == 0
+    assert holds_gpu("ising_sampling", paper) and job_config("ising_sampling", paper)["device"] == "cuda"
     assert not holds_gpu("prepare_mnist", paper)  # a hand-written CPU rule asks for no GPU
     job = new_job("rbm_sampling", quick)
     assert (job["gpu"], job["gpu_request"]) == (False, False)
     job = new_job("kmc_banana", paper)
-    assert (job["gpu"], job["gpu_request"]) == (False, True)
+    assert (job["gpu"], job["gpu_request"]) == (False, False)
+    job = new_job("rbm_sampling", paper)
+    assert (job["gpu"], job["gpu_request"]) == (True, True)
 
 
 def test_rule_resources_request_a_gpu_where_the_job_holds_one():
@@ -76,7 +86,8 @@ def test_partial_plan_keeps_the_other_rules_lines(tmp_path, capsys):
     text = profile.read_text()
     assert "--configfile config/quick.yaml" in text
     assert "sliced every job of config/quick.yaml" in text.replace("\n# ", " ")
-    assert "PARTIAL plan (jobs kmc_abc)" in text and f"--out {tmp_path} --slurm-profile {profile}" in text
+    assert "PARTIAL plan (jobs kmc_abc)" in text.replace("\n# ", " ")
+    assert f"--out {tmp_path} --slurm-profile {profile}" in text
     # the budget per shard of the kept ising_sampling lines: (7726 - 1000) / 8
     assert "#   export GRADMC_SHARD_MEMORY_MB=840\n" in text and "GRADMC_SHARD_MEMORY_MB=840" in out
 

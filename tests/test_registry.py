@@ -94,6 +94,7 @@ def test_meta_is_read_without_importing_the_module(tmp_path):
     ('{"title": "t", "message": "m", "sort_by": [1]}', "must be a list of strings"),
     ('{"stages": {"zz": "zz_section"}}', "must map each stage name to a list of dotted config keys"),
     ('{"stages": ["zz"]}', "must map each stage name"),
+    ('{"title": "t", "message": "m", "sort_by": [], "cpu_only": "yes"}', "'cpu_only'.* must be a bool"),
 ])
 def test_malformed_meta_is_named(tmp_path, meta, message):
     with pytest.raises(registry.RegistryError, match=message):
@@ -161,3 +162,15 @@ def test_job_config_holds_only_the_declared_keys():
     for name, exp in registry.experiments().items():
         part = standard.job_config(name, config)
         assert set(part) == {k.split(".")[0] for k in exp.job_keys}
+
+
+def test_a_cpu_only_job_gets_the_cpu_whatever_the_config_says(tmp_path):
+    """META cpu_only: the job's part of a cuda config says device cpu and gpus_per_shard 0 (so its shards ask Ray
+    for no GPU); without it the part keeps the config's device; both copy, never alter, the config."""
+    found, _ = _scan(tmp_path, 'META = {"title": "t", "message": "m", "sort_by": [], "cpu_only": True}\n')
+    config = {"toy": {"n": 3}, "device": "cuda", "gpus_per_shard": 0.25}
+    assert found["toy"].job_config(config) == {"toy": {"n": 3}, "device": "cpu", "gpus_per_shard": 0}
+    (tmp_path / "plain").mkdir()
+    plain, _ = _scan(tmp_path / "plain", 'META = {"title": "t", "message": "m", "sort_by": []}\n')
+    assert plain["toy"].job_config(config) == config
+    assert config == {"toy": {"n": 3}, "device": "cuda", "gpus_per_shard": 0.25}

@@ -38,6 +38,11 @@ Two kinds of module carry a ``META``:
     reruns it exactly when this part changes.
 ``uses`` (list of str, optional)
     Further gradmc modules whose code the job runs without importing them statically (code digest).
+``cpu_only`` (bool, optional, default False)
+    The job computes on the CPU whatever the config's ``device`` says (e.g. Kernel HMC: one-row chains whose
+    cost is kernel launches, not arithmetic). Its job is given ``device: cpu`` and ``gpus_per_shard: 0``
+    (:meth:`Experiment.job_config`), so its shards ask Ray for no GPU and its SLURM job holds none
+    (:func:`gradmc.plan.jobs.holds_gpu`).
 
 The module itself offers ``shards(config, inputs) -> list[Shard]``, ``run(shard) -> DataFrame`` and, where the
 shard frames need more than concatenation, ``finalize(df, inputs) -> DataFrame``.
@@ -67,7 +72,7 @@ RESERVED_INPUTS = ("config", "workers", "out", "help")
 
 _REQUIRED = {"title": str, "message": str, "sort_by": list}
 _OPTIONAL = {"figure": str, "category": str, "extra_figures": list, "extra_tables": list, "caption": str,
-             "inputs": dict, "output": str, "config_keys": list, "uses": list}
+             "inputs": dict, "output": str, "config_keys": list, "uses": list, "cpu_only": bool}
 
 
 class RegistryError(UserError):
@@ -92,6 +97,7 @@ class Experiment:
     output: str = ""
     config_keys: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
+    cpu_only: bool = False
 
     @property
     def module(self) -> str:
@@ -102,6 +108,21 @@ class Experiment:
     def job_keys(self) -> tuple[str, ...]:
         """The config keys the run job reads: its declared ``config_keys`` plus :data:`ALWAYS_KEYS`."""
         return (*self.config_keys, *ALWAYS_KEYS)
+
+    def job_config(self, config: dict) -> dict:
+        """The part of a full, validated ``config`` that the run job reads: the values at :attr:`job_keys`
+        (:func:`gradmc.config.select`), with ``device: cpu`` and ``gpus_per_shard: 0`` for a ``cpu_only`` job.
+        The pipeline's rerun trigger, the shard cache key and ``gradmc run`` all use this one part.
+
+        Raises:
+            KeyError: a declared key that the config lacks.
+        """
+        from gradmc.config import select
+
+        part = select(config, self.job_keys)
+        if self.cpu_only:
+            part["device"], part["gpus_per_shard"] = "cpu", 0
+        return part
 
 
 def _literal_meta(path: Path):

@@ -97,22 +97,24 @@ def _canonical(value):
     return value
 
 
-def _part(keys, owner):
+def _part(pick, owner):
     try:
-        return _canonical(select(config, keys))
+        return _canonical(pick(config))
     except KeyError as err:
         raise WorkflowError(f"{owner} declares {err.args[0]}; fix its META config_keys or the config") from None
 
 
 def job_config(name):
     """The part of the config standard experiment ``name``'s job reads (its META config_keys plus device and
-    gpus_per_shard), keys sorted: its rerun trigger, and all that `gradmc run` gives the job."""
-    return _part(_registry.standard(name).job_keys, f"gradmc.experiments.{name}")
+    gpus_per_shard; device cpu for a cpu_only job), keys sorted: its rerun trigger, and all that `gradmc run`
+    gives the job."""
+    return _part(_registry.standard(name).job_config, f"gradmc.experiments.{name}")
 
 
 def stage_config(stage):
     """The part of the config hand-written stage ``stage`` reads (its module's META stages entry), keys sorted."""
-    return _part(_registry.stage_config_keys(stage), f"the stage {stage}")
+    keys = _registry.stage_config_keys(stage)
+    return _part(lambda whole: select(whole, keys), f"the stage {stage}")
 
 
 def job_message(exp):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from gradmc.argtypes import positive_int
+from gradmc.argtypes import positive_int, positive_number
 from gradmc.plan.cli import add_plan_parser
 from gradmc.registry import experiments
 
@@ -131,7 +131,7 @@ def _add_standard_runs(run) -> None:
         gen.add_argument("--executor", choices=("tasks", "actors"), default=None,
                          help="Ray tasks (default; or $GRADMC_SHARD_EXECUTOR) or a pool of Ray actors, one per "
                               "worker, each loading what its shards share once; the results are the same")
-        gen.add_argument("--shard-memory-mb", type=float, default=None, metavar="MIB",
+        gen.add_argument("--shard-memory-mb", type=positive_number, default=None, metavar="MIB",
                          help="memory one shard may use, in MiB (default: $GRADMC_SHARD_MEMORY_MB, else 0.8 of the "
                               "smallest of this machine's memory, its cgroup limit and the SLURM allocation, over "
                               "the workers); an experiment that can split its chains "

@@ -67,6 +67,7 @@ __all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "run"]
 
 EXPERIMENT = "kmc_abc"
 META = {
+    "cpu_only": True,  # one-row chains: launch-bound on a GPU (gradmc.registry)
     "title": "KMC Fig. 4 right: ABC skew normal, KMC lite vs pseudo-marginal RW and HABC",
     "message": "ABC skew normal: {samplers}, runs {runs}, {num_burn_in} + {num_iterations} iterations on Ray",
     "sort_by": ["sampler", "seed", "metric", "step"],

@@ -91,6 +91,7 @@ __all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "choose_parameters
 
 EXPERIMENT = "kmc_banana"
 META = {
+    "cpu_only": True,  # one-row chains: launch-bound on a GPU (gradmc.registry)
     "title": "KMC Fig. 3: 8-D banana, KMC vs HMC and random walk over n = m",
     "message": "Sampling the 8-D banana: {samplers}, KMC n = {n}, runs {runs}, {num_burn_in} + {num_iterations} "
                "iterations on Ray",

@@ -59,6 +59,7 @@ __all__ = ["EXPERIMENT", "META", "Shard", "shards", "run"]
 
 EXPERIMENT = "kmc_gpc"
 META = {
+    "cpu_only": True,  # one-row chains: launch-bound on a GPU (gradmc.registry)
     "title": "KMC Fig. 4 left: GP classification on Glass, KMC vs KAMH and RW (MMD, min ESS)",
     "message": "GPC sampling: {samplers} x runs {runs}, {num_iterations} iterations each, MMD to the benchmark, "
                "on Ray",

@@ -51,6 +51,7 @@ __all__ = ["EXPERIMENT", "META", "TARGET", "DIM", "STARTS", "Shard", "shards", "
 
 EXPERIMENT = "kmc_gpc_benchmark"
 META = {
+    "cpu_only": True,  # one-row chains: launch-bound on a GPU (gradmc.registry)
     "title": "KMC Fig. 4 left, stage 1: benchmark chains for GP classification on Glass",
     "message": "GPC benchmark: {num_chains} pseudo-marginal RW chains of {num_iterations} iterations "
                "({num_burn_in} burn-in, thin {thin}) on Ray",

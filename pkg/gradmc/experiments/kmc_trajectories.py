@@ -46,6 +46,7 @@ __all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "leapfrog_trajecto
 
 EXPERIMENT = "kmc_trajectories"
 META = {
+    "cpu_only": True,  # one-row chains: launch-bound on a GPU (gradmc.registry)
     "title": "KMC Fig. 2: trajectory acceptance of KMC finite vs HMC over (d, n = m)",
     "message": "KMC Fig. 2 trajectories: d in {dims} x n = m in {num_samples}, {num_trials} trials on Ray",
     "sort_by": ["metric", "d", "n", "seed"],

@@ -13,7 +13,6 @@ from collections.abc import Callable
 import pandas as pd
 
 from gradmc.codedigest import source_digest
-from gradmc.config import select
 from gradmc.registry import standard
 
 __all__ = ["collect", "job_config", "run_experiment"]
@@ -21,12 +20,13 @@ __all__ = ["collect", "job_config", "run_experiment"]
 
 def job_config(name: str, config: dict) -> dict:
     """The part of a full, validated ``config`` that experiment ``name``'s job may read (its declared
-    ``config_keys`` plus ``device`` and ``gpus_per_shard``), nothing else.
+    ``config_keys`` plus ``device`` and ``gpus_per_shard``; ``device: cpu`` for a ``cpu_only`` job,
+    :meth:`gradmc.registry.Experiment.job_config`), nothing else.
 
     Raises:
         KeyError: a declared key that the config lacks.
     """
-    return select(config, standard(name).job_keys)
+    return standard(name).job_config(config)
 
 
 def collect(name: str, results: list[pd.DataFrame], inputs: dict[str, str] | None = None) -> pd.DataFrame:

@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gradmc.registry import standard
+
 __all__ = ["JobSpec", "JOBS", "EBM_CATEGORICAL", "ebm_runs", "ebm_levels", "ebm_evals", "on_gpu", "holds_gpu"]
 
 #: EBM data sets with 256 levels: the paper trains them with (categorical) GWG only.
@@ -91,10 +93,11 @@ def on_gpu(name: str, config: dict) -> bool:
 def holds_gpu(name: str, config: dict) -> bool:
     """Whether job ``name``'s SLURM job must hold a GPU under ``config``: it computes on one (:func:`on_gpu`), or
     it is a sharded job whose shards ask Ray for ``gpus_per_shard`` GPUs because ``device`` is ``cuda`` (as
-    :func:`gradmc.experiments.standard.run_experiment` does, even for the CPU-bound Kernel HMC sweeps)."""
+    :func:`gradmc.experiments.standard.run_experiment` does), unless its registry entry is ``cpu_only`` (the
+    Kernel HMC sweeps: :meth:`gradmc.registry.Experiment.job_config` gives them ``device: cpu``)."""
     if on_gpu(name, config):
         return True
-    return (JOBS[name].kind == "standard" and config.get("device") == "cuda"
+    return (JOBS[name].kind == "standard" and not standard(name).cpu_only and config.get("device") == "cuda"
             and float(config.get("gpus_per_shard", 0) or 0) > 0)
 
 

@@ -35,7 +35,8 @@ HEADER = (
     "GPU: CPU time / the plan's ASSUMED GPU speed-up of {speedup:g}); mem_mb = {safety:g} x peak resident memory per "
     "shard x shards at once (+1000 MB Ray); gpu=1 and the gpu partition for the rules that must hold a GPU under "
     "{config} (device: {device}; a sharded job asks Ray for gpus_per_shard GPUs per shard whenever device is cuda, "
-    "Kernel HMC included). GPU memory is not measured (CPU slice). Rules the plan could not measure (missing data, "
+    "except the registry's cpu_only ones: the Kernel HMC sweeps). GPU memory is not measured (CPU slice). "
+    "Rules the plan could not measure (missing data, "
     "failed probes) keep default-resources. {partial} Rerun the command after a new plan: it keeps every other "
     "key, each rule's slurm_partition and the resources it does not measure (accounts, constraints), but rewrites "
     "this header and drops comments elsewhere.",
