@@ -81,15 +81,18 @@ def test_partial_plan_keeps_the_other_rules_lines(tmp_path, capsys):
         ["kmc_abc:runtime=80", "kmc_abc:mem_mb=2200", "kmc_abc:cpus_per_task=2"]
     others = [x for x in before if not x.startswith("kmc_abc:")]
     assert [x for x in lines if not x.startswith("kmc_abc:")] == others  # every other rule's lines kept
-    assert "train_ebm:gpu=1" in lines and "kmc_trajectories:mem_mb=92013" in lines
+    assert "train_ebm:gpu=1" in lines and any(x.startswith("kmc_trajectories:mem_mb=") for x in lines)
     assert "a partial plan" in out and f"{len(others)} of them kept" in out
     text = profile.read_text()
     assert "--configfile config/quick.yaml" in text
     assert "sliced every job of config/quick.yaml" in text.replace("\n# ", " ")
     assert "PARTIAL plan (jobs kmc_abc)" in text.replace("\n# ", " ")
     assert f"--out {tmp_path} --slurm-profile {profile}" in text
-    # the budget per shard of the kept ising_sampling lines: (7726 - 1000) / 8
-    assert "#   export GRADMC_SHARD_MEMORY_MB=840\n" in text and "GRADMC_SHARD_MEMORY_MB=840" in out
+    # the budget per shard of the kept ising_sampling lines: (mem_mb - 1000) / cpus_per_task
+    kept = {x.split(":", 1)[1].split("=")[0]: int(x.split("=")[1]) for x in before if x.startswith("ising_sampling:")
+            and x.split(":", 1)[1].split("=")[0] in ("mem_mb", "cpus_per_task")}
+    mb = (kept["mem_mb"] - 1000) // kept["cpus_per_task"]
+    assert f"#   export GRADMC_SHARD_MEMORY_MB={mb}\n" in text and f"GRADMC_SHARD_MEMORY_MB={mb}" in out
 
 
 def test_full_plan_replaces_every_line(tmp_path):

@@ -148,3 +148,20 @@ def test_a_rule_that_stops_holding_a_gpu_loses_its_gpu_partition(tmp_path):
     lines = yaml.safe_load(profile.read_text())["set-resources"]
     assert sorted(lines) == sorted(["kmc_abc:runtime=20", "kmc_abc:mem_mb=2000", "kmc_abc:cpus_per_task=2",
                                     "kmc_abc:slurm_account=lab"])
+
+
+def test_the_sites_lines_stay_in_their_rules_block_and_the_header_names_the_path_given(tmp_path, monkeypatch):
+    """The site's partition and account lines of a measured rule sit with that rule's lines, not at the end of the
+    list; the header's commands name the profile as the user gave it (relative), not its resolved path."""
+    rbm = {"name": "rbm_sampling", "gpu": True, "gpu_request": True,
+           "tasks": [{"label": "t", "units": 1, "key": "k", "seconds": 600.0, "peak_rss_mb": 500.0}]}
+    plan = _plan()
+    plan["jobs"].append(rbm)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "site").mkdir()
+    _profile(tmp_path / "site" / "config.yaml", ["kmc_abc:slurm_partition=a100", "kmc_abc:slurm_account=lab"])
+    write_profile(plan, "site/config.yaml", cpus_per_task=2, safety=2.0, out="results/paper")
+    text = (tmp_path / "site" / "config.yaml").read_text()
+    rules = [line.split(":", 1)[0] for line in yaml.safe_load(text)["set-resources"]]
+    assert rules == ["kmc_abc"] * 6 + ["rbm_sampling"] * 5, rules
+    assert "--slurm-profile site/config.yaml\n" in text and str(tmp_path) not in text

@@ -105,8 +105,10 @@ def existing_lines(value, profile: str | Path) -> list[str]:
 
 
 def write_with_header(profile: str | Path, current: dict, plan: dict, *, out, safety: float, cpus: int,
-                      partial: bool, kept: list[str], shard_mb: int | None) -> None:
-    """Write ``current`` to ``profile`` atomically, under :data:`HEADER` filled from ``plan`` and the options."""
+                      partial: bool, kept: list[str], shard_mb: int | None, shown: str | Path | None = None) -> None:
+    """Write ``current`` to ``profile`` atomically, under :data:`HEADER` filled from ``plan`` and the options;
+    the header's commands name the profile as ``shown`` (the path the user gave; default ``profile``)."""
+    shown = profile if shown is None else shown
     config = plan.get("config") or "the planned config"
     if partial:
         rules = sorted({line.split(":", 1)[0] for line in kept})
@@ -119,7 +121,7 @@ def write_with_header(profile: str | Path, current: dict, plan: dict, *, out, sa
                "memory per shard.)")
     else:
         why = "(No measured sweep that splits by memory: use that rule's (mem_mb - 1000) / cpus_per_task.)"
-    header = _comment(HEADER, folder=Path(profile).parent, config=config, out=out, profile=profile, safety=safety,
+    header = _comment(HEADER, folder=Path(shown).parent, config=config, out=out, profile=shown, safety=safety,
                       cpus=cpus, speedup=float(plan["gpu_speedup_assumed"]),
                       device=plan.get("config_device", "as in the plan"), partial=note,
                       value=shard_mb if shard_mb is not None else "<MiB per shard>", why=why)

@@ -157,15 +157,15 @@ def _with_site_lines(lines: list[str], existing: list[str], measured: set[str]) 
     wants_gpu = {line.partition(":")[0] for line in lines if line.partition(":")[2].startswith("gpu=")}
     for rule in (had_gpu ^ wants_gpu) & set(site):  # the rule's GPU request changed: the plan picks its partition
         site[rule].pop("slurm_partition", None)
-    out = []
+    blocks: dict[str, list[str]] = {}  # per rule, in the plan's order: its lines, then the site's
     for line in lines:
         rule, _, rest = line.partition(":")
-        key = rest.partition("=")[0]
-        if key == "slurm_partition" and "slurm_partition" in site.get(rule, {}):
+        if rest.partition("=")[0] == "slurm_partition" and "slurm_partition" in site.get(rule, {}):
             continue  # the site's partition line is added below
-        out.append(line)
-    out += [f"{rule}:{key}={value}" for rule, keys in site.items() for key, value in keys.items()]
-    return out
+        blocks.setdefault(rule, []).append(line)
+    for rule, keys in site.items():
+        blocks.setdefault(rule, []).extend(f"{rule}:{key}={value}" for key, value in keys.items())
+    return [line for block in blocks.values() for line in block]
 
 
 def write_profile(plan: dict | str | Path, profile: str | Path, *, cpus_per_task: int = 8, safety: float = 2.0,
@@ -208,6 +208,6 @@ def write_profile(plan: dict | str | Path, profile: str | Path, *, cpus_per_task
     if mem is None and kept:
         mem = _kept_shard_mb(kept)
     write_with_header(target, current, plan, out=out if out is not None else "OUT", safety=safety,
-                      cpus=cpus_per_task, partial=partial, kept=kept, shard_mb=mem)
+                      cpus=cpus_per_task, partial=partial, kept=kept, shard_mb=mem, shown=profile)
     os.chmod(target, mode)
     return ProfileLines(lines + kept, kept, mem)
