@@ -175,3 +175,25 @@ def test_shard_memory_mb_is_checked_at_parsing(bad, capsys):
     err = capsys.readouterr().err
     assert exit_.value.code == 2
     assert f"error: argument --shard-memory-mb: expected a finite number > 0, got {bad!r}" in err, err
+
+
+def test_a_cpu_only_job_of_a_cuda_config_runs_without_cuda(tmp_path, monkeypatch, capsys):
+    """The Kernel HMC sweeps (registry cpu_only) run with device cpu under config/paper.yaml (device: cuda), so their
+    SLURM jobs on CPU nodes must not be refused for lacking CUDA; a GPU sweep still is (no CUDA here)."""
+    import gradmc.experiments.standard as standard
+
+    if torch.cuda.is_available():
+        pytest.skip("this check needs a machine without CUDA")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    reached = []
+
+    def stop(name, config, *args, **kwargs):
+        reached.append((name, standard.job_config(name, config)["device"]))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(standard, "run_experiment", stop)
+    out = str(tmp_path / "m.parquet")
+    main(["run", "kmc_abc", "--config", "config/paper.yaml", "--out", out, "--no-shard-cache"])
+    assert reached == [("kmc_abc", "cpu")]
+    assert main(["run", "ising_sampling", "--config", "config/paper.yaml", "--out", out]) == 2
+    assert "asks for device: cuda but this machine has no CUDA device" in capsys.readouterr().err

@@ -165,3 +165,50 @@ def test_the_sites_lines_stay_in_their_rules_block_and_the_header_names_the_path
     rules = [line.split(":", 1)[0] for line in yaml.safe_load(text)["set-resources"]]
     assert rules == ["kmc_abc"] * 6 + ["rbm_sampling"] * 5, rules
     assert "--slurm-profile site/config.yaml\n" in text and str(tmp_path) not in text
+
+
+def test_a_full_plan_keeps_the_sites_lines_of_rules_it_does_not_measure(tmp_path):
+    """Third review: a full plan dropped a site's account line of a rule it does not measure and of the pseudo-rule
+    ``all``; their measured keys (and a GPU rule's partition) fall back to default-resources."""
+    profile = _profile(tmp_path / "config.yaml", [
+        "my_rule:slurm_account=lab", "all:constraint=skylake", "my_rule:runtime=5",
+        "gpu_rule:gpu=1", "gpu_rule:slurm_partition=gpu", "gpu_rule:slurm_account=lab"])
+    done = write_profile(_plan(), profile, cpus_per_task=2, safety=2.0, out=tmp_path)
+    lines = yaml.safe_load(profile.read_text())["set-resources"]
+    assert lines == done.lines
+    assert [x for x in lines if not x.startswith("kmc_abc:")] == [
+        "my_rule:slurm_account=lab", "all:constraint=skylake", "gpu_rule:slurm_account=lab"]
+
+
+def test_gpu_requests_by_gres_count_and_go_with_the_gpu(tmp_path, capsys):
+    """A site that asks for its GPU with gres (no gpu= line) keeps its partition while the rule still holds a GPU;
+    a rule that stops holding one loses its gres GPU line, and the command says so."""
+    profile = _profile(tmp_path / "config.yaml", ["kmc_abc:slurm_partition=a100", "kmc_abc:gres=gpu:1"])
+    write_profile(_plan(), profile, cpus_per_task=2, safety=2.0, out=tmp_path)  # the plan: kmc_abc holds a GPU
+    lines = yaml.safe_load(profile.read_text())["set-resources"]
+    assert "kmc_abc:slurm_partition=a100" in lines and "kmc_abc:slurm_partition=gpu" not in lines
+    (tmp_path / "plan.json").write_text(json.dumps(_plan(gpu_request=False)))
+    assert main(["plan", "--out", str(tmp_path), "--slurm-profile", str(profile)]) == 0
+    lines = yaml.safe_load(profile.read_text())["set-resources"]
+    assert not any("gpu" in x or "partition" in x for x in lines), lines
+    assert "dropped the site's GPU lines of rules that no longer hold a GPU: kmc_abc:gres=gpu:1" in \
+        capsys.readouterr().out
+
+
+def test_a_resource_line_without_a_value_is_refused(tmp_path, capsys):
+    profile = _profile(tmp_path / "config.yaml", ["train_rbm:constraint"])
+    (tmp_path / "plan.json").write_text(json.dumps(_plan()))
+    assert main(["plan", "--out", str(tmp_path), "--slurm-profile", str(profile)]) == 2
+    assert "set-resources lines without a value: ['train_rbm:constraint']" in capsys.readouterr().err
+
+
+def test_partly_costed_rules_a_profile_not_named_config_yaml_and_a_trailing_slash_are_reported(tmp_path, capsys):
+    task = {"label": "t", "units": 1, "key": "k", "seconds": 600.0, "peak_rss_mb": 500.0}
+    plan = _plan(tasks=[task, {**task, "seconds": None, "peak_rss_mb": None}])
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    profile = _profile(tmp_path / "site.yaml", [])
+    assert main(["plan", "--out", f"{tmp_path}/", "--slurm-profile", str(profile)]) == 0
+    out = capsys.readouterr().out
+    assert "could not cost every task of kmc_abc" in out and "lower bounds" in out
+    assert "is used only once it is named config.yaml" in out
+    assert f"{tmp_path}//" not in profile.read_text()

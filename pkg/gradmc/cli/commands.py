@@ -185,7 +185,7 @@ def _cmd_run(args) -> None:
     from gradmc.experiments.standard import job_config, run_experiment
 
     inputs = {key: str(check_readable(getattr(args, f"input_{key}"), f"--{key}")) for key in entry.inputs}
-    config = _full_config(args.config)
+    config = _full_config(args.config, needs_device=not entry.cpu_only)  # a cpu_only job runs on CPU nodes too
     from gradmc.distributed.ray_runner import resolve_executor
     from gradmc.distributed.shard_cache import cache_folder_for
 

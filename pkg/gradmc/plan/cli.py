@@ -4,6 +4,7 @@ option) and its handler."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from gradmc.argtypes import factor_at_least_one, positive_int, positive_number
 
@@ -122,6 +123,15 @@ def _write_profile(args) -> None:
         line += (f" (a partial plan: {len(done.kept)} of them kept from the profile, for the {len(rules)} rules "
                  f"it does not measure: {', '.join(rules)})")
     print(line, flush=True)
+    if done.dropped:
+        print(f"[plan] dropped the site's GPU lines of rules that no longer hold a GPU: {', '.join(done.dropped)}",
+              flush=True)
+    if done.lower_bounds:
+        print(f"[plan] the plan could not cost every task of {', '.join(done.lower_bounds)} (see plan.md): their "
+              "runtime and mem_mb are lower bounds; raise them by hand if those tasks are larger", flush=True)
+    if Path(args.slurm_profile).name != "config.yaml":
+        print(f"[plan] note: Snakemake reads a profile folder's config.yaml; {args.slurm_profile} is used only once "
+              "it is named config.yaml", flush=True)
     value = done.shard_memory_mb if done.shard_memory_mb is not None else "<MiB per shard>"
     print(f"[plan] optional: export GRADMC_SHARD_MEMORY_MB={value} before snakemake to give each shard exactly the "
           "plan's measured memory (without it a job budgets 0.8 of its SLURM allocation; see the profile's header)",

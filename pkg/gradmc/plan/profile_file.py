@@ -97,6 +97,10 @@ def existing_lines(value, profile: str | Path) -> list[str]:
     if value is None:
         return []
     if isinstance(value, list) and all(isinstance(v, str) and ":" in v for v in value):
+        bad = [v for v in value if "=" not in v.partition(":")[2]]
+        if bad:
+            raise InputError(f"--slurm-profile {profile}: set-resources lines without a value: {bad}; each line is "
+                             f"'rule:resource=value' (as in {EXAMPLE})")
         return list(value)
     if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
         return [f"{rule}:{key}={v}" for rule, res in value.items() for key, v in res.items()]
@@ -121,7 +125,7 @@ def write_with_header(profile: str | Path, current: dict, plan: dict, *, out, sa
                "memory per shard.)")
     else:
         why = "(No measured sweep that splits by memory: use that rule's (mem_mb - 1000) / cpus_per_task.)"
-    header = _comment(HEADER, folder=Path(shown).parent, config=config, out=out, profile=shown, safety=safety,
+    header = _comment(HEADER, folder=Path(shown).parent, config=config, out=Path(out), profile=shown, safety=safety,
                       cpus=cpus, speedup=float(plan["gpu_speedup_assumed"]),
                       device=plan.get("config_device", "as in the plan"), partial=note,
                       value=shard_mb if shard_mb is not None else "<MiB per shard>", why=why)

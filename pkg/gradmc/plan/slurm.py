@@ -42,11 +42,15 @@ __all__ = ["rule_resources", "shard_memory_mb", "write_profile", "ProfileLines"]
 
 class ProfileLines(NamedTuple):
     """What :func:`write_profile` wrote: every ``set-resources`` line, those kept from the profile (a partial
-    plan), and the ``GRADMC_SHARD_MEMORY_MB`` value the header recommends (None: none measured)."""
+    plan), the ``GRADMC_SHARD_MEMORY_MB`` value the header recommends (None: none measured), the site's GPU lines
+    dropped because their rule no longer holds a GPU, and the rules whose plan is partial (some of their tasks not
+    costed, so their runtime and memory are lower bounds)."""
 
     lines: list[str]
     kept: list[str]
     shard_memory_mb: int | None
+    dropped: list[str] = []
+    lower_bounds: list[str] = []
 
 
 def _check_factors(cpus_per_task: int, safety: float) -> None:
@@ -141,22 +145,40 @@ def _kept_shard_mb(kept: list[str]) -> int | None:
 MEASURED_KEYS = ("runtime", "mem_mb", "cpus_per_task", "gpu")
 
 
-def _with_site_lines(lines: list[str], existing: list[str], measured: set[str]) -> list[str]:
-    """``lines`` (the plan's, ``rule:key=value``) with the site's lines of the measured rules kept: a rule's
-    existing ``slurm_partition`` replaces the plan's unless the rule's GPU request changed (a ``gpu`` line came or
-    went: then the plan's partition, or none, is right), and its other non-measured resources are appended."""
+def _asks_for_gpu(key: str, value: str) -> bool:
+    """Whether a site's resource line asks SLURM for a GPU: ``gpu=``, or a ``gres`` / ``slurm_extra`` naming one."""
+    return key == "gpu" or (key in ("gres", "slurm_extra") and "gpu" in value.lower())
+
+
+def _with_site_lines(lines: list[str], existing: list[str], measured: set[str],
+                     *, full: bool) -> tuple[list[str], list[str]]:
+    """``lines`` (the plan's, ``rule:key=value``) with the site's lines kept, and the site's lines dropped.
+
+    For a rule the plan measures: its existing ``slurm_partition`` replaces the plan's unless the rule's GPU
+    request changed (it asked for a GPU by a ``gpu``, ``gres`` or ``slurm_extra`` line and the plan says it holds
+    none, or the reverse: then the plan's partition, or none, is right); its other non-measured resources follow
+    its lines, except the ``gres`` lines asking for a GPU of a rule that no longer holds one (returned as dropped).
+    For a full plan, the rules it does not measure (and pseudo-rules such as ``all``) keep their non-measured
+    lines; their measured keys fall back to ``default-resources``, and so do the partition and ``gres`` GPU
+    lines of such a rule that asked for a GPU.
+    """
     site: dict[str, dict[str, str]] = {}
     had_gpu = set()
     for line in existing:
         rule, _, rest = line.partition(":")
         key, _, value = rest.partition("=")
-        if rule in measured and key == "gpu":
+        if _asks_for_gpu(key, value):
             had_gpu.add(rule)
-        elif rule in measured and key not in MEASURED_KEYS:
+        if key not in MEASURED_KEYS and (rule in measured or full):
             site.setdefault(rule, {})[key] = value
     wants_gpu = {line.partition(":")[0] for line in lines if line.partition(":")[2].startswith("gpu=")}
-    for rule in (had_gpu ^ wants_gpu) & set(site):  # the rule's GPU request changed: the plan picks its partition
+    dropped = []
+    unmeasured_gpu = (had_gpu & set(site)) - measured  # a full plan's unmeasured rule: its GPU lines go too
+    for rule in ((had_gpu ^ wants_gpu) & set(site) & measured) | unmeasured_gpu:  # the plan picks the partition
         site[rule].pop("slurm_partition", None)
+        if rule not in wants_gpu and "gpu" in site[rule].get("gres", "").lower():
+            dropped.append(f"{rule}:gres={site[rule].pop('gres')}")
+    site = {rule: keys for rule, keys in site.items() if keys}
     blocks: dict[str, list[str]] = {}  # per rule, in the plan's order: its lines, then the site's
     for line in lines:
         rule, _, rest = line.partition(":")
@@ -165,7 +187,7 @@ def _with_site_lines(lines: list[str], existing: list[str], measured: set[str]) 
         blocks.setdefault(rule, []).append(line)
     for rule, keys in site.items():
         blocks.setdefault(rule, []).extend(f"{rule}:{key}={value}" for key, value in keys.items())
-    return [line for block in blocks.values() for line in block]
+    return [line for block in blocks.values() for line in block], dropped
 
 
 def write_profile(plan: dict | str | Path, profile: str | Path, *, cpus_per_task: int = 8, safety: float = 2.0,
@@ -202,7 +224,8 @@ def write_profile(plan: dict | str | Path, profile: str | Path, *, cpus_per_task
     if partial:
         kept = [line for line in existing_lines(current.get("set-resources"), profile)
                 if line.split(":", 1)[0] not in resources]
-    lines = _with_site_lines(lines, existing_lines(current.get("set-resources"), profile), set(resources))
+    lines, dropped = _with_site_lines(lines, existing_lines(current.get("set-resources"), profile), set(resources),
+                                      full=not partial)
     current["set-resources"] = lines + kept
     mem = shard_memory_mb(plan, safety=safety)
     if mem is None and kept:
@@ -210,4 +233,6 @@ def write_profile(plan: dict | str | Path, profile: str | Path, *, cpus_per_task
     write_with_header(target, current, plan, out=out if out is not None else "OUT", safety=safety,
                       cpus=cpus_per_task, partial=partial, kept=kept, shard_mb=mem, shown=profile)
     os.chmod(target, mode)
-    return ProfileLines(lines + kept, kept, mem)
+    lower = sorted(job["name"] for job in plan["jobs"]
+                   if job["name"] in resources and len(_measured(job)) < len(job["tasks"]))
+    return ProfileLines(lines + kept, kept, mem, dropped, lower)
