@@ -72,6 +72,15 @@ _JOBLOG = _JOBLOG.replace("{", "{{").replace("}", "}}")  # shell.prefix formats 
 shell.prefix(f"set -euo pipefail; export PYTHONUNBUFFERED=1; {_JOBLOG}")
 
 
+def all_cores():
+    """The cores a sweep's job may use: this Snakemake's --cores (`workflow.cores`). The submitting process of a
+    cluster executor (the slurm profile) has none, and `workflow.cores` would stop the Snakefile there; it gets 1,
+    which only labels the submission (the profile's cpus_per_task sizes the allocation), and each job's own
+    Snakemake, run inside its allocation with --cores all, sees the allocation's cores."""
+    cores = workflow.resource_settings.cores
+    return cores if cores is not None and cores != sys.maxsize else 1
+
+
 def digest(*modules):
     """Source digest of the gradmc modules a stage runs (see gradmc.codedigest)."""
     return source_digest(*modules, root=REPO / "pkg" / "gradmc")

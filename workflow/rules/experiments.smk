@@ -24,7 +24,7 @@ for _exp in _registry.experiments().values():
             f"{LOGS}/{_exp.name}.log",
         message:
             job_message(_exp)
-        threads: workflow.cores
+        threads: all_cores()
         resources:
             ray_drivers=1,  # capped by the ray-cluster profile
         shell:

@@ -14,6 +14,6 @@ rule ising_pcd_data:
         "Sampling the true Ising models of GWG Fig. 6: lattices {params.config[ising_pcd][data][lattice_sides]} x "
         "thetas {params.config[ising_pcd][data][thetas]} and the Erdos-Renyi graph, "
         "{params.config[ising_pcd][data][num_samples]} chains each"
-    threads: workflow.cores
+    threads: all_cores()
     shell:
         f"gradmc run ising_pcd_data --config {CONFIG_FILE} --out {{output}} 2>&1 | joblog {{log}} ising_pcd_data"
