@@ -179,7 +179,8 @@ def test_train_and_ais_stages_emit_base_se_and_learning_curve_rows(tmp_path):
                   "lr": 1e-3, "warmup": 2, "ema_decay": 0.9, "energy_l2": 0.01, "eval_every": 2,
                   "checkpoint_every": 0, "log_every": 1},
         "ais": {"num_intermediate": 4, "num_chains": 4, "validation_intermediate": 3, "validation_examples": 10,
-                "test_examples": 25, "convergence": [2, 4]}}}
+                "test_examples": 25, "convergence": [2, 4], "bound_search_steps": 3, "bound_search_chains": 4,
+                "bound_search_temperature": 0.1}}}
     out = tmp_path / "model.pt"
     train_stage(config, "static_mnist", "GWG", str(path), str(out), progress=None)
     df = ais_stage(config, "static_mnist", "GWG", str(out), str(path), progress=None)
@@ -200,3 +201,9 @@ def test_train_and_ais_stages_emit_base_se_and_learning_curve_rows(tmp_path):
         one["test_log_likelihood_upper_bound"] + one["log_z_lower_bound"], abs=1e-9)
     se = df[df["metric"] == "test_log_likelihood_se"]["value"].item()
     assert se >= df[df["metric"] == "log_z_se"]["value"].item() > 0
+    # the mode search only adds states: the bound is at least that of the training images and the buffer
+    from gradmc.evaluation.ais import log_z_lower_bound
+    from gradmc.experiments.ebm import _known_states, load_trained
+    model, state = load_trained(str(out), config["ebm"], data)
+    assert one["log_z_lower_bound"] >= log_z_lower_bound(model, _known_states(data, state)) - 1e-9
+    assert df[df["metric"] == "bound_search_seconds"]["value"].item() > 0

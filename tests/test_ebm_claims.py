@@ -153,3 +153,24 @@ def test_an_estimate_above_the_hard_bound_is_only_an_upper_bound():
     c = _by_claim(claims(pd.concat([frame, fine], ignore_index=True)))[
         "EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
     assert c.status == "FAIL" and math.isfinite(c.interval.high)
+
+
+def test_a_hard_bound_below_gwg_decides_the_equal_time_claim():
+    """Gibbs-1's AIS estimate (-23) is provably too high, and its hard bound (-125) lies below GWG's estimate
+    (-103.5 +- 1.96 sqrt 2): the bound stands in for the estimate, effect 21.5 with a lower end above 0: PASS;
+    the Gibbs-1 agreement claim (upper bound -125 < -117.17 - 5) FAILs; a bound of -104 decides nothing."""
+    frame = _frame({"GWG": (-103.5, 1.0), "Gibbs-1": (-23.1, 1.0)})
+    hard = pd.DataFrame([("Gibbs-1", "test_log_likelihood_upper_bound", -125.0)],
+                        columns=["sampler", "metric", "value"]).assign(
+        experiment="ebm", target="static_mnist", seed=0, chain=0, step=300)
+    out = _by_claim(claims(pd.concat([frame, hard], ignore_index=True)))
+    c = out["EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
+    assert c.status == "PASS" and c.interval.effect == pytest.approx(21.5)
+    assert c.interval.low == pytest.approx(21.5 - Z * math.sqrt(2.0)) and c.interval.high == math.inf
+    assert "the bound stands in for it" in c.measured
+    gibbs = [a for a in out.values() if a.direction == 0 and "EBM(Gibbs-1) test" in a.claim]
+    assert [a.status for a in gibbs] == ["FAIL"] and gibbs[0].interval.effect == pytest.approx(-125.0 + 117.17)
+    close = hard.assign(value=-104.0)
+    c = _by_claim(claims(pd.concat([frame, close], ignore_index=True)))[
+        "EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
+    assert c.status == "INCONCLUSIVE" and c.interval.effect == pytest.approx(0.5)

@@ -148,3 +148,9 @@ def final_outputs():
     Called after every rule file is included; no rule file keeps a list of targets."""
     return [str(path) for r in workflow.rules if r.name.startswith(("figure_", "table_")) or r.name == "claims"
             for path in r.output]
+
+
+def ebm_setting(section, dataset, key):
+    """ebm.<section>.<key> for one data set, its ``overrides`` entry put over the section (as the stage reads it)."""
+    part = config["ebm"][section]
+    return {**part, **(part.get("overrides") or {}).get(dataset, {})}[key]

@@ -27,11 +27,16 @@ rule train_ebm:
         config=stage_config("train_ebm"),
         code=digest("gradmc.experiments.ebm"),
         budget=lambda wildcards, input: f"--budget-from {input.budget[0]}" if input.budget else "",
+        iterations=lambda wildcards: (
+            "as many iterations as fit in the GWG run's training time" if wildcards.sampler != "GWG" and EBM_EQUAL_TIME
+            else f'{ebm_setting("train", wildcards.dataset, "iterations")} iterations'
+        ),
+        steps=lambda wildcards: ebm_setting("train", wildcards.dataset, "num_steps"),
     log:
         f"{LOGS}/train_ebm_{{dataset}}_{{sampler}}.log",
     message:
         "Training the ResNet EBM on {wildcards.dataset} with PCD-{wildcards.sampler} "
-        "({params.config[ebm][train][iterations]} iterations, {params.config[ebm][train][num_steps]} steps each)"
+        "({params.iterations}, {params.steps} steps each)"
     threads: 2
     # before any AIS job: an AIS job (1 core) started while a training run waits for 2 would leave a core idle,
     # and the two static-MNIST AIS jobs should run side by side (see ais_ebm)
@@ -53,11 +58,14 @@ rule ais_ebm:
     params:
         config=stage_config("ais_ebm"),
         code=digest("gradmc.experiments.ebm"),
+        levels=lambda wildcards: ebm_setting("ais", wildcards.dataset, "num_intermediate"),
+        chains=lambda wildcards: ebm_setting("ais", wildcards.dataset, "num_chains"),
+        convergence=lambda wildcards: " ".join(map(str, ebm_setting("ais", wildcards.dataset, "convergence"))),
     log:
         f"{LOGS}/ais_ebm_{{dataset}}_{{sampler}}.log",
     message:
-        "AIS for the {wildcards.dataset} {wildcards.sampler} EBM ({params.config[ebm][ais][num_intermediate]} "
-        "levels, {params.config[ebm][ais][num_chains]} chains; convergence at {params.config[ebm][ais][convergence]})"
+        "AIS for the {wildcards.dataset} {wildcards.sampler} EBM ({params.levels} levels, "
+        "{params.chains} chains; convergence at {params.convergence})"
     # one core each: a 32-chain AIS level costs only ~1.17x more on 1 thread than on 2 (static MNIST, CPU), so
     # the AIS jobs of a data set's models run side by side (2 on 2 cores in ~0.63x the time of one after the
     # other); training (timed: equal_time) keeps 2 threads and never shares the machine with them

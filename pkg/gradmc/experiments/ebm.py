@@ -39,6 +39,7 @@ import torch
 from gradmc.data.prepare_images import load_prepared_images
 from gradmc.errors import InputError
 from gradmc.evaluation.ais import BernoulliBase, CategoricalBase, ais_log_partition, linear_schedule, log_z_lower_bound
+from gradmc.evaluation.mode_search import search_modes
 from gradmc.experiments.runner import tidy_frame
 from gradmc.models import ResNetEBM
 from gradmc.samplers.discrete.registry import make_sampler
@@ -56,7 +57,8 @@ META = {"stages": {
     # ebm.train: the model file already depends on it; here it puts the training settings in the metrics'
     # provenance, so Table 2 lists the run's deviations from the paper's (figures.ebm.deviations)
     "ais_ebm": ["ebm.model", "ebm.train", "ebm.ais.num_intermediate", "ebm.ais.num_chains", "ebm.ais.test_examples",
-                "ebm.ais.convergence", "ebm.ais.overrides"],
+                "ebm.ais.convergence", "ebm.ais.bound_search_steps", "ebm.ais.bound_search_chains",
+                "ebm.ais.bound_search_temperature", "ebm.ais.overrides"],
 }}
 SAMPLERS = ("GWG", "Gibbs-1")
 _LOG2 = math.log(2.0)
@@ -237,12 +239,13 @@ def _f_values(model: torch.nn.Module, data: Data, x: torch.Tensor, batch: int = 
         return torch.cat([model(data.model_input(x[i:i + batch])) for i in range(0, x.shape[0], batch)]).double()
 
 
-def _ais(model, data: Data, num_intermediate: int, chains: int, seed: int, checkpoints=()) -> object:
+def _ais(model, data: Data, num_intermediate: int, chains: int, seed: int, checkpoints=(),
+         progress: Callable[[str], None] | None = None) -> object:
     model.requires_grad_(False)
     sampler = make_sampler("GWG", state="categorical") if data.levels > 2 else make_sampler("GWG")
     gen = make_generator(seed, str(data.splits["test"].device))
     return ais_log_partition(model, data.base, sampler, num_chains=chains, betas=linear_schedule(num_intermediate),
-                             generator=gen, checkpoints=tuple(checkpoints))
+                             generator=gen, checkpoints=tuple(checkpoints), progress=progress)
 
 
 def validation_log_likelihood(model, data: Data, valid: torch.Tensor, ais: dict, seed: int) -> float:
@@ -270,8 +273,10 @@ def ais_stage(config: dict, dataset: str, sampler: str, model_path: str, data_pa
     ``test_log_likelihood_se`` (sqrt(log_z_se^2 + var f(x_test) / n_test)), ``base_test_log_likelihood``
     (exact, the data-fitted base on the same test images), ``log_z``, ``log_z_se``, ``ais_weights_ess``,
     ``train_iterations``, ``train_seconds``, ``log_z_lower_bound`` and ``test_log_likelihood_upper_bound``
-    (:func:`gradmc.evaluation.ais.log_z_lower_bound` over the training images and the replay buffer: a hard
-    bound an AIS estimate must not exceed), ``test_bits_per_dim`` (256-level data), ``convergence_*`` per
+    (:func:`gradmc.evaluation.ais.log_z_lower_bound` over the training images, the replay buffer and the
+    states of the mode search ``ais.bound_search_*`` (:func:`gradmc.evaluation.mode_search.search_modes`): a hard
+    bound an AIS estimate must not exceed), ``bound_search_seconds``, ``test_bits_per_dim`` (256-level data),
+    ``convergence_*`` per
     entry of ``ais.convergence`` (the estimate's own run reused for K = num_intermediate) and the
     :func:`learning_curve_rows` (``step`` = training iteration).
 
@@ -287,14 +292,24 @@ def ais_stage(config: dict, dataset: str, sampler: str, model_path: str, data_pa
     test = subset(data.splits["test"], ais["test_examples"], seed_from(EXPERIMENT, "test_rows", dataset))
     seed = seed_from(EXPERIMENT, "test", dataset, sampler)
     start = time.perf_counter()
-    result = _ais(model, data, ais["num_intermediate"], ais["num_chains"], seed)
+    label = f"[ebm] {dataset} {sampler}: "
+    tagged = (lambda line: progress(label + line)) if progress else None
+    result = _ais(model, data, ais["num_intermediate"], ais["num_chains"], seed, progress=tagged)
     f_test = _f_values(model, data, test)
     mean_f = float(f_test.mean())
     ll = mean_f - result.log_z
     # SE of mean f - log Z_hat: test-example sampling and AIS chains are independent
     se = math.hypot(result.log_z_se, float(f_test.std()) / math.sqrt(f_test.numel()) if f_test.numel() > 1 else 0.0)
     base_ll = float(data.base.log_prob(data.model_input(test).double()).mean())
-    bound = log_z_lower_bound(model, _known_states(data, state), batch=1024 if data.levels == 2 else 64,
+    known = _known_states(data, state)
+    search_start = time.perf_counter()
+    found = _searched_states(model, data, known, ais, seed_from(EXPERIMENT, "bound_search", dataset, sampler))
+    search_seconds = time.perf_counter() - search_start
+    if progress and found.shape[0]:
+        progress(f"{label}mode search for the hard bound: {ais['bound_search_steps']} GWG steps at T = "
+                 f"{ais['bound_search_temperature']:g} on {ais['bound_search_chains']} chains, {found.shape[0]} states "
+                 f"in {search_seconds:.1f}s")
+    bound = log_z_lower_bound(model, torch.cat([known, found]), batch=1024 if data.levels == 2 else 64,
                               transform=data.model_input if data.levels > 2 else None)  # 64 one-hot rows: ~37 MB
     k = ais["num_intermediate"]
     rows = [("test_log_likelihood", k, ll), ("test_log_likelihood_se", k, se), ("base_test_log_likelihood", k, base_ll),
@@ -302,13 +317,15 @@ def ais_stage(config: dict, dataset: str, sampler: str, model_path: str, data_pa
             ("ais_weights_ess", ais["num_intermediate"], result.weights_ess),
             ("train_iterations", ais["num_intermediate"], float(state["iteration"])),
             ("train_seconds", ais["num_intermediate"], float(state["seconds"])),
-            ("log_z_lower_bound", k, bound), ("test_log_likelihood_upper_bound", k, mean_f - bound)]
+            ("log_z_lower_bound", k, bound), ("test_log_likelihood_upper_bound", k, mean_f - bound),
+            ("bound_search_seconds", k, search_seconds)]
     if data.levels > 2:
         rows.append(("test_bits_per_dim", ais["num_intermediate"], -ll / (data.dim * _LOG2)))
     for k in ais["convergence"]:
         # the run of the final estimate is one of K = num_intermediate levels: reused, not repeated
         r = result if int(k) == int(ais["num_intermediate"]) else _ais(
-            model, data, int(k), ais["num_chains"], seed_from(EXPERIMENT, "convergence", dataset, sampler, k))
+            model, data, int(k), ais["num_chains"], seed_from(EXPERIMENT, "convergence", dataset, sampler, k),
+            progress=tagged)
         rows += [("convergence_log_likelihood", int(k), mean_f - r.log_z), ("convergence_log_z_se", int(k), r.log_z_se)]
         if progress:
             progress(f"[ebm] {dataset} {sampler}: AIS with {k} levels -> log-likelihood {mean_f - r.log_z:.2f}")
@@ -320,6 +337,22 @@ def ais_stage(config: dict, dataset: str, sampler: str, model_path: str, data_pa
     out = [(sampler, 0, 0, int(step), metric, float(value), 0, 0, seconds) for metric, step, value in rows]
     out += learning_curve_rows(state, sampler)
     return tidy_frame(out, EXPERIMENT, dataset)
+
+
+def _searched_states(model, data: Data, known: torch.Tensor, ais: dict, seed: int) -> torch.Tensor:
+    """States of :func:`gradmc.evaluation.mode_search.search_modes` (``ais.bound_search_*``), started at the
+    ``bound_search_chains`` highest-f rows of ``known``, in ``known``'s encoding (binary floats or level
+    indices); an empty (0, ...) tensor when ``bound_search_steps`` is 0."""
+    steps, chains = int(ais["bound_search_steps"]), int(ais["bound_search_chains"])
+    if steps == 0:
+        return known[:0]
+    f = _f_values(model, data, known)
+    start = data.model_input(known[f.topk(min(chains, known.shape[0])).indices])
+    sampler = make_sampler("GWG", state="categorical") if data.levels > 2 else make_sampler("GWG")
+    model.requires_grad_(False)
+    found = search_modes(model, start, sampler, steps, float(ais["bound_search_temperature"]),
+                         make_generator(seed, str(start.device)))
+    return found.argmax(-1).long() if data.levels > 2 else found.float()
 
 
 def _known_states(data: Data, state: dict) -> torch.Tensor:

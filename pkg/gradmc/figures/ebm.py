@@ -203,7 +203,8 @@ def figure(metrics: list[str | Path], out: str | Path, table_out: str | Path, *,
     tab = table(df, settings)
     caption = (f"GWG Table 2 reproduction{suffix}: test log-likelihood by AIS (linear schedule, GWG transitions, "
                "data-fitted base). AIS underestimates log Z, so each likelihood is an optimistic (upper) estimate; "
-               "hard_upper_bound is mean f(x_test) minus logsumexp f over the training images and the replay buffer, "
+               "hard_upper_bound is mean f(x_test) minus logsumexp f over the training images, the replay buffer and "
+               "the states of a low-temperature GWG search for the model's modes (ebm.ais.bound_search_*), "
                "a bound the true log-likelihood cannot exceed (an AIS value above it is wrong and marked INVALID; "
                "for bits/dim rows it is a lower bound on bits/dim). "
                "Paper and literature rows are quoted constants.")

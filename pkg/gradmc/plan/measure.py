@@ -148,7 +148,9 @@ def _train_ebm(config: dict, probe: dict) -> dict:
 
 def _ais_ebm(config: dict, probe: dict) -> dict:
     """AIS at 4 levels (cold), 4 and 8 levels (warm), then f(x) of 1024 rows at the bound's batch size: the
-    fixed part of the job (test rows, the hard bound over the training rows and the buffer) is rows x that."""
+    fixed part of the job (test rows, the hard bound over the training rows and the buffer) is rows x that,
+    plus the bound's mode search (``bound_search_steps`` GWG steps on ``bound_search_chains`` chains), costed
+    as that many AIS levels scaled by chains / ``num_chains`` (an AIS level is one GWG step and one f(x))."""
     import torch
 
     from gradmc.experiments.ebm import _ais, _f_values, load_data, load_trained, subset
@@ -175,9 +177,12 @@ def _ais_ebm(config: dict, probe: dict) -> dict:
     if per_level <= 0:
         per_level = t2 / 8
     per_row = t_rows / rows.shape[0]
-    fixed = max(cold - 4 * per_level, 0.0) + per_row * (test + bound_rows)
+    search_steps = int(ais["bound_search_steps"])
+    search = search_steps * per_level * int(ais["bound_search_chains"]) / int(ais["num_chains"])
+    fixed = max(cold - 4 * per_level, 0.0) + per_row * (test + bound_rows) + search
     return {"t_cold": cold, "per_unit": per_level, "fixed": fixed,
             "detail": {"seconds_per_row": per_row, "test_rows": test, "bound_rows": bound_rows,
+                       "bound_search_steps": search_steps, "bound_search_seconds": search,
                        "validation_rows": min(int(ais["validation_examples"]), int(data.splits["valid"].shape[0])),
                        "validation_levels": int(ais["validation_intermediate"]),
                        "validation_runs": ebm_evals(spec["train"])}}
