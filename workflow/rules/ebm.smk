@@ -68,7 +68,8 @@ rule ais_ebm:
         "{params.chains} chains; convergence at {params.convergence})"
     # one core each: a 32-chain AIS level costs only ~1.17x more on 1 thread than on 2 (static MNIST, CPU), so
     # the AIS jobs of a data set's models run side by side (2 on 2 cores in ~0.63x the time of one after the
-    # other); training (timed: equal_time) keeps 2 threads and never shares the machine with them
+    # other); training (timed: equal_time) keeps 2 threads, so on 2 cores it never shares the machine with
+    # them (on more cores it may run beside other jobs, as every job may)
     threads: 1
     priority: 10
     shell:

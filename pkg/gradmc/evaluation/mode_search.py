@@ -20,6 +20,11 @@ import torch
 __all__ = ["search_modes"]
 
 
+def _compact(x: torch.Tensor) -> torch.Tensor:
+    """(C, D) binary floats -> bool; (C, D, K) one-hot floats -> (C, D) level indices (int64), on x's device."""
+    return x.detach().argmax(-1) if x.dim() == 3 else x.detach().bool()
+
+
 def search_modes(log_f: Callable[[torch.Tensor], torch.Tensor], start: torch.Tensor, sampler, steps: int,
                  temperature: float, generator: torch.Generator | None = None) -> torch.Tensor:
     """Every state visited by ``sampler`` on the tempered target f(x) / temperature, started at ``start``.
@@ -27,18 +32,22 @@ def search_modes(log_f: Callable[[torch.Tensor], torch.Tensor], start: torch.Ten
     Args:
         log_f: unnormalised log-density f, (C, ...) -> (C,), differentiable in x for gradient-based samplers.
         start: (C, D) binary or (C, D, K) one-hot float states, one chain each (e.g. the highest-f known states).
-        sampler: a discrete kernel with ``init(x, log_prob)`` and ``step(state, log_prob, generator)`` (GWG).
+        sampler: a discrete kernel with ``init(x, log_prob)`` and ``step(state, log_prob, generator)`` (GWG; the
+            categorical GWG for one-hot states).
         steps: sampler steps (>= 0; 0 returns ``start``).
         temperature: T > 0 (finite); T < 1 sharpens the target towards its modes, T = 1 samples the model.
         generator: random generator of the sampler.
 
     Returns:
-        ((steps + 1) * C, ...) bool tensor of the states, start included, in visit order (duplicates kept:
-        :func:`gradmc.evaluation.ais.log_z_lower_bound` drops them).
+        The states, start included, in visit order, on ``start``'s device, duplicates kept
+        (:func:`gradmc.evaluation.ais.log_z_lower_bound` drops them): ((steps + 1) * C, D) bool for binary
+        states; ((steps + 1) * C, D) int64 level indices for one-hot states (compact: the one-hot rows of a
+        256-level search would take K times the memory).
 
     Raises:
         ValueError: steps < 0 or not an integer, temperature not a finite number > 0, no start states, or a
-            non-finite f value at a visited state (the model returned NaN / inf).
+            non-finite f value at the last states (the model returned NaN / inf; the bound then checks every
+            state it counts).
     """
     if int(steps) != steps or steps < 0:
         raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
@@ -51,14 +60,14 @@ def search_modes(log_f: Callable[[torch.Tensor], torch.Tensor], start: torch.Ten
     def tempered(x: torch.Tensor) -> torch.Tensor:
         return log_f(x) * scale
 
-    visited = [start.detach().bool().cpu()]
+    visited = [_compact(start)]
     if steps == 0:
         return visited[0]
     with torch.enable_grad():
         state = sampler.init(start.detach().clone(), tempered)
         for _ in range(int(steps)):
             state, _ = sampler.step(state, tempered, generator)
-            visited.append(state.x.detach().bool().cpu())
+            visited.append(_compact(state.x))
     with torch.no_grad():
         last = log_f(state.x.detach())
     if not bool(torch.isfinite(last).all()):

@@ -352,7 +352,7 @@ def _searched_states(model, data: Data, known: torch.Tensor, ais: dict, seed: in
     model.requires_grad_(False)
     found = search_modes(model, start, sampler, steps, float(ais["bound_search_temperature"]),
                          make_generator(seed, str(start.device)))
-    return found.argmax(-1).long() if data.levels > 2 else found.float()
+    return (found.long() if data.levels > 2 else found.float()).to(known.device)
 
 
 def _known_states(data: Data, state: dict) -> torch.Tensor:

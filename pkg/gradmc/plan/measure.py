@@ -150,16 +150,17 @@ def _ais_ebm(config: dict, probe: dict) -> dict:
     """AIS at 4 levels (cold), 4 and 8 levels (warm), then f(x) of 1024 rows at the bound's batch size: the
     fixed part of the job (test rows, the hard bound over the training rows and the buffer) is rows x that,
     plus the bound's mode search (``bound_search_steps`` GWG steps on ``bound_search_chains`` chains), costed
-    as that many AIS levels scaled by chains / ``num_chains`` (an AIS level is one GWG step and one f(x))."""
+    roughly as that many AIS levels scaled linearly by chains / ``num_chains`` (an AIS level is one GWG step
+    and one f(x); a search step is one GWG step)."""
     import torch
 
-    from gradmc.experiments.ebm import _ais, _f_values, load_data, load_trained, subset
+    from gradmc.experiments.ebm import _ais, _f_values, for_dataset, load_data, load_trained, subset
     from gradmc.seeding import seed_from
 
     ds, sampler = probe["cls"]
     spec = config["ebm"]
     data = load_data(probe["inputs"]["data"], "cpu")
-    ais = spec["ais"]
+    ais = for_dataset(spec["ais"], ds)  # the data set's own settings (e.g. frey's: no mode search)
     model, state = load_trained(probe["inputs"]["model"], spec, data)
 
     def levels(k: int) -> float:
