@@ -33,6 +33,13 @@ def test_shipped_configs_are_valid(name):
         (lambda c: c["rbm_sampling"]["train"].__setitem__("lr", "1e-3"), ["train.lr", "1.0e-3"]),
         (lambda c: c.__setitem__("device", "cuda"), ["gpus_per_shard", "device: cpu"]),
         (lambda c: c["rbm_sampling"].update(num_steps=10, burn_in_fraction=0.9), ["burn-in", "at least 4"]),
+        # per-data-set overrides are checked as the stage reads them (merged over their section)
+        (lambda c: c["ebm"]["ais"].__setitem__("overrides", {"dynamic_mnist": {"num_intermediate": 0}}),
+         ["ebm.ais.overrides.dynamic_mnist.num_intermediate", "got 0", "minimum"]),
+        (lambda c: c["ebm"]["train"].__setitem__("overrides", {"dynamic_mnist": {"iteration": 5}}),
+         ["ebm.train.overrides.dynamic_mnist", "'iteration' was unexpected", "allowed keys"]),
+        (lambda c: c["ebm"]["ais"].__setitem__("overrides", {"frei": {"num_intermediate": 5}}),
+         ["ebm.ais.overrides.frei", "not one of this experiment's datasets", "dynamic_mnist"]),
     ],
 )
 def test_invalid_values_are_named(mutate, expected):
@@ -124,3 +131,11 @@ def test_no_experiment_module_carries_a_default_of_its_own():
 def test_a_config_path_that_is_a_folder_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="is not a file"):
         load_config(tmp_path)
+
+
+def test_for_dataset_puts_the_data_sets_entries_over_its_section():
+    from gradmc.config import for_dataset
+    section = {"iterations": 100, "lr": 0.1, "overrides": {"frey": {"iterations": 7}}}
+    assert for_dataset(section, "frey") == {"iterations": 7, "lr": 0.1}
+    assert for_dataset(section, "static_mnist") == {"iterations": 100, "lr": 0.1}
+    assert section["iterations"] == 100 and "overrides" in section  # the section itself is left alone

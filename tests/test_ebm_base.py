@@ -172,18 +172,22 @@ def _prepared(tmp_path, n=40, shape=(6, 5), levels=2, name="static_mnist"):
     return path
 
 
+def _tiny_config(train: dict, ais: dict) -> dict:
+    """A seconds-sized EBM config: the shared small settings with ``train`` / ``ais`` entries put over them."""
+    return {"device": "cpu", "ebm": {
+        "model": {**SPEC, "base": "data"},
+        "train": {"num_steps": 2, "batch_size": 8, "buffer_size": 16, "buffer_sizes": {}, "lr": 1e-3, "warmup": 2,
+                  "ema_decay": 0.9, "energy_l2": 0.01, "checkpoint_every": 0, "log_every": 1, **train},
+        "ais": {"num_chains": 4, "validation_examples": 10, "bound_search_steps": 3, **ais}}}
+
+
 def test_train_and_ais_stages_emit_base_se_and_learning_curve_rows(tmp_path):
     from gradmc.experiments.ebm import ais_stage, load_data, train_stage
     from gradmc.results.schema import validate_metrics
     path = _prepared(tmp_path)
-    config = {"device": "cpu", "ebm": {
-        "model": {**SPEC, "base": "data"},
-        "train": {"iterations": 4, "num_steps": 2, "batch_size": 8, "buffer_size": 16, "buffer_sizes": {},
-                  "lr": 1e-3, "warmup": 2, "ema_decay": 0.9, "energy_l2": 0.01, "eval_every": 2,
-                  "checkpoint_every": 0, "log_every": 1},
-        "ais": {"num_intermediate": 4, "num_chains": 4, "validation_intermediate": 3, "validation_examples": 10,
-                "test_examples": 25, "convergence": [2, 4], "bound_search_steps": 3, "bound_search_chains": 4,
-                "bound_search_temperature": 0.1}}}
+    config = _tiny_config(train={"iterations": 4, "eval_every": 2},
+                          ais={"num_intermediate": 4, "validation_intermediate": 3, "test_examples": 25,
+                               "convergence": [2, 4], "bound_search_chains": 4, "bound_search_temperature": 0.1})
     out = tmp_path / "model.pt"
     train_stage(config, "static_mnist", "GWG", str(path), str(out), progress=None)
     df = ais_stage(config, "static_mnist", "GWG", str(out), str(path), progress=None)
@@ -218,14 +222,9 @@ def test_the_mode_search_bound_on_categorical_data(tmp_path):
     from gradmc.evaluation.ais import log_z_lower_bound
     from gradmc.experiments.ebm import _known_states, ais_stage, load_data, load_trained, train_stage
     path = _prepared(tmp_path, levels=4, name="frey", shape=(4, 3))
-    config = {"device": "cpu", "ebm": {
-        "model": {**SPEC, "base": "data"},
-        "train": {"iterations": 3, "num_steps": 2, "batch_size": 8, "buffer_size": 16, "buffer_sizes": {},
-                  "lr": 1e-3, "warmup": 2, "ema_decay": 0.9, "energy_l2": 0.01, "eval_every": 0,
-                  "checkpoint_every": 0, "log_every": 1},
-        "ais": {"num_intermediate": 3, "num_chains": 4, "validation_intermediate": 2, "validation_examples": 10,
-                "test_examples": 20, "convergence": [3], "bound_search_steps": 3, "bound_search_chains": 5,
-                "bound_search_temperature": 0.2}}}
+    config = _tiny_config(train={"iterations": 3, "eval_every": 0},
+                          ais={"num_intermediate": 3, "validation_intermediate": 2, "test_examples": 20,
+                               "convergence": [3], "bound_search_chains": 5, "bound_search_temperature": 0.2})
     out = tmp_path / "model.pt"
     train_stage(config, "frey", "GWG", str(path), str(out), progress=None)
     df = ais_stage(config, "frey", "GWG", str(out), str(path), progress=None)

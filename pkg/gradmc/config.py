@@ -20,7 +20,8 @@ import yaml
 
 from gradmc.errors import ConfigError, MissingInputError
 
-__all__ = ["ConfigError", "ConfigPart", "SCHEMA_PATH", "fill_defaults", "load_config", "select", "validate_config"]
+__all__ = ["ConfigError", "ConfigPart", "SCHEMA_PATH", "fill_defaults", "for_dataset", "load_config", "select",
+           "validate_config"]
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -102,8 +103,8 @@ def select(config: dict, keys) -> ConfigPart:
     return out
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
-    key = ".".join(str(p) for p in error.absolute_path) or "<top level>"
+def _describe(error: jsonschema.ValidationError, prefix: tuple = ()) -> str:
+    key = ".".join(str(p) for p in (*prefix, *error.absolute_path)) or "<top level>"
     schema = error.schema if isinstance(error.schema, dict) else {}
     if error.validator == "additionalProperties":
         allowed = sorted(schema.get("properties", {}))
@@ -126,6 +127,41 @@ def _looks_numeric(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def for_dataset(section: dict, dataset: str) -> dict:
+    """A config section's settings for one data set: ``section`` with the entries of
+    ``section["overrides"][dataset]`` (if any) put over it, e.g. fewer EBM iterations for the costlier
+    256-level Frey faces; the ``overrides`` key itself is dropped. Stages, the plan, the figures and the
+    pipeline's rule messages all read per-data-set settings through this one rule."""
+    out = {k: v for k, v in section.items() if k != "overrides"}
+    out.update((section.get("overrides") or {}).get(dataset, {}))
+    return out
+
+
+def _override_errors(schema: dict, config, path: tuple = (), datasets=None) -> list[str]:
+    """Every ``overrides`` entry of the config, checked as what a stage reads (:func:`for_dataset`): the
+    merged settings against the section's own schema, and the data set against the experiment's
+    ``datasets`` (a misspelt name would otherwise be ignored without a word)."""
+    if not isinstance(config, dict):
+        return []
+    errors = []
+    datasets = config.get("datasets", datasets)
+    props = schema.get("properties", {})
+    if "overrides" in props:
+        section = {**schema, "properties": {k: v for k, v in props.items() if k != "overrides"}}
+        validator = jsonschema.Draft202012Validator(section)
+        for dataset in config.get("overrides") or {}:
+            where = (*path, "overrides", dataset)
+            if datasets is not None and dataset not in datasets:
+                errors.append(f"config key '{'.'.join(where)}': {dataset!r} is not one of this experiment's "
+                              f"datasets ({', '.join(map(str, datasets))})")
+                continue
+            errors += [_describe(e, where) for e in validator.iter_errors(for_dataset(config, dataset))]
+    for key, sub in props.items():
+        if key != "overrides" and isinstance(sub, dict):
+            errors += _override_errors(sub, config.get(key), (*path, key), datasets)
+    return errors
 
 
 def _semantic_errors(config: dict) -> list[str]:
@@ -160,7 +196,7 @@ def validate_config(config: dict) -> dict:
         lines = [_describe(best)]
         lines += [_describe(e) for e in errors if e.validator == "additionalProperties" and e is not best]
         raise ConfigError("; ".join(lines))
-    semantic = _semantic_errors(config)
+    semantic = _semantic_errors(config) + _override_errors(schema, config)
     if semantic:
         raise ConfigError("; ".join(semantic))
     return config

@@ -6,7 +6,7 @@ sys.path.insert(0, str(REPO / "pkg"))  # gradmc from this checkout, even outside
 
 from gradmc import registry as _registry  # noqa: E402
 from gradmc.codedigest import source_digest  # noqa: E402
-from gradmc.config import load_config, select  # noqa: E402
+from gradmc.config import for_dataset, load_config, select  # noqa: E402
 from gradmc.errors import UserError  # noqa: E402
 
 
@@ -151,6 +151,5 @@ def final_outputs():
 
 
 def ebm_setting(section, dataset, key):
-    """ebm.<section>.<key> for one data set, its ``overrides`` entry put over the section (as the stage reads it)."""
-    part = config["ebm"][section]
-    return {**part, **(part.get("overrides") or {}).get(dataset, {})}[key]
+    """ebm.<section>.<key> for one data set, as the stage reads it (gradmc.config.for_dataset)."""
+    return for_dataset(config["ebm"][section], dataset)[key]

@@ -37,6 +37,7 @@ import pandas as pd
 import torch
 
 from gradmc.data.prepare_images import load_prepared_images
+from gradmc.config import for_dataset
 from gradmc.errors import InputError
 from gradmc.evaluation.ais import BernoulliBase, CategoricalBase, ais_log_partition, linear_schedule, log_z_lower_bound
 from gradmc.evaluation.mode_search import search_modes
@@ -47,7 +48,7 @@ from gradmc.seeding import make_generator, seed_from
 from gradmc.training.ebm import CHECKPOINT_FORMAT, EBMTrainer
 from gradmc.training.ebm_samples import samples_path, write_samples
 
-__all__ = ["EXPERIMENT", "META", "SAMPLERS", "BASES", "Data", "load_data", "build_model", "for_dataset", "subset",
+__all__ = ["EXPERIMENT", "META", "SAMPLERS", "BASES", "Data", "load_data", "build_model", "subset",
            "train_stage", "ais_stage", "learning_curve_rows"]
 
 EXPERIMENT = "ebm"
@@ -129,15 +130,6 @@ def build_model(spec: dict, data: Data) -> ResNetEBM:
     return ResNetEBM(data.image_shape, None if data.levels == 2 else data.levels, channels=spec["channels"],
                      num_blocks=spec["num_blocks"], num_strided=spec["num_strided"],
                      embed_dim=spec["embed_dim"], base=base)
-
-
-def for_dataset(section: dict, dataset: str) -> dict:
-    """``ebm.train`` or ``ebm.ais`` settings for one data set: ``section`` with the entries of
-    ``section["overrides"][dataset]`` (if any) put over it, e.g. fewer iterations for the costlier
-    256-level Frey faces; the ``overrides`` key itself is dropped."""
-    out = {k: v for k, v in section.items() if k != "overrides"}
-    out.update((section.get("overrides") or {}).get(dataset, {}))
-    return out
 
 
 def _sampler(name: str, levels: int):

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gradmc.config import for_dataset
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 from gradmc.training.ebm_samples import read_samples
@@ -63,7 +64,6 @@ def deviations(config: dict, dataset: str, iterations: float | None = None) -> s
     """The run's departures from :data:`PAPER_SETTINGS` for ``dataset``, e.g. "iterations 2000 (paper 50,000);
     ...", from the ``ebm`` section of the config its metrics file carries; "" when it has none. ``iterations``:
     the run's own count when it differs from the config's (an equal wall-clock Gibbs run stops on GWG's time)."""
-    from gradmc.experiments.ebm import for_dataset  # the experiment's own per-data-set override rule
 
     ebm = (config or {}).get("ebm") or {}
     parts = []

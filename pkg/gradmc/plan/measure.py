@@ -154,7 +154,8 @@ def _ais_ebm(config: dict, probe: dict) -> dict:
     and one f(x); a search step is one GWG step)."""
     import torch
 
-    from gradmc.experiments.ebm import _ais, _f_values, for_dataset, load_data, load_trained, subset
+    from gradmc.config import for_dataset
+    from gradmc.experiments.ebm import _ais, _f_values, load_data, load_trained, subset
     from gradmc.seeding import seed_from
 
     ds, sampler = probe["cls"]
