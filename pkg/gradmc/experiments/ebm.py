@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from gradmc.data.prepare_images import load_prepared_images
 from gradmc.config import for_dataset
+from gradmc.data.prepare_images import load_prepared_images
 from gradmc.errors import InputError
 from gradmc.evaluation.ais import BernoulliBase, CategoricalBase, ais_log_partition, linear_schedule, log_z_lower_bound
 from gradmc.evaluation.mode_search import search_modes
