@@ -43,8 +43,9 @@ RELAXED = ("R-MALA", "R-HMC", "D-SVGD")
 
 
 def concrete(pattern: str) -> str:
-    """A registry pattern with small numbers: Gibbs-X -> Gibbs-2, HB-X-Y -> HB-2-1, GWG-N -> GWG-3."""
-    return re.sub(r"\bN\b", "3", re.sub(r"\bY\b", "1", re.sub(r"\bX\b", "2", pattern)))
+    """A registry pattern with small numbers: Gibbs-X -> Gibbs-2, HB-X-Y -> HB-2-1, GWG-N -> GWG-3,
+    PAS-L -> PAS-3."""
+    return re.sub(r"\b[NL]\b", "3", re.sub(r"\bY\b", "1", re.sub(r"\bX\b", "2", pattern)))
 
 
 BINARY_NAMES = [concrete(p) for p in SAMPLERS]
@@ -256,7 +257,7 @@ def test_block_gibbs_nan_conditional_is_named_not_runtime_error():
 # NaN gradient with a finite energy
 
 
-@pytest.mark.parametrize("name", ["GWG", "GWG-3", "R-MALA", "R-HMC", "D-SVGD"])
+@pytest.mark.parametrize("name", ["GWG", "GWG-3", "PAS-3", "R-MALA", "R-HMC", "D-SVGD"])
 def test_nan_gradient_with_finite_energy_raises(name):
     target = MarkedRBM(mode="grad")
     kernel = make_sampler(name, **HYPER.get(name, {}))
@@ -280,7 +281,7 @@ def test_categorical_gwg_nan_gradient_raises():
 
 
 @pytest.mark.parametrize("bad", [NAN, INF, -INF])
-@pytest.mark.parametrize("name", ["RWM", "GWG", "GWG-3", "R-MALA", "R-HMC"])
+@pytest.mark.parametrize("name", ["RWM", "GWG", "GWG-3", "PAS-3", "R-MALA", "R-HMC"])
 def test_non_finite_proposals_are_rejected_and_chain_stays_valid(name, bad):
     """Chains start at 4 ones of 8: every proposal with 5 or more ones has log_prob ``bad``."""
     target = MarkedRBM(bad=bad, binary_only=True)

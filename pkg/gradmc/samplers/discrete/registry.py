@@ -5,6 +5,7 @@ Binary states (C, D):
     Gibbs-X-systematic    the same with a systematic (cyclic) scan
     GWG                   Gibbs-With-Gradients, one flip per step, temperature 2
     GWG-N                 GWG with N draws per step (GWG-3, GWG-5; Appendix D.2)
+    PAS-L                 path auxiliary sampler (Sun et al., ICLR 2022), a path of L flips (PAS-3)
     HB-X-Y                Hamming ball, block X, radius Y (HB-10-1)
     Block-HB              Hamming ball on the target's own blocks (needs ``target.blocks()``), radius 1
     RWM                   random-walk Metropolis, one uniformly random flip
@@ -26,13 +27,14 @@ from gradmc.samplers.discrete.gwg import GWG
 from gradmc.samplers.discrete.gwg_categorical import GWGCategorical
 from gradmc.samplers.discrete.gwg_multi import GWGMulti
 from gradmc.samplers.discrete.hamming_ball import BlockHammingBall, HammingBall
+from gradmc.samplers.discrete.pas import PAS
 from gradmc.samplers.discrete.rwm import RandomWalkMetropolis
 from gradmc.samplers.relaxed import DSVGD, RHMC, RMALA
 
 __all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "make_sampler"]
 
 #: Names accepted by :func:`make_sampler` for binary states (patterns; X, Y, N positive integers).
-SAMPLERS = ("Gibbs-X", "Gibbs-X-systematic", "GWG", "GWG-N", "HB-X-Y", "Block-HB", "RWM", "BlockGibbs",
+SAMPLERS = ("Gibbs-X", "Gibbs-X-systematic", "GWG", "GWG-N", "PAS-L", "HB-X-Y", "Block-HB", "RWM", "BlockGibbs",
             "R-MALA", "R-HMC", "D-SVGD")
 #: Names accepted with ``state="categorical"``.
 CATEGORICAL_SAMPLERS = ("Gibbs-X", "GWG")
@@ -65,6 +67,8 @@ def _binary(name: str, target, hyper: dict):
         return Gibbs(block_size=int(m.group(1)), scan="systematic" if m.group(2) else "random")
     if m := re.fullmatch(r"GWG-(\d+)", name):
         return GWGMulti(num_draws=int(m.group(1)))
+    if m := re.fullmatch(r"PAS-(\d+)", name):
+        return PAS(path_length=int(m.group(1)))
     if m := re.fullmatch(r"HB-(\d+)-(\d+)", name):
         return HammingBall(block_size=int(m.group(1)), radius=int(m.group(2)))
     raise ValueError(f"unknown sampler {name!r}; expected one of {', '.join(SAMPLERS)}")
