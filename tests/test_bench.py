@@ -77,7 +77,10 @@ def test_layout_every_sampler_has_median_and_spread(tmp_path):
             _check_row(row, 5)
         settings = res["suite_settings"][suite]
         assert settings["repeats"] == 5 and settings["params"]["num_chains"] == TINY[suite]["num_chains"]
-    assert set(res["suites"][POTTS_SUITE]) == {"GWG", "Gibbs-1"} == set(res["suites"][LATTICE_POTTS_SUITE])
+    categorical = {"GWG", "Gibbs-1", "DMALA", "DULA"}
+    assert set(res["suites"][POTTS_SUITE]) == categorical == set(res["suites"][LATTICE_POTTS_SUITE])
+    for later in ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler"):  # issue 17: every later sampler is timed
+        assert later in res["suites"][RBM_SUITE] and later in res["suites"][ISING_SUITE]
     # the authors' numbers sit outside `suites`, where a reader expects only samplers
     assert res["authors_reference"][POTTS_SUITE] == {"GWG": 64.0, "Gibbs-1": 26.0}
     assert res["authors_reference"][LATTICE_POTTS_SUITE] == {"GWG": 68.0}

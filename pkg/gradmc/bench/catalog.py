@@ -16,7 +16,12 @@ __all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "RB
            "GPC_SUITE", "COMPILE_SUITE", "OPT_IN_HELP", "SCALING", "SUITES_HELP", "SUITE_NAMES",
            "AUTHORS_REFERENCE", "TARGETS",
            "DEFAULT_STEPS", "DEFAULT_REPEATS", "DEFAULT_WARMUP", "DEFAULT_ESS_STEPS", "DEFAULT_ESS_BURN_IN",
-           "MIN_REPEATS", "select_suites"]
+           "MIN_REPEATS", "LATER_BINARY", "LATER_CATEGORICAL", "select_suites"]
+
+#: the samplers after GWG (issue 17), at their registry defaults: timed in every binary suite (and the RBM ESS
+#: suite); the categorical ones in the Potts suites
+LATER_BINARY = ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler")
+LATER_CATEGORICAL = ("DMALA", "DULA")
 
 RBM_SUITE = "rbm_784x500_100chains"
 ISING_SUITE = "ising_40x40_theta0.25_32chains"
@@ -32,11 +37,13 @@ SCALING = "scaling"
 
 #: suite -> one line of ``gradmc bench --help``, in the order the suites run
 SUITES_HELP: dict[str, str] = {
-    RBM_SUITE: "steps/s, RBM 784x500, W ~ N(0, 0.1^2): GWG, Gibbs-1, Gibbs-2, HB-10-1, GWG-3, BlockGibbs",
-    ISING_SUITE: "steps/s, cyclic lattice Ising 40x40, theta 0.25: GWG, Gibbs-1",
+    RBM_SUITE: "steps/s, RBM 784x500, W ~ N(0, 0.1^2): GWG, Gibbs-1, Gibbs-2, HB-10-1, GWG-3, BlockGibbs, "
+               + ", ".join(LATER_BINARY),
+    ISING_SUITE: "steps/s, cyclic lattice Ising 40x40, theta 0.25: GWG, Gibbs-1, " + ", ".join(LATER_BINARY),
     POTTS_SUITE: "steps/s, dense Potts 48 sites x 21 states (protein size), random couplings: "
-                 "categorical GWG, Gibbs-1",
-    LATTICE_POTTS_SUITE: "steps/s, cyclic lattice Potts 20x20, 3 states, theta 1.0: categorical GWG, Gibbs-1",
+                 "categorical GWG, Gibbs-1, " + ", ".join(LATER_CATEGORICAL),
+    LATTICE_POTTS_SUITE: "steps/s, cyclic lattice Potts 20x20, 3 states, theta 1.0: categorical GWG, Gibbs-1, "
+                         + ", ".join(LATER_CATEGORICAL),
     RBM_ESS_SUITE: "ESS/s of the Hamming statistic on an RBM trained on MNIST (CD-10, 1 epoch; needs "
                    "static_mnist in GRADMC_DATA_DIR), the RBM suite's samplers",
     KMC_SUITE: "one KMC-finite iteration on the 8-D banana (1 and 32 chains)",

@@ -31,7 +31,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from gradmc.bench.catalog import RBM_ESS_SUITE
+from gradmc.bench.catalog import LATER_BINARY, RBM_ESS_SUITE
 from gradmc.bench.timing import spread
 from gradmc.evaluation.ess import ess, ess_per_chain, hamming_to_reference
 from gradmc.experiments.rbm_model import data_mean_init
@@ -44,7 +44,7 @@ __all__ = ["RBM_ESS_SAMPLERS", "ESS_DEFINITION", "load_training_data", "train_be
            "rbm_ess_suite"]
 
 #: the samplers of the RBM steps/s suite
-RBM_ESS_SAMPLERS = ("GWG", "Gibbs-1", "Gibbs-2", "HB-10-1", "GWG-3", "BlockGibbs")
+RBM_ESS_SAMPLERS = ("GWG", "Gibbs-1", "Gibbs-2", "HB-10-1", "GWG-3", "BlockGibbs", *LATER_BINARY)
 
 #: what the numbers of the suite mean (stored with them in samplers.json)
 ESS_DEFINITION = ("per-chain ArviZ rank-normalised bulk ESS of h(x) = Hamming distance to one fixed "

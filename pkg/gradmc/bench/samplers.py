@@ -4,18 +4,18 @@ Suites (fixed settings, so numbers compare across commits and with the authors' 
 side by side on the reference machine, idle, 2 threads, CPU; issue 14, medians of 3 runs):
 
 - ``rbm_784x500_100chains``: RBM 784 x 500, W ~ N(0, 0.1^2), zero biases, 100 chains, binary x (100, 784):
-  GWG, Gibbs-1, Gibbs-2, HB-10-1, GWG-3, exact block Gibbs. Authors: GWG 195, GWG-3 259, Gibbs-1 605,
-  HB-10-1 120 steps/s.
+  GWG, Gibbs-1, Gibbs-2, HB-10-1, GWG-3, exact block Gibbs, and the later samplers (``LATER_BINARY``).
+  Authors: GWG 195, GWG-3 259, Gibbs-1 605, HB-10-1 120 steps/s.
 - ``ising_40x40_theta0.25_32chains``: 40 x 40 cyclic lattice Ising, theta = 0.25 (just above the critical
-  0.22), 32 chains: GWG, Gibbs-1. Authors: GWG 94 steps/s.
+  0.22), 32 chains: GWG, Gibbs-1 and the later samplers. Authors: GWG 94 steps/s.
 - ``potts_48x21_100chains``: dense Potts at the protein size of GWG Sec. 5.4 (PF00018: 48 sites x 21
-  states), 100 chains, one-hot x (100, 48, 21): categorical GWG and categorical Gibbs-1. Random model:
+  states), 100 chains, one-hot x (100, 48, 21): categorical GWG, Gibbs-1, DMALA and DULA. Random model:
   fields h ~ N(0, 1); couplings J_ij = (W_ij + W_ji^T) / sqrt(2) with W entries N(0, 0.1^2) (so J entries
   are N(0, 0.1^2), J_ji = J_ij^T) and J_ii = 0. Authors: GWG 64, Gibbs-1 26 steps/s.
 - ``lattice_potts_20x20x3_theta1.0_100chains``: cyclic lattice Potts 20 x 20 with 3 states,
   log p(x) = theta sum_edges [x_i == x_j], theta = 1.0 (near the critical point log(1 + sqrt 3) ~= 1.005 of
   the infinite 3-state lattice, as the Ising suite sits near its critical point), zero field, 100 chains,
-  one-hot x (100, 400, 3): categorical GWG and categorical Gibbs-1. Authors: GWG 68 steps/s.
+  one-hot x (100, 400, 3): categorical GWG, Gibbs-1, DMALA and DULA. Authors: GWG 68 steps/s.
 - ``rbm_trained_784x500_ess``: ESS/s of the Hamming statistic on an RBM trained on MNIST, the RBM suite's
   samplers (see :mod:`gradmc.bench.rbm_ess`; skipped when static_mnist is not in the data folder).
 - Kernel HMC: one KMC-finite iteration and one GPC estimate (see :mod:`gradmc.bench.kmc`).
@@ -70,6 +70,8 @@ from gradmc.bench.catalog import (
     GPC_SUITE,
     ISING_SUITE,
     KMC_SUITE,
+    LATER_BINARY,
+    LATER_CATEGORICAL,
     LATTICE_POTTS_SUITE,
     MIN_REPEATS,
     POTTS_SUITE,
@@ -152,10 +154,10 @@ class SamplerSuite:
 
 #: steps/s suites: name -> SamplerSuite (the ESS, KMC and GPC suites are run by their own modules)
 SUITES: dict[str, SamplerSuite] = {
-    RBM_SUITE: SamplerSuite(build_rbm, ("GWG", "Gibbs-1", "Gibbs-2", "HB-10-1", "GWG-3", "BlockGibbs")),
-    ISING_SUITE: SamplerSuite(build_ising, ("GWG", "Gibbs-1")),
-    POTTS_SUITE: SamplerSuite(build_potts, ("GWG", "Gibbs-1"), "categorical"),
-    LATTICE_POTTS_SUITE: SamplerSuite(build_lattice_potts, ("GWG", "Gibbs-1"), "categorical"),
+    RBM_SUITE: SamplerSuite(build_rbm, ("GWG", "Gibbs-1", "Gibbs-2", "HB-10-1", "GWG-3", "BlockGibbs", *LATER_BINARY)),
+    ISING_SUITE: SamplerSuite(build_ising, ("GWG", "Gibbs-1", *LATER_BINARY)),
+    POTTS_SUITE: SamplerSuite(build_potts, ("GWG", "Gibbs-1", *LATER_CATEGORICAL), "categorical"),
+    LATTICE_POTTS_SUITE: SamplerSuite(build_lattice_potts, ("GWG", "Gibbs-1", *LATER_CATEGORICAL), "categorical"),
 }
 
 
