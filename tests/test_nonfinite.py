@@ -257,7 +257,8 @@ def test_block_gibbs_nan_conditional_is_named_not_runtime_error():
 # NaN gradient with a finite energy
 
 
-@pytest.mark.parametrize("name", ["GWG", "GWG-3", "PAS-3", "R-MALA", "R-HMC", "D-SVGD"])
+@pytest.mark.parametrize("name", ["GWG", "GWG-3", "PAS-3", "R-MALA", "R-HMC", "D-SVGD", "DMALA", "DULA", "DLMC",
+                                  "DLMC-Euler"])
 def test_nan_gradient_with_finite_energy_raises(name):
     target = MarkedRBM(mode="grad")
     kernel = make_sampler(name, **HYPER.get(name, {}))
@@ -267,13 +268,14 @@ def test_nan_gradient_with_finite_energy_raises(name):
     assert_names(info.value, name, 1)
 
 
-def test_categorical_gwg_nan_gradient_raises():
+@pytest.mark.parametrize("name", ["GWG", "DMALA", "DULA"])
+def test_categorical_gradient_kernels_nan_gradient_raises(name):
     target = MarkedPotts(mode="grad")
-    kernel = make_sampler("GWG", state="categorical")
+    kernel = make_sampler(name, state="categorical")
     state = kernel.init(categorical_start(), target)
     with pytest.raises(NonFiniteError, match="gradient") as info:
         kernel.step(state, target, torch.Generator().manual_seed(0))
-    assert_names(info.value, "GWG", 1)
+    assert_names(info.value, name, 1)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -281,7 +283,8 @@ def test_categorical_gwg_nan_gradient_raises():
 
 
 @pytest.mark.parametrize("bad", [NAN, INF, -INF])
-@pytest.mark.parametrize("name", ["RWM", "GWG", "GWG-3", "PAS-3", "R-MALA", "R-HMC"])
+@pytest.mark.parametrize("name", ["RWM", "GWG", "GWG-3", "PAS-3", "R-MALA", "R-HMC", "DMALA", "DULA", "DLMC",
+                                  "DLMC-Euler"])
 def test_non_finite_proposals_are_rejected_and_chain_stays_valid(name, bad):
     """Chains start at 4 ones of 8: every proposal with 5 or more ones has log_prob ``bad``."""
     target = MarkedRBM(bad=bad, binary_only=True)
@@ -297,6 +300,24 @@ def test_non_finite_proposals_are_rejected_and_chain_stays_valid(name, bad):
         assert bool((state.x.sum(-1) <= DIM / 2).all())  # never at a state of non-finite log_prob
         assert bool(torch.isfinite(state.log_prob).all())
     assert accepted > 0  # not frozen: moves to finite states are still taken
+
+
+@pytest.mark.parametrize("name", ["GWG", "GWG-3", "DMALA", "DULA", "DLMC", "DLMC-Euler"])
+def test_proposals_with_nan_gradient_are_rejected(name):
+    """A proposal of finite log_prob but NaN gradient never enters the chain (the unadjusted DULA included):
+    accepted, the next step would raise at the current state."""
+    target = MarkedRBM(mode="grad", binary_only=True)
+    kernel = make_sampler(name)
+    x = torch.zeros(16, DIM)
+    x[:, :4] = 1.0
+    state = kernel.init(x, target)
+    gen = torch.Generator().manual_seed(8)
+    accepted = 0
+    for _ in range(30):
+        state, info = kernel.step(state, target, gen)  # raises if a NaN-gradient state was accepted
+        accepted += int(info.accepted.sum())
+        assert bool((state.x.sum(-1) <= DIM / 2).all())
+    assert accepted > 0
 
 
 @pytest.mark.parametrize("name", ["Gibbs-1", "HB-2-1", "Block-HB"])

@@ -3,6 +3,14 @@
 from gradmc.samplers.discrete.block_gibbs import RBMBlockGibbs
 from gradmc.samplers.discrete.categorical_gibbs import CategoricalGibbs
 from gradmc.samplers.discrete.chromatic_gibbs import ChromaticGibbs
+from gradmc.samplers.discrete.factorised import (
+    DLMC,
+    DMALA,
+    DULA,
+    DLMCEuler,
+    DMALACategorical,
+    DULACategorical,
+)
 from gradmc.samplers.discrete.gibbs import Gibbs
 from gradmc.samplers.discrete.gwg import GWG
 from gradmc.samplers.discrete.gwg_categorical import GWGCategorical
@@ -14,5 +22,7 @@ from gradmc.samplers.discrete.rwm import RandomWalkMetropolis
 
 __all__ = [
     "GWG", "GWGMulti", "PAS", "GWGCategorical", "Gibbs", "CategoricalGibbs", "HammingBall", "BlockHammingBall",
-    "RandomWalkMetropolis", "RBMBlockGibbs", "ChromaticGibbs", "SAMPLERS", "CATEGORICAL_SAMPLERS", "make_sampler",
+    "RandomWalkMetropolis", "RBMBlockGibbs", "ChromaticGibbs",
+    "DMALA", "DULA", "DLMC", "DLMCEuler", "DMALACategorical", "DULACategorical",
+    "SAMPLERS", "CATEGORICAL_SAMPLERS", "make_sampler",
 ]

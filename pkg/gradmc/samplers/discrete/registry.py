@@ -9,11 +9,19 @@ Binary states (C, D):
     HB-X-Y                Hamming ball, block X, radius Y (HB-10-1)
     Block-HB              Hamming ball on the target's own blocks (needs ``target.blocks()``), radius 1
     RWM                   random-walk Metropolis, one uniformly random flip
+    DMALA                 discrete Metropolis-adjusted Langevin (Zhang et al. 2022), ``step_size`` alpha = 0.2
+    DULA                  its unadjusted (biased) version, ``step_size`` alpha = 0.2
+    DLMC                  discrete Langevin Monte Carlo (Sun et al. 2023), ``tau`` = 1.0
+    DLMC-Euler            DLMC with an Euler step of the per-bit flow, ``tau`` = exp(-2.5) = 0.082
     BlockGibbs            exact h | x, x | h alternation (RBM targets only)
     R-MALA, R-HMC, D-SVGD relaxed samplers (need ``step_size``/``learning_rate`` and ``temperature``)
 Categorical one-hot states (C, D, K), ``state="categorical"``:
     Gibbs-X               categorical block Gibbs (K**X evaluations per step)
     GWG                   categorical GWG (Eq. 4)
+    DMALA, DULA           categorical DMALA / DULA, ``step_size`` alpha = 0.2
+
+The factorised samplers (``factorised.py``) take their one hyper-parameter optionally:
+``make_sampler("DMALA", step_size=0.1)``, ``make_sampler("DLMC", tau=0.5)``.
 """
 
 from __future__ import annotations
@@ -22,6 +30,14 @@ import re
 
 from gradmc.samplers.discrete.block_gibbs import RBMBlockGibbs
 from gradmc.samplers.discrete.categorical_gibbs import CategoricalGibbs
+from gradmc.samplers.discrete.factorised import (
+    DLMC,
+    DMALA,
+    DULA,
+    DLMCEuler,
+    DMALACategorical,
+    DULACategorical,
+)
 from gradmc.samplers.discrete.gibbs import Gibbs
 from gradmc.samplers.discrete.gwg import GWG
 from gradmc.samplers.discrete.gwg_categorical import GWGCategorical
@@ -35,9 +51,14 @@ __all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "make_sampler"]
 
 #: Names accepted by :func:`make_sampler` for binary states (patterns; X, Y, N positive integers).
 SAMPLERS = ("Gibbs-X", "Gibbs-X-systematic", "GWG", "GWG-N", "PAS-L", "HB-X-Y", "Block-HB", "RWM", "BlockGibbs",
-            "R-MALA", "R-HMC", "D-SVGD")
+            "R-MALA", "R-HMC", "D-SVGD", "DMALA", "DULA", "DLMC", "DLMC-Euler")
 #: Names accepted with ``state="categorical"``.
-CATEGORICAL_SAMPLERS = ("Gibbs-X", "GWG")
+CATEGORICAL_SAMPLERS = ("Gibbs-X", "GWG", "DMALA", "DULA")
+
+#: the factorised samplers: name -> (class, its optional hyper-parameter)
+_FACTORISED = {"DMALA": (DMALA, "step_size"), "DULA": (DULA, "step_size"), "DLMC": (DLMC, "tau"),
+               "DLMC-Euler": (DLMCEuler, "tau")}
+_FACTORISED_CATEGORICAL = {"DMALA": (DMALACategorical, "step_size"), "DULA": (DULACategorical, "step_size")}
 
 _RELAXED = {"R-MALA": (RMALA, "step_size"), "R-HMC": (RHMC, "step_size"), "D-SVGD": (DSVGD, "learning_rate")}
 
@@ -50,6 +71,8 @@ def _binary(name: str, target, hyper: dict):
             raise ValueError(f"{name} needs hyper-parameters {missing} (e.g. make_sampler('{name}', {rate}=0.01, "
                              f"temperature=1.0)); the paper grid-searches them per dimension")
         return cls(**hyper)
+    if name in _FACTORISED:
+        return _factorised(name, *_FACTORISED[name], hyper)
     if hyper:
         raise ValueError(f"{name} takes no hyper-parameters, got {sorted(hyper)}")
     if name == "GWG":
@@ -74,6 +97,13 @@ def _binary(name: str, target, hyper: dict):
     raise ValueError(f"unknown sampler {name!r}; expected one of {', '.join(SAMPLERS)}")
 
 
+def _factorised(name: str, cls, option: str, hyper: dict):
+    unknown = sorted(set(hyper) - {option})
+    if unknown:
+        raise ValueError(f"{name} takes only the optional hyper-parameter {option!r}, got {unknown}")
+    return cls(**hyper)
+
+
 def make_sampler(name: str, *, state: str = "binary", target=None, **hyper):
     """Build the kernel named ``name`` (see the module docstring).
 
@@ -81,7 +111,8 @@ def make_sampler(name: str, *, state: str = "binary", target=None, **hyper):
         name: the paper's name, e.g. "GWG", "Gibbs-2", "HB-10-1", "GWG-3".
         state: "binary" ((C, D) floats in {0, 1}) or "categorical" (one-hot (C, D, K)).
         target: needed by structure-aware samplers only (Block-HB reads ``target.blocks()``).
-        **hyper: hyper-parameters of the relaxed samplers (step_size / learning_rate, temperature, ...).
+        **hyper: hyper-parameters of the relaxed samplers (step_size / learning_rate, temperature, ...);
+            the optional ``step_size`` (DMALA, DULA) or ``tau`` (DLMC, DLMC-Euler) of the factorised ones.
 
     Raises:
         ValueError: for an unknown name or state (listing the accepted ones), missing or unexpected
@@ -91,6 +122,8 @@ def make_sampler(name: str, *, state: str = "binary", target=None, **hyper):
         return _binary(name, target, hyper)
     if state != "categorical":
         raise ValueError(f"state must be 'binary' or 'categorical', got {state!r}")
+    if name in _FACTORISED_CATEGORICAL:
+        return _factorised(f"categorical {name}", *_FACTORISED_CATEGORICAL[name], hyper)
     if hyper:
         raise ValueError(f"categorical {name} takes no hyper-parameters, got {sorted(hyper)}")
     if name == "GWG":

@@ -1,0 +1,538 @@
+"""Gradient-informed samplers whose proposal changes every coordinate INDEPENDENTLY (issue 17).
+
+Binary states x in {0, 1}^D, (C, D) floats. With f the unnormalised log-density and
+d_i(x) = (1 - 2 x_i) grad_i f(x) (the first-order estimate of f(x with bit i flipped) - f(x), GWG
+paper Eq. 3), the proposal flips each bit i independently with probability p_i(x, grad f(x)):
+
+    q(x' | x) = prod_i p_i^{m_i} (1 - p_i)^{1 - m_i},   m = x' XOR x (the flip mask),
+
+and Metropolis-Hastings accepts with min(1, exp(f(x') - f(x) + log q(x | x') - log q(x' | x))), where
+the reverse move flips the SAME mask m from x', with the probabilities p_i(x', grad f(x')).
+
+- DMALA / DULA (Zhang, Liu & Liu, ICML 2022, "A Langevin-like sampler for discrete distributions", the
+  discrete Langevin proposal (DLP), coordinatewise, and its unadjusted / Metropolis-adjusted algorithms):
+  q(x'_i | x) ∝ exp(grad_i f(x) (x'_i - x_i) / 2 - (x'_i - x_i)^2 / (2 alpha)), i.e.
+  p_i = sigmoid(d_i / 2 - 1 / (2 alpha)). DMALA is MH-corrected; DULA is the UNADJUSTED chain
+  (every proposal accepted), whose stationary distribution is biased for a non-log-linear target.
+- DLMC (Sun, Dai, Dai, Zhou & Schuurmans, AISTATS 2023, "Discrete Langevin samplers via Wasserstein
+  gradient flow", DLMC: the factorised estimate of the transition matrix, simulated exactly): each bit follows its own
+  two-state continuous-time chain for time tau, with the locally balanced rate g(e^{d_i}) out of x_i
+  and g(e^{-d_i}) back, g(t) = sqrt(t). Solving the two-state chain (rates r = e^{d/2}, r' = e^{-d/2},
+  stationary flip probability r / (r + r') = sigmoid(d)):
+  p_i = sigmoid(d_i) (1 - exp(-tau (e^{d_i/2} + e^{-d_i/2}))) = sigmoid(d_i) (1 - exp(-tau g(e^{d_i}) / sigmoid(d_i))).
+- DLMC-Euler: the same rates simulated by one Euler (forward) step of length tau, P = I + tau R:
+  p_i = min(1, tau g(e^{d_i})) = min(1, tau e^{d_i / 2}).
+
+Categorical one-hot states (C, D, K): per site, independently, DMALA / DULA propose
+q(x'_d = e_k | x) ∝ exp((grad_{d,k} f(x) - grad_{d,x_d} f(x)) / 2 - ||e_k - x_d||^2 / (2 alpha)),
+with ||e_k - x_d||^2 = 2 for k != x_d and 0 for k = x_d (the DLP paper's proposal on one-hot sites; the
+authors' categorical example code uses exactly these logits, -1 / alpha off the current value).
+DLMC for categorical states is not implemented (its per-site K-state chain has no closed-form solution
+of the simple two-state kind; the reference implementation in google-research/discs raises as well).
+
+The kernel machinery (:class:`IndependentFlipMH`, :class:`IndependentSiteMH`) is shared: subclasses
+give only the per-coordinate log-probabilities; ``step`` and ``transition_probabilities`` run the same
+helpers (``log_proposal``, ``log_reverse``, ``log_acceptance``, ``_log_alpha``), so a mistake in any of
+them shows in the exact-matrix tests.
+
+Cost per step: ONE function+gradient evaluation, at x' (energy_evals = grad_evals = 1); f and grad f at x
+come from the state's cache (:mod:`gradmc.samplers.incremental`), so a changed target (AIS, PCD), an
+uncacheable one, the periodic refresh and the first step after ``init`` count 2.
+
+Non-finite values (:mod:`gradmc.samplers.base`): f or grad f NaN/inf at the current state raises
+:class:`~gradmc.samplers.base.NonFiniteError`; a proposal whose f is NaN/+inf/-inf or whose gradient has a
+non-finite entry is rejected (also by the unadjusted DULA, whose only rejection this is), so it never
+enters the chain.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+import gradmc.samplers.streams as streams
+from gradmc.samplers.base import (
+    Info,
+    acceptance_probability,
+    check_finite,
+    metropolis_hastings_accept,
+    sample_categorical,
+)
+from gradmc.samplers.discrete.gwg import _check_current
+from gradmc.samplers.discrete.onehot import check_onehot, enumerate_onehot
+from gradmc.samplers.incremental import (
+    CacheKey,
+    Evaluation,
+    bind_state,
+    cache_key,
+    current_evaluation,
+    evaluate,
+    select,
+)
+from gradmc.targets.exact import enumerate_binary
+from gradmc.targets.validation import check_binary
+
+__all__ = ["FactorisedState", "IndependentFlipMH", "IndependentSiteMH", "DMALA", "DULA", "DLMC", "DLMCEuler",
+           "DMALACategorical", "DULACategorical", "log1mexp", "DMALA_STEP_SIZE", "DLMC_TAU", "DLMC_EULER_TAU"]
+
+#: alpha of DMALA / DULA: the authors' code default (``step_size=0.2``, used for their RBM / Ising sampling).
+DMALA_STEP_SIZE = 0.2
+#: tau of DLMC: exp(fixed_log_tau) with the reference implementation's fixed_log_tau = 0 (the paper tunes
+#: tau adaptively towards an acceptance rate of 0.574 instead).
+DLMC_TAU = 1.0
+#: tau of DLMC-Euler: exp(-1 / (2 * 0.2)) = 0.082, for which tau e^{d/2} equals DMALA's flip probability
+#: sigmoid(d / 2 - 1 / (2 alpha)) at alpha = 0.2 to first order when it is small (no paper default is known).
+DLMC_EULER_TAU = math.exp(-1.0 / (2 * DMALA_STEP_SIZE))
+
+_LOG_HALF = -math.log(2.0)
+
+
+def log1mexp(a: torch.Tensor) -> torch.Tensor:
+    """log(1 - exp(a)) for a <= 0, accurate over the whole range (Maechler 2012): log(-expm1(a)) for
+    a > -log 2, log1p(-exp(a)) below. a = 0 gives -inf; shape and dtype of a."""
+    return torch.where(a > _LOG_HALF, torch.log(-torch.expm1(a)), torch.log1p(-torch.exp(a)))
+
+
+def _check_positive(owner: str, name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{owner} {name} must be a finite number > 0, got {value!r}")
+
+
+class FactorisedState(NamedTuple):
+    """x: (C, D) binary or (C, D, K) one-hot current state; log_prob: (C,) f(x); num_steps: steps since
+    ``init``; cache / cache_key: the evaluation at x and its key (:mod:`gradmc.samplers.incremental`),
+    None for a target that cannot be cached."""
+
+    x: torch.Tensor
+    log_prob: torch.Tensor
+    num_steps: int = 0
+    cache: Evaluation | None = None
+    cache_key: CacheKey | None = None
+
+
+def _rows_finite(t: torch.Tensor) -> torch.Tensor:
+    """(N, ...) -> (N,) bool: every entry of the row finite."""
+    return torch.isfinite(t).flatten(1).all(1)
+
+
+class _FactorisedMH:
+    """Shared by the binary and the categorical families: the acceptance and the bookkeeping."""
+
+    unadjusted = False  #: True for DULA: every (finite) proposal is accepted
+
+    def log_acceptance(self, f_x: torch.Tensor, f_new: torch.Tensor, log_fwd: torch.Tensor,
+                       log_rev: torch.Tensor) -> torch.Tensor:
+        """log alpha = f(x') - f(x) + log q(x | x') - log q(x' | x) (Metropolis-Hastings), all (N,).
+
+        The unadjusted kernels (DULA) return 0 instead (accept), -inf where f(x') is -inf or NaN.
+        """
+        if self.unadjusted:
+            return torch.where(f_new > -torch.inf, torch.zeros_like(f_new), -torch.inf)
+        return f_new - f_x + log_rev - log_fwd
+
+    def _log_alpha(self, f_x, f_new, grad_new, log_fwd, log_rev) -> torch.Tensor:
+        """:meth:`log_acceptance`, -inf for a proposal with a non-finite gradient entry (never enters the chain)."""
+        log_alpha = self.log_acceptance(f_x, f_new, log_fwd, log_rev)
+        return torch.where(_rows_finite(grad_new), log_alpha, -torch.inf)
+
+    def _init(self, x: torch.Tensor, log_prob) -> FactorisedState:
+        ev = evaluate(log_prob, x, grad=True)
+        check_finite(self.name, 0, ("log_prob at the current state", ev.log_prob))
+        key = cache_key(log_prob)
+        return bind_state(FactorisedState(x=x.clone(), log_prob=ev.log_prob, cache=ev if key is not None else None,
+                                          cache_key=key))
+
+
+class IndependentFlipMH(_FactorisedMH):
+    """Metropolis-Hastings with a proposal that flips every bit independently (module docstring).
+
+    Subclasses (frozen dataclasses) implement :meth:`log_flip_probabilities` and ``name``. States are
+    (C, D) floats in {0, 1}; the target is a callable (N, D) -> (N,), differentiable in x.
+    """
+
+    @property
+    def name(self) -> str:  # pragma: no cover - every concrete kernel overrides it
+        raise NotImplementedError
+
+    def log_flip_probabilities(self, x: torch.Tensor, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(log p_i, log(1 - p_i)), each (N, D), of flipping bit i from x given grad f(x) (N, D)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def log_proposal(log_p: torch.Tensor, log_keep: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """log q(mask) = sum_i [m_i log p_i + (1 - m_i) log(1 - p_i)], (N,), from (N, D) log p, log(1 - p)
+        and the (N, D) bool flip mask (a where, not a product: log p may be -inf where m_i = 0)."""
+        return torch.where(mask, log_p, log_keep).sum(-1)
+
+    def log_reverse(self, x: torch.Tensor, grad_x: torch.Tensor, x_new: torch.Tensor, grad_new: torch.Tensor,
+                    mask: torch.Tensor) -> torch.Tensor:
+        """log q(x | x'), (N,): the same mask flipped from x', with the probabilities at x' (grad f(x')).
+
+        Args:
+            x, grad_x: (N, D) the current states and grad f there (unused here; mutation tests override
+                this method); x_new, grad_new: (N, D) the proposals and grad f there; mask: (N, D) bool.
+        """
+        return self.log_proposal(*self.log_flip_probabilities(x_new, grad_new), mask)
+
+    @staticmethod
+    def _flip(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """x with the bits in mask flipped, (N, D)."""
+        return torch.where(mask, 1.0 - x, x)
+
+    def _score(self, x, ev: Evaluation, log_p, log_keep, mask, ev_new: Evaluation, x_new):
+        """Shared by :meth:`step` and :meth:`transition_probabilities`: (log q(x'|x), log alpha), each (N,)."""
+        log_fwd = self.log_proposal(log_p, log_keep, mask)
+        log_rev = self.log_reverse(x, ev.grad, x_new, ev_new.grad, mask)
+        return log_fwd, self._log_alpha(ev.log_prob, ev_new.log_prob, ev_new.grad, log_fwd, log_rev)
+
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> FactorisedState:
+        """Start chains at x (C, D) floats in {0, 1}; evaluates f and grad f at x once, for the cache.
+
+        Raises:
+            TypeError, ValueError: x not a binary (C, D) floating tensor (:func:`check_binary`).
+            NonFiniteError: if f(x) is NaN or inf for some chain.
+        """
+        check_binary(x, check_values=True)
+        return self._init(x, log_prob)
+
+    def step(self, state: FactorisedState, log_prob, generator: torch.Generator) -> tuple[FactorisedState, Info]:
+        """One transition for every chain: draw the flip mask, evaluate x', accept or reject.
+
+        Args:
+            state: from :meth:`init` or a previous step; x (C, D).
+            log_prob: callable (N, D) -> (N,), differentiable in x.
+            generator: torch.Generator (or ChainStreams) on x's device.
+
+        Returns:
+            the new state and Info (acceptance_prob (C,), accepted (C,) bool, sites_changed (C,) int64 =
+            number of flipped bits if accepted else 0, energy_evals = grad_evals = 1, or 2 when x was
+            evaluated too).
+
+        Raises:
+            ValueError: if log_prob does not return shape (C,).
+            NonFiniteError: f(x) or grad f(x) NaN/inf at a current state (non-finite proposals are rejected).
+        """
+        x = state.x  # (C, D)
+        ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
+        _check_current(self.name, state, ev.log_prob, ev.grad)
+        log_p, log_keep = self.log_flip_probabilities(x, ev.grad)  # (C, D) each
+        u = streams.rand(x.shape, generator, device=x.device, dtype=log_p.dtype)
+        mask = u < log_p.exp()  # (C, D) bool: P(flip bit i) = p_i
+        x_new = self._flip(x, mask)
+        ev_new = evaluate(log_prob, x_new, grad=True)
+        _, log_alpha = self._score(x, ev, log_p, log_keep, mask, ev_new, x_new)
+        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
+        x_out = torch.where(accepted[:, None], x_new, x)
+        out = select(accepted, ev_new, ev)
+        sites = torch.where(accepted, mask.sum(1), torch.zeros_like(accepted, dtype=torch.long))
+        evals = 1 + billed
+        info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=sites,
+                    energy_evals=evals, grad_evals=evals)
+        return bind_state(FactorisedState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
+                                          cache=out if key is not None else None, cache_key=key)), info
+
+    @torch.no_grad()
+    def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
+        """Enumerate one step from each row of x: all 2**D flip masks, then the stay outcome.
+
+        Args:
+            x: (C, D) binary states (D small: costs C * 2**D target evaluations with gradients).
+            log_prob: callable (N, D) -> (N,), differentiable in x.
+
+        Returns:
+            next_states: (C, 2**D + 1, D), x XOR every mask (the zero mask first, in
+            :func:`~gradmc.targets.exact.enumerate_binary` order) then x itself; probs: (C, 2**D + 1),
+            q(mask | x) * min(1, alpha) then the rejected mass (may round to -1e-17).
+
+        Raises:
+            TypeError, ValueError: x not binary (C, D); ValueError: D > 26.
+        """
+        check_binary(x, check_values=True)
+        C, D = x.shape
+        masks = enumerate_binary(D, dtype=x.dtype).to(x.device).bool()  # (M, D)
+        M = masks.shape[0]
+        ev = evaluate(log_prob, x, grad=True)
+        log_p, log_keep = self.log_flip_probabilities(x, ev.grad)  # (C, D)
+        rep = Evaluation(*(None if t is None else t.repeat_interleave(M, 0) for t in ev))
+        x_rep, mask = x.repeat_interleave(M, 0), masks.repeat(C, 1)  # (C * M, D), chain-major
+        x_new = self._flip(x_rep, mask)
+        ev_new = evaluate(log_prob, x_new, grad=True)
+        log_fwd, log_alpha = self._score(x_rep, rep, log_p.repeat_interleave(M, 0), log_keep.repeat_interleave(M, 0),
+                                         mask, ev_new, x_new)
+        move = (log_fwd.exp() * acceptance_probability(log_alpha, ev_new.log_prob)).reshape(C, M)
+        stay = 1.0 - move.sum(1, keepdim=True)
+        return torch.cat([x_new.reshape(C, M, D), x[:, None, :]], 1), torch.cat([move, stay], 1)
+
+
+def _dlp_binary(x: torch.Tensor, grad: torch.Tensor, step_size: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """DLP flip log-probabilities: logit d / 2 - 1 / (2 alpha), d = (1 - 2x) grad (DLP on bits: x' - x = +-1)."""
+    logit = torch.addcmul(grad, x.to(grad.dtype), grad, value=-2.0).mul_(0.5).sub_(0.5 / step_size)
+    return F.logsigmoid(logit), F.logsigmoid(-logit)
+
+
+@dataclass(frozen=True)
+class DMALA(IndependentFlipMH):
+    """Discrete Metropolis-adjusted Langevin algorithm, binary (Zhang, Liu & Liu 2022, DLP + MH correction).
+
+    Flip probability p_i = sigmoid(d_i(x) / 2 - 1 / (2 alpha)), then MH correction.
+
+    Args:
+        step_size: alpha > 0 (default 0.2, the authors' code default).
+
+    Raises:
+        ValueError: step_size not a finite number > 0.
+    """
+
+    step_size: float = DMALA_STEP_SIZE
+
+    def __post_init__(self):
+        _check_positive(type(self).__name__, "step_size", self.step_size)
+
+    @property
+    def name(self) -> str:
+        """"DMALA"."""
+        return "DMALA"
+
+    def log_flip_probabilities(self, x, grad):
+        """(log p_i, log(1 - p_i)), each (N, D), with logit d_i / 2 - 1 / (2 alpha), via logsigmoid."""
+        return _dlp_binary(x, grad, self.step_size)
+
+
+@dataclass(frozen=True)
+class DULA(DMALA):
+    """Discrete UNADJUSTED Langevin algorithm, binary (Zhang, Liu & Liu 2022, DLP without the MH step).
+
+    The DMALA proposal with every proposal accepted: its stationary distribution is in general NOT the
+    target (the paper bounds the bias, zero as alpha -> 0 for log-quadratic targets only). A proposal with
+    non-finite f or gradient is still rejected. Args and errors as :class:`DMALA`.
+    """
+
+    unadjusted = True
+
+    @property
+    def name(self) -> str:
+        """"DULA"."""
+        return "DULA"
+
+
+@dataclass(frozen=True)
+class DLMC(IndependentFlipMH):
+    """Discrete Langevin Monte Carlo, binary (Sun et al. 2023: the factorised transition matrix, solved
+    exactly per bit), MH-corrected.
+
+    p_i = sigmoid(d_i) (1 - exp(-tau g(e^{d_i}) / sigmoid(d_i))), g(t) = sqrt(t): the flip probability at
+    time tau of the two-state chain with rates e^{d_i / 2} (flip) and e^{-d_i / 2} (flip back).
+    Computed in logs: log p = logsigmoid(d) + log1mexp(-s), s = tau (e^{d/2} + e^{-d/2}), and
+    log(1 - p) = logaddexp(logsigmoid(-d), logsigmoid(d) - s).
+
+    Args:
+        tau: simulation time > 0 (default 1.0, see :data:`DLMC_TAU`).
+
+    Raises:
+        ValueError: tau not a finite number > 0.
+    """
+
+    tau: float = DLMC_TAU
+
+    def __post_init__(self):
+        _check_positive(type(self).__name__, "tau", self.tau)
+
+    @property
+    def name(self) -> str:
+        """"DLMC"."""
+        return "DLMC"
+
+    def log_flip_probabilities(self, x, grad):
+        """(log p_i, log(1 - p_i)), each (N, D), of the exact two-state flow (class docstring)."""
+        d = torch.addcmul(grad, x.to(grad.dtype), grad, value=-2.0)
+        s = self.tau * 2.0 * torch.cosh(0.5 * d)  # tau (e^{d/2} + e^{-d/2}) = tau g(e^d) / sigmoid(d); may be inf
+        log_nu, log_nu_rev = F.logsigmoid(d), F.logsigmoid(-d)
+        return log_nu + log1mexp(-s), torch.logaddexp(log_nu_rev, log_nu - s)
+
+
+@dataclass(frozen=True)
+class DLMCEuler(DLMC):
+    """DLMC with one Euler (forward) step of the per-bit flow instead of its exact solution, MH-corrected.
+
+    p_i = min(1, tau g(e^{d_i})) = min(1, tau e^{d_i / 2}) (first order in tau of the exact flip
+    probability). Bits with p_i = 1 always flip, so a reverse move that needs such a bit kept has
+    probability 0 and is rejected.
+
+    Args:
+        tau: Euler step > 0 (default exp(-2.5) = 0.082, see :data:`DLMC_EULER_TAU`).
+
+    Raises:
+        ValueError: tau not a finite number > 0.
+    """
+
+    tau: float = DLMC_EULER_TAU
+
+    @property
+    def name(self) -> str:
+        """"DLMC-Euler"."""
+        return "DLMC-Euler"
+
+    def log_flip_probabilities(self, x, grad):
+        """(log p_i, log(1 - p_i)), each (N, D), p_i = min(1, tau e^{d_i / 2})."""
+        d = torch.addcmul(grad, x.to(grad.dtype), grad, value=-2.0)
+        log_p = (math.log(self.tau) + 0.5 * d).clamp(max=0.0)
+        return log_p, log1mexp(log_p)
+
+
+# ---------------------------------------------------------------------------------------------------
+# categorical
+
+
+class IndependentSiteMH(_FactorisedMH):
+    """Metropolis-Hastings with a proposal that resamples every site of a one-hot state independently.
+
+    Subclasses implement :meth:`site_logits` and ``name``. States are one-hot (C, D, K) floats; the target
+    is a callable (N, D, K) -> (N,), differentiable in x.
+    """
+
+    @property
+    def name(self) -> str:  # pragma: no cover - every concrete kernel overrides it
+        raise NotImplementedError
+
+    def site_logits(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        """(N, D, K) unnormalised log q(x'_d = e_k | x) from x and grad f(x), both (N, D, K)."""
+        raise NotImplementedError
+
+    def log_site_probabilities(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        """(N, D, K) log q(x'_d = e_k | x): :meth:`site_logits` normalised per site."""
+        return torch.log_softmax(self.site_logits(x, grad), -1)
+
+    @staticmethod
+    def log_proposal(log_q: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """sum_d log_q[n, d, values[n, d]], (N,), from (N, D, K) log-probabilities and (N, D) int64 values."""
+        return log_q.gather(-1, values[..., None]).squeeze(-1).sum(-1)
+
+    def log_reverse(self, x: torch.Tensor, grad_x: torch.Tensor, x_new: torch.Tensor,
+                    grad_new: torch.Tensor) -> torch.Tensor:
+        """log q(x | x'), (N,): x's values under the site probabilities at x' (grad f(x')); all (N, D, K)."""
+        return self.log_proposal(self.log_site_probabilities(x_new, grad_new), x.argmax(-1))
+
+    def _score(self, x, ev: Evaluation, log_q, values, ev_new: Evaluation, x_new):
+        """Shared by :meth:`step` and :meth:`transition_probabilities`: (log q(x'|x), log alpha), each (N,)."""
+        log_fwd = self.log_proposal(log_q, values)
+        log_rev = self.log_reverse(x, ev.grad, x_new, ev_new.grad)
+        return log_fwd, self._log_alpha(ev.log_prob, ev_new.log_prob, ev_new.grad, log_fwd, log_rev)
+
+    def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> FactorisedState:
+        """Start chains at x (C, D, K) one-hot floats; evaluates f and grad f at x once, for the cache.
+
+        Raises:
+            TypeError, ValueError: the input errors of :func:`~gradmc.samplers.discrete.onehot.check_onehot`.
+            NonFiniteError: if f(x) is NaN or inf for some chain.
+        """
+        check_onehot(x, check_values=True)
+        return self._init(x, log_prob)
+
+    def step(self, state: FactorisedState, log_prob, generator: torch.Generator) -> tuple[FactorisedState, Info]:
+        """One transition for every chain: draw every site's new value, evaluate x', accept or reject.
+
+        Returns:
+            the new state and Info (acceptance_prob (C,), accepted (C,) bool, sites_changed (C,) int64 =
+            number of sites whose value changed if accepted else 0, energy_evals = grad_evals = 1, or 2
+            when x was evaluated too).
+
+        Raises:
+            ValueError: if log_prob does not return shape (C,).
+            NonFiniteError: f(x) or grad f(x) NaN/inf at a current state (non-finite proposals are rejected).
+        """
+        x = state.x  # (C, D, K)
+        ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
+        _check_current(self.name, state, ev.log_prob, ev.grad)
+        log_q = self.log_site_probabilities(x, ev.grad)  # (C, D, K)
+        values = sample_categorical(log_q, generator)  # (C, D)
+        x_new = F.one_hot(values, x.shape[2]).to(x.dtype)
+        ev_new = evaluate(log_prob, x_new, grad=True)
+        _, log_alpha = self._score(x, ev, log_q, values, ev_new, x_new)
+        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
+        x_out = torch.where(accepted[:, None, None], x_new, x)
+        out = select(accepted, ev_new, ev)
+        changed = (values != x.argmax(-1)).sum(1)
+        sites = torch.where(accepted, changed, torch.zeros_like(changed))
+        evals = 1 + billed
+        info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=sites,
+                    energy_evals=evals, grad_evals=evals)
+        return bind_state(FactorisedState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
+                                          cache=out if key is not None else None, cache_key=key)), info
+
+    @torch.no_grad()
+    def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
+        """Enumerate one step from each row of x: all K**D outcomes, then the stay outcome.
+
+        Args:
+            x: (C, D, K) one-hot states (tiny D, K: costs C * K**D evaluations with gradients).
+
+        Returns:
+            next_states: (C, K**D + 1, D, K), every state in
+            :func:`~gradmc.samplers.discrete.onehot.enumerate_onehot` order then x itself; probs:
+            (C, K**D + 1), q(x' | x) min(1, alpha) then the rejected mass.
+
+        Raises:
+            TypeError, ValueError: x not one-hot (C, D, K), or K**D above the enumeration limit.
+        """
+        check_onehot(x, check_values=True)
+        C, D, K = x.shape
+        outcomes = enumerate_onehot(D, K, x.dtype).to(x.device)  # (M, D, K)
+        M = outcomes.shape[0]
+        ev = evaluate(log_prob, x, grad=True)
+        log_q = self.log_site_probabilities(x, ev.grad)  # (C, D, K)
+        rep = Evaluation(*(None if t is None else t.repeat_interleave(M, 0) for t in ev))
+        x_rep, x_new = x.repeat_interleave(M, 0), outcomes.repeat(C, 1, 1)  # (C * M, D, K)
+        ev_new = evaluate(log_prob, x_new, grad=True)
+        log_fwd, log_alpha = self._score(x_rep, rep, log_q.repeat_interleave(M, 0), x_new.argmax(-1), ev_new, x_new)
+        move = (log_fwd.exp() * acceptance_probability(log_alpha, ev_new.log_prob)).reshape(C, M)
+        stay = 1.0 - move.sum(1, keepdim=True)
+        return torch.cat([x_new.reshape(C, M, D, K), x[:, None]], 1), torch.cat([move, stay], 1)
+
+
+@dataclass(frozen=True)
+class DMALACategorical(IndependentSiteMH):
+    """DMALA for one-hot categorical states (Zhang, Liu & Liu 2022, DLP on one-hot sites + MH correction).
+
+    Per site d: logit_k = (grad_{d,k} - grad_{d,x_d}) / 2 - ||e_k - x_d||^2 / (2 alpha), i.e. -1 / alpha
+    for every k != x_d and 0 for the current value; sites independent; MH correction.
+
+    Args:
+        step_size: alpha > 0 (default 0.2, the authors' code default for their categorical example).
+
+    Raises:
+        ValueError: step_size not a finite number > 0.
+    """
+
+    step_size: float = DMALA_STEP_SIZE
+
+    def __post_init__(self):
+        _check_positive(type(self).__name__, "step_size", self.step_size)
+
+    @property
+    def name(self) -> str:
+        """"DMALA"."""
+        return "DMALA"
+
+    def site_logits(self, x, grad):
+        """(N, D, K) DLP logits (class docstring); x and grad (N, D, K)."""
+        x = x.to(grad.dtype)
+        current = torch.linalg.vecdot(grad, x)[..., None]  # <grad_d, x_d>, (N, D, 1)
+        return (grad - current).mul_(0.5).sub_((1.0 - x) / self.step_size)  # ||e_k - x_d||^2 / 2 = 1 - x_dk
+
+
+@dataclass(frozen=True)
+class DULACategorical(DMALACategorical):
+    """Discrete UNADJUSTED Langevin algorithm for one-hot categorical states: the :class:`DMALACategorical`
+    proposal with every (finite) proposal accepted, so biased. Args and errors as DMALACategorical."""
+
+    unadjusted = True
+
+    @property
+    def name(self) -> str:
+        """"DULA"."""
+        return "DULA"
