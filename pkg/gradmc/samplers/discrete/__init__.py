@@ -1,5 +1,6 @@
 """Discrete samplers of the GWG paper: binary states (C, D) floats in {0, 1}, categorical one-hot (C, D, K)."""
 
+from gradmc.samplers.discrete.acs import ACS, ACSKernel
 from gradmc.samplers.discrete.block_gibbs import RBMBlockGibbs
 from gradmc.samplers.discrete.categorical_gibbs import CategoricalGibbs
 from gradmc.samplers.discrete.chromatic_gibbs import ChromaticGibbs
@@ -23,6 +24,6 @@ from gradmc.samplers.discrete.rwm import RandomWalkMetropolis
 __all__ = [
     "GWG", "GWGMulti", "PAS", "GWGCategorical", "Gibbs", "CategoricalGibbs", "HammingBall", "BlockHammingBall",
     "RandomWalkMetropolis", "RBMBlockGibbs", "ChromaticGibbs",
-    "DMALA", "DULA", "DLMC", "DLMCEuler", "DMALACategorical", "DULACategorical",
+    "DMALA", "DULA", "DLMC", "DLMCEuler", "DMALACategorical", "DULACategorical", "ACS", "ACSKernel",
     "SAMPLERS", "CATEGORICAL_SAMPLERS", "make_sampler",
 ]

@@ -13,6 +13,8 @@ Binary states (C, D):
     DULA                  its unadjusted (biased) version, ``step_size`` alpha = 0.2
     DLMC                  discrete Langevin Monte Carlo (Sun et al. 2023), ``tau`` = 1.0
     DLMC-Euler            DLMC with an Euler step of the per-bit flow, ``tau`` = exp(-2.5) = 0.082
+    ACS                   automatic cyclical sampler (Pynadath et al., NeurIPS 2024): cosine cycle of
+                          (alpha, beta) DMALA-type kernels, range tuned during burn-in, then fixed
     BlockGibbs            exact h | x, x | h alternation (RBM targets only)
     R-MALA, R-HMC, D-SVGD relaxed samplers (need ``step_size``/``learning_rate`` and ``temperature``)
 Categorical one-hot states (C, D, K), ``state="categorical"``:
@@ -22,12 +24,16 @@ Categorical one-hot states (C, D, K), ``state="categorical"``:
 
 The factorised samplers (``factorised.py``) take their one hyper-parameter optionally:
 ``make_sampler("DMALA", step_size=0.1)``, ``make_sampler("DLMC", tau=0.5)``.
+ACS takes its hyper-parameters optionally too (defaults: the authors' RBM-sampling configuration, see
+:mod:`gradmc.samplers.discrete.acs`): ``cycle_length`` = 20, ``alpha_max`` = 5, ``alpha_min`` = 0.05,
+``beta_max`` = 0.95, ``burn_in`` = 200 tuning steps, ``target_acceptance`` = 0.5; also ``rate``, ``decay``.
 """
 
 from __future__ import annotations
 
 import re
 
+from gradmc.samplers.discrete.acs import ACS
 from gradmc.samplers.discrete.block_gibbs import RBMBlockGibbs
 from gradmc.samplers.discrete.categorical_gibbs import CategoricalGibbs
 from gradmc.samplers.discrete.factorised import (
@@ -51,7 +57,7 @@ __all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "make_sampler"]
 
 #: Names accepted by :func:`make_sampler` for binary states (patterns; X, Y, N positive integers).
 SAMPLERS = ("Gibbs-X", "Gibbs-X-systematic", "GWG", "GWG-N", "PAS-L", "HB-X-Y", "Block-HB", "RWM", "BlockGibbs",
-            "R-MALA", "R-HMC", "D-SVGD", "DMALA", "DULA", "DLMC", "DLMC-Euler")
+            "R-MALA", "R-HMC", "D-SVGD", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS")
 #: Names accepted with ``state="categorical"``.
 CATEGORICAL_SAMPLERS = ("Gibbs-X", "GWG", "DMALA", "DULA")
 
@@ -59,6 +65,9 @@ CATEGORICAL_SAMPLERS = ("Gibbs-X", "GWG", "DMALA", "DULA")
 _FACTORISED = {"DMALA": (DMALA, "step_size"), "DULA": (DULA, "step_size"), "DLMC": (DLMC, "tau"),
                "DLMC-Euler": (DLMCEuler, "tau")}
 _FACTORISED_CATEGORICAL = {"DMALA": (DMALACategorical, "step_size"), "DULA": (DULACategorical, "step_size")}
+
+#: ACS's optional hyper-parameters (the fields of :class:`~gradmc.samplers.discrete.acs.ACS`).
+ACS_OPTIONS = ("cycle_length", "alpha_max", "alpha_min", "beta_max", "burn_in", "target_acceptance", "rate", "decay")
 
 _RELAXED = {"R-MALA": (RMALA, "step_size"), "R-HMC": (RHMC, "step_size"), "D-SVGD": (DSVGD, "learning_rate")}
 
@@ -73,6 +82,11 @@ def _binary(name: str, target, hyper: dict):
         return cls(**hyper)
     if name in _FACTORISED:
         return _factorised(name, *_FACTORISED[name], hyper)
+    if name == "ACS":
+        unknown = sorted(set(hyper) - set(ACS_OPTIONS))
+        if unknown:
+            raise ValueError(f"ACS takes only the optional hyper-parameters {list(ACS_OPTIONS)}, got {unknown}")
+        return ACS(**hyper)
     if hyper:
         raise ValueError(f"{name} takes no hyper-parameters, got {sorted(hyper)}")
     if name == "GWG":
@@ -112,7 +126,9 @@ def make_sampler(name: str, *, state: str = "binary", target=None, **hyper):
         state: "binary" ((C, D) floats in {0, 1}) or "categorical" (one-hot (C, D, K)).
         target: needed by structure-aware samplers only (Block-HB reads ``target.blocks()``).
         **hyper: hyper-parameters of the relaxed samplers (step_size / learning_rate, temperature, ...);
-            the optional ``step_size`` (DMALA, DULA) or ``tau`` (DLMC, DLMC-Euler) of the factorised ones.
+            the optional ``step_size`` (DMALA, DULA) or ``tau`` (DLMC, DLMC-Euler) of the factorised ones;
+            ACS's optional ``cycle_length``, ``alpha_max``, ``alpha_min``, ``beta_max``, ``burn_in``,
+            ``target_acceptance``, ``rate``, ``decay``.
 
     Raises:
         ValueError: for an unknown name or state (listing the accepted ones), missing or unexpected
