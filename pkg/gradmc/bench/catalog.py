@@ -20,7 +20,7 @@ __all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "RB
 
 #: the samplers after GWG (issue 17), at their registry defaults: timed in every binary suite (and the RBM ESS
 #: suite); the categorical ones in the Potts suites
-LATER_BINARY = ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler")
+LATER_BINARY = ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS")
 LATER_CATEGORICAL = ("DMALA", "DULA")
 
 RBM_SUITE = "rbm_784x500_100chains"
