@@ -109,3 +109,24 @@ def test_hamming_to_reference_errors():
         hamming_to_reference(x, torch.zeros(4), layout="DTC")
     with pytest.raises(TypeError):
         hamming_to_reference(x.numpy(), torch.zeros(4))
+
+
+def test_ess_discs_keeps_the_second_half_and_sets_stuck_chains_to_one():
+    """DISCS protocol: per-chain ESS of the second half. AR(1) chains of T draws: the kept T / 2 draws have
+    ESS (T / 2)(1 - rho) / (1 + rho) per chain; a chain stuck at one value has ESS NaN, reported as 1."""
+    from gradmc.evaluation.ess import ess_discs_per_chain
+    rho = 0.5
+    x = _ar1(rho, NUM_CHAINS, NUM_DRAWS, seed=4)
+    per_chain = ess_discs_per_chain(x)
+    assert per_chain.shape == (NUM_CHAINS,)
+    assert per_chain.mean() == pytest.approx((NUM_DRAWS // 2) * (1 - rho) / (1 + rho), rel=0.08)
+    # only the second half counts: replacing the first half changes nothing
+    y = x.copy()
+    y[:, : NUM_DRAWS // 2] = 0.0
+    assert np.array_equal(ess_discs_per_chain(y), per_chain)
+    stuck = x.copy()
+    stuck[0, NUM_DRAWS // 2:] = 3.0
+    out = ess_discs_per_chain(stuck)
+    assert out[0] == 1.0 and np.array_equal(out[1:], per_chain[1:])
+    with pytest.raises(ValueError, match="draws"):
+        ess_discs_per_chain(x[:, :6])  # 3 kept draws

@@ -57,7 +57,7 @@ def test_run_returns_tidy_rows(tiny_rows):
     pooled = tiny_rows[tiny_rows["metric"] == "ess_all_chains"]
     assert len(pooled) == 1 and int(pooled["chain"].iloc[0]) == -1 and pooled["value"].iloc[0] > 0
     assert set(tiny_rows["metric"]) == {"ess", "ess_per_second", "ess_per_energy_eval", "acceptance_rate",
-                                        "ess_all_chains"}
+                                        "ess_discs", "ess_all_chains"}
     assert (tiny_rows["side"] == 4).all() and (tiny_rows["theta"] == 0.3).all()
     # 40 cached GWG steps: 1 evaluation each, plus init's evaluation (counted by the first step)
     assert (tiny_rows["energy_evals"] == 40 + 1).all() and (tiny_rows["wall_time_s"] > 0).all()

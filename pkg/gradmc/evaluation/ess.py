@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 import torch
 
-__all__ = ["ess", "ess_per_chain", "hamming_to_reference", "ESS_METHODS"]
+__all__ = ["ess", "ess_per_chain", "ess_discs_per_chain", "hamming_to_reference", "ESS_METHODS"]
 
 #: ArviZ ESS methods accepted here (those that need no extra ``prob`` argument).
 ESS_METHODS = ("bulk", "tail", "mean", "sd", "median", "mad")
@@ -98,6 +98,33 @@ def ess_per_chain(samples, method: str = "bulk") -> np.ndarray:
     _check_method(method)
     arr = _as_chain_draw(samples)
     return np.array([_ess_or_nan(arr[c : c + 1], method) for c in range(arr.shape[0])], dtype=np.float64)
+
+
+def ess_discs_per_chain(samples) -> np.ndarray:
+    """Per-chain ESS under the DISCS benchmark's protocol (Goshvadi et al. 2023, "DISCS: a benchmark for
+    discrete sampling", Sec. 4), so numbers compare with DISCS's tables.
+
+    DISCS runs every chain for T steps, drops the first half as burn-in, maps each sample to its Hamming
+    distance from one fixed random state (as :func:`hamming_to_reference`), computes the ESS of each chain
+    separately and sets a NaN ESS (a chain whose statistic never changed) to 1; its tables report the
+    mean over chains (and ESS per second / per energy evaluation from it). DISCS uses TensorFlow
+    Probability's autocorrelation estimator; here ArviZ's non-rank-normalised ``"mean"`` ESS of a single
+    chain stands in for it (both are Geyer-type initial-sequence estimators of the same quantity; this
+    project has no TensorFlow).
+
+    Args:
+        samples: (C, T) tensor or array, chain first, the WHOLE run after the initial state (T >= 8, so
+            the kept second half has >= 4 draws); the first floor(T / 2) draws are dropped here.
+
+    Returns:
+        (C,) float64 numpy array of per-chain ESS in draws, NaN replaced by 1.
+
+    Raises:
+        ValueError: as :func:`ess` (on the kept second half).
+    """
+    arr = _as_chain_draw(samples)
+    per_chain = ess_per_chain(arr[:, arr.shape[1] // 2:], method="mean")
+    return np.where(np.isnan(per_chain), 1.0, per_chain)
 
 
 def hamming_to_reference(x_traj: torch.Tensor, reference: torch.Tensor, layout: str = "TCD") -> torch.Tensor:

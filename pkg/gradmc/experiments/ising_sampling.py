@@ -22,7 +22,8 @@ Metrics (tidy rows, ``metric`` column; extra columns ``side`` (int), ``theta`` (
 - ``ess`` per chain (``chain`` = global chain index): ArviZ rank-normalised bulk ESS of the statistic after
   burn-in; ``ess_per_second`` (divided by the shard's sampler time only, the chunk's chains run as one
   batch) and ``ess_per_energy_eval`` (divided by the energy evaluations of the batched steps) per chain;
-  ``acceptance_rate`` per chain.
+  ``acceptance_rate`` per chain; ``ess_discs`` per chain (the DISCS benchmark's protocol: second half of the
+  run, NaN set to 1; :func:`gradmc.evaluation.ess.ess_discs_per_chain`).
 - ``ess_all_chains`` (chain = -1): ArviZ bulk ESS pooled over all ``num_chains`` chains, written when one
   shard holds every chain (chains_per_shard >= num_chains). When the chains are chunked it is
   ``ess_chunk_chains`` instead, pooled over the chunk's chains only (one row per chunk).

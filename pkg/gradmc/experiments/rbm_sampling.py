@@ -11,7 +11,9 @@ Metrics (tidy rows, ``metric`` column):
 - ``log_mmd_target`` (sampler "Target", chain = -1): the same between two independent ground-truth sets.
 - ``ess`` per chain and ``ess_all_chains`` (chain = -1) of the statistic "Hamming distance to a fixed
   random configuration" after burn-in (ArviZ rank-normalised bulk ESS), ``ess_per_second`` (sampler
-  time only) and ``ess_per_energy_eval`` per chain; ``acceptance_rate`` per chain.
+  time only) and ``ess_per_energy_eval`` per chain; ``acceptance_rate`` per chain; ``ess_discs`` per chain
+  (the DISCS benchmark's protocol: second half of the run, NaN set to 1; per second and per evaluation from
+  the row's ``wall_time_s`` and ``energy_evals``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from gradmc.evaluation.ess import ess, ess_per_chain
+from gradmc.evaluation.ess import ess, ess_discs_per_chain, ess_per_chain
 
 __all__ = ["StepClock", "ROW_COLUMNS", "tidy_frame", "ess_rows"]
 
@@ -74,19 +74,23 @@ def ess_rows(clock: StepClock, stat: torch.Tensor, accept_sum: torch.Tensor, *, 
 
     Returns:
         Row tuples (:data:`ROW_COLUMNS`): per chain ``ess``, ``ess_per_second`` (sampler time only),
-        ``ess_per_energy_eval``, ``acceptance_rate``; then the pooled ESS. ESS is ArviZ's
-        rank-normalised bulk ESS (:mod:`gradmc.evaluation.ess`).
+        ``ess_per_energy_eval``, ``acceptance_rate`` and ``ess_discs`` (the DISCS benchmark's protocol:
+        the second half of all T steps, whatever ``burn_in_fraction``, NaN set to 1;
+        :func:`~gradmc.evaluation.ess.ess_discs_per_chain`; per second / per evaluation from the row's
+        ``wall_time_s`` / ``energy_evals``); then the pooled ESS. ``ess`` is ArviZ's rank-normalised bulk
+        ESS (:mod:`gradmc.evaluation.ess`).
     """
     T = clock.steps
     burn = int(burn_in_fraction * T)
     kept = stat[burn + 1:].T.cpu().numpy().astype(np.float64)  # (C, T - burn)
     per_chain = ess_per_chain(kept)  # (C,)
+    discs = ess_discs_per_chain(stat[1:].T.cpu().numpy().astype(np.float64))  # (C,) second half of the T steps
     acceptance = (accept_sum / max(T, 1)).cpu().numpy()
     rows = []
     for c in range(kept.shape[0]):
         for metric, value in (("ess", per_chain[c]), ("ess_per_second", per_chain[c] / clock.seconds),
                               ("ess_per_energy_eval", per_chain[c] / max(clock.energy_evals, 1)),
-                              ("acceptance_rate", acceptance[c])):
+                              ("acceptance_rate", acceptance[c]), ("ess_discs", discs[c])):
             rows.append(clock.row(sampler, seed, chain_offset + c, metric, value))
     if pooled is not None:
         rows.append(clock.row(sampler, seed, -1, pooled, ess(kept)))
