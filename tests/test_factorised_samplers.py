@@ -243,7 +243,8 @@ class ReverseOtherParameter:
 
     def log_reverse(self, x, grad_x, x_new, grad_new, mask=None):
         field = "step_size" if hasattr(self, "step_size") else "tau"
-        other = type(self).__mro__[2](**{field: 2 * getattr(self, field)})  # the unmutated kernel class
+        value = self.step_size if field == "step_size" else self.tau_for(x.shape[-1])
+        other = type(self).__mro__[2](**{field: 2 * value})  # the unmutated kernel class
         if mask is None:
             return other.log_proposal(other.log_site_probabilities(x_new, grad_new), x.argmax(-1))
         return other.log_proposal(*other.log_flip_probabilities(x_new, grad_new), mask)
@@ -426,8 +427,8 @@ def test_step_info_counts_flipped_bits(binary_targets):
 
 def test_registry_names_defaults_and_hyperparameters():
     assert make_sampler("DMALA") == DMALA(0.2) and make_sampler("DULA") == DULA(0.2)
-    assert make_sampler("DLMC") == DLMC(1.0)
-    assert make_sampler("DLMC-Euler") == DLMCEuler(math.exp(-2.5))
+    assert make_sampler("DLMC") == DLMC() and DLMC().tau is None  # e / D on D bits
+    assert make_sampler("DLMC-Euler") == DLMCEuler() and DLMCEuler().tau is None
     assert make_sampler("DMALA", step_size=0.1) == DMALA(0.1)
     assert make_sampler("DLMC-Euler", tau=0.3) == DLMCEuler(0.3)
     assert make_sampler("DMALA", state="categorical") == DMALACategorical(0.2)
@@ -464,3 +465,37 @@ def test_transition_probabilities_of_a_large_gradient_are_finite(binary_targets)
         assert bool(torch.isfinite(probs).all()), kernel
         assert torch.allclose(probs.sum(1), torch.ones(2, dtype=torch.float64), rtol=0, atol=1e-12)
         assert bool((probs > -1e-12).all())
+
+
+def test_float32_flip_mask_follows_the_probabilities_the_ratio_uses():
+    """A linear target f = b.x with b_i = -30 on 1000 bits, chains at the mode x = 0: DLMC (tau = 1) flips a
+    bit with p ~ e^-30 ~ 9e-14 and its MH ratio is ~1, so 10 steps of 10,000 float32 chains expect 1e-5 moves
+    in all. Comparing a float32 uniform with p floored p at 2^-24 per bit and moved ~5 chains (review of
+    issue 17); the float64 log-space draw moves none."""
+    D, C = 1000, 10_000
+    b = torch.full((D,), -30.0)
+
+    def target(x):
+        return x @ b
+
+    kernel = DLMC(tau=1.0)
+    state = kernel.init(torch.zeros(C, D), target)
+    gen = torch.Generator().manual_seed(0)
+    moved = 0
+    for _ in range(10):
+        state, info = kernel.step(state, target, gen)
+        moved += int((info.sites_changed > 0).sum())
+    assert moved == 0 and not bool(state.x.any())
+
+
+def test_default_tau_scales_with_the_dimension():
+    """tau = None is e / D: at a flat gradient (d = 0) DLMC flips each bit with (1 - exp(-2 tau)) / 2 and DLMC-Euler
+    with tau, so about e bits flip whatever D (a fixed tau = 1 flips 43% of them)."""
+    for D in (10, 784):
+        x, grad = torch.zeros(1, D, dtype=torch.float64), torch.zeros(1, D, dtype=torch.float64)
+        tau = math.e / D
+        for kernel, expected in ((DLMC(), D * (1 - math.exp(-2 * tau)) / 2), (DLMCEuler(), math.e)):
+            assert kernel.tau_for(D) == pytest.approx(tau)
+            log_p, _ = kernel.log_flip_probabilities(x, grad)
+            assert float(log_p.exp().sum()) == pytest.approx(expected, rel=1e-12)
+    assert DLMC().tau_for(784) * 784 == pytest.approx(math.e) and DLMC(tau=0.5).tau_for(784) == 0.5

@@ -302,7 +302,7 @@ def test_non_finite_proposals_are_rejected_and_chain_stays_valid(name, bad):
     assert accepted > 0  # not frozen: moves to finite states are still taken
 
 
-@pytest.mark.parametrize("name", ["GWG", "GWG-3", "DMALA", "DULA", "DLMC", "DLMC-Euler"])
+@pytest.mark.parametrize("name", ["GWG", "GWG-3", "PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS"])
 def test_proposals_with_nan_gradient_are_rejected(name):
     """A proposal of finite log_prob but NaN gradient never enters the chain (the unadjusted DULA included):
     accepted, the next step would raise at the current state."""

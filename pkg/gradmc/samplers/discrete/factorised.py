@@ -13,7 +13,8 @@ the reverse move flips the SAME mask m from x', with the probabilities p_i(x', g
   discrete Langevin proposal (DLP), coordinatewise, and its unadjusted / Metropolis-adjusted algorithms):
   q(x'_i | x) ∝ exp(grad_i f(x) (x'_i - x_i) / 2 - (x'_i - x_i)^2 / (2 alpha)), i.e.
   p_i = sigmoid(d_i / 2 - 1 / (2 alpha)). DMALA is MH-corrected; DULA is the UNADJUSTED chain
-  (every proposal accepted), whose stationary distribution is biased for a non-log-linear target.
+  (every proposal accepted), whose stationary distribution is biased in general (log-linear targets
+  included, at any fixed alpha > 0; the bias vanishes as alpha -> 0 only for log-quadratic targets).
 - DLMC (Sun, Dai, Dai, Zhou & Schuurmans, AISTATS 2023, "Discrete Langevin samplers via Wasserstein
   gradient flow", DLMC: the factorised estimate of the transition matrix, simulated exactly): each bit follows its own
   two-state continuous-time chain for time tau, with the locally balanced rate g(e^{d_i}) out of x_i
@@ -78,16 +79,16 @@ from gradmc.targets.exact import enumerate_binary
 from gradmc.targets.validation import check_binary
 
 __all__ = ["FactorisedState", "IndependentFlipMH", "IndependentSiteMH", "DMALA", "DULA", "DLMC", "DLMCEuler",
-           "DMALACategorical", "DULACategorical", "log1mexp", "DMALA_STEP_SIZE", "DLMC_TAU", "DLMC_EULER_TAU"]
+           "DMALACategorical", "DULACategorical", "log1mexp", "DMALA_STEP_SIZE", "DLMC_TAU_SCALE"]
 
 #: alpha of DMALA / DULA: the authors' code default (``step_size=0.2``, used for their RBM / Ising sampling).
 DMALA_STEP_SIZE = 0.2
-#: tau of DLMC: exp(fixed_log_tau) with the reference implementation's fixed_log_tau = 0 (the paper tunes
-#: tau adaptively towards an acceptance rate of 0.574 instead).
-DLMC_TAU = 1.0
-#: tau of DLMC-Euler: exp(-1 / (2 * 0.2)) = 0.082, for which tau e^{d/2} equals DMALA's flip probability
-#: sigmoid(d / 2 - 1 / (2 alpha)) at alpha = 0.2 to first order when it is small (no paper default is known).
-DLMC_EULER_TAU = math.exp(-1.0 / (2 * DMALA_STEP_SIZE))
+#: default tau of DLMC and DLMC-Euler on D bits: DLMC_TAU_SCALE / D = e / D, the starting value of the
+#: reference implementation (google-research/discs, adaptive DLMC: log tau = 1 - logsumexp_i(d_i / 2), which is
+#: 1 - log D at a flat gradient), so about e bits flip per step whatever D. A fixed tau does not scale: tau = 1
+#: flips ~43% of the bits of a flat target, and on a 784-bit RBM or a 20 x 20 Ising model no proposal was
+#: accepted. The paper tunes tau toward acceptance 0.574 during burn-in (:mod:`gradmc.samplers.adaptation`).
+DLMC_TAU_SCALE = math.e
 
 _LOG_HALF = -math.log(2.0)
 
@@ -221,8 +222,11 @@ class IndependentFlipMH(_FactorisedMH):
         ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
         _check_current(self.name, state, ev.log_prob, ev.grad)
         log_p, log_keep = self.log_flip_probabilities(x, ev.grad)  # (C, D) each
-        u = streams.rand(x.shape, generator, device=x.device, dtype=log_p.dtype)
-        mask = u < log_p.exp()  # (C, D) bool: P(flip bit i) = p_i
+        # compared in logs and float64 whatever x's dtype: a float32 uniform has steps of 2^-24, so u < p would
+        # flip bits of p < 6e-8 about 6e-8 of the time and never keep bits of p > 1 - 2^-25, while the MH
+        # ratio uses the exact p (a DLMC chain then left a mode of e^-30 flip odds at rate 2^-24 per bit)
+        u = streams.rand(x.shape, generator, device=x.device, dtype=torch.float64)
+        mask = u.log() < log_p.double()  # (C, D) bool: P(flip bit i) = p_i (u = 0 flips unless p = 0)
         x_new = self._flip(x, mask)
         ev_new = evaluate(log_prob, x_new, grad=True)
         _, log_alpha = self._score(x, ev, log_p, log_keep, mask, ev_new, x_new)
@@ -331,16 +335,22 @@ class DLMC(IndependentFlipMH):
     log(1 - p) = logaddexp(logsigmoid(-d), logsigmoid(d) - s).
 
     Args:
-        tau: simulation time > 0 (default 1.0, see :data:`DLMC_TAU`).
+        tau: simulation time > 0; None (the default): e / D on D bits (:data:`DLMC_TAU_SCALE`), fixed for a
+            given dimension, so the kernel stays a fixed exact kernel.
 
     Raises:
-        ValueError: tau not a finite number > 0.
+        ValueError: tau neither None nor a finite number > 0.
     """
 
-    tau: float = DLMC_TAU
+    tau: float | None = None
 
     def __post_init__(self):
-        _check_positive(type(self).__name__, "tau", self.tau)
+        if self.tau is not None:
+            _check_positive(type(self).__name__, "tau", self.tau)
+
+    def tau_for(self, dim: int) -> float:
+        """The simulation time on ``dim`` bits: ``tau``, or e / dim when tau is None."""
+        return self.tau if self.tau is not None else DLMC_TAU_SCALE / dim
 
     @property
     def name(self) -> str:
@@ -350,7 +360,8 @@ class DLMC(IndependentFlipMH):
     def log_flip_probabilities(self, x, grad):
         """(log p_i, log(1 - p_i)), each (N, D), of the exact two-state flow (class docstring)."""
         d = torch.addcmul(grad, x.to(grad.dtype), grad, value=-2.0)
-        s = self.tau * 2.0 * torch.cosh(0.5 * d)  # tau (e^{d/2} + e^{-d/2}) = tau g(e^d) / sigmoid(d); may be inf
+        # tau (e^{d/2} + e^{-d/2}) = tau g(e^d) / sigmoid(d); may be inf
+        s = self.tau_for(x.shape[-1]) * 2.0 * torch.cosh(0.5 * d)
         log_nu, log_nu_rev = F.logsigmoid(d), F.logsigmoid(-d)
         return log_nu + log1mexp(-s), torch.logaddexp(log_nu_rev, log_nu - s)
 
@@ -364,13 +375,11 @@ class DLMCEuler(DLMC):
     probability 0 and is rejected.
 
     Args:
-        tau: Euler step > 0 (default exp(-2.5) = 0.082, see :data:`DLMC_EULER_TAU`).
+        tau: Euler step > 0; None (the default): e / D on D bits, as :class:`DLMC`.
 
     Raises:
-        ValueError: tau not a finite number > 0.
+        ValueError: tau neither None nor a finite number > 0.
     """
-
-    tau: float = DLMC_EULER_TAU
 
     @property
     def name(self) -> str:
@@ -380,7 +389,7 @@ class DLMCEuler(DLMC):
     def log_flip_probabilities(self, x, grad):
         """(log p_i, log(1 - p_i)), each (N, D), p_i = min(1, tau e^{d_i / 2})."""
         d = torch.addcmul(grad, x.to(grad.dtype), grad, value=-2.0)
-        log_p = (math.log(self.tau) + 0.5 * d).clamp(max=0.0)
+        log_p = (math.log(self.tau_for(x.shape[-1])) + 0.5 * d).clamp(max=0.0)
         return log_p, log1mexp(log_p)
 
 

@@ -11,8 +11,8 @@ Binary states (C, D):
     RWM                   random-walk Metropolis, one uniformly random flip
     DMALA                 discrete Metropolis-adjusted Langevin (Zhang et al. 2022), ``step_size`` alpha = 0.2
     DULA                  its unadjusted (biased) version, ``step_size`` alpha = 0.2
-    DLMC                  discrete Langevin Monte Carlo (Sun et al. 2023), ``tau`` = 1.0
-    DLMC-Euler            DLMC with an Euler step of the per-bit flow, ``tau`` = exp(-2.5) = 0.082
+    DLMC                  discrete Langevin Monte Carlo (Sun et al. 2023), ``tau`` = e / D on D bits
+    DLMC-Euler            DLMC with an Euler step of the per-bit flow, ``tau`` = e / D
     ACS                   automatic cyclical sampler (Pynadath et al., NeurIPS 2024): cosine cycle of
                           (alpha, beta) DMALA-type kernels, range tuned during burn-in, then fixed
     BlockGibbs            exact h | x, x | h alternation (RBM targets only)
