@@ -18,6 +18,7 @@ include: "workflow/rules/sampler_cost.smk"
 include: "workflow/rules/ising_pcd_data.smk"
 include: "workflow/rules/ebm.smk"
 include: "workflow/rules/experiments.smk"  # every standard experiment of the registry: run and figure rules
+include: "workflow/rules/leaderboard.smk"  # the sampler leaderboard over the sampling experiments' metrics
 include: "workflow/rules/claims.smk"
 
 

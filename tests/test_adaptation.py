@@ -134,3 +134,18 @@ def test_bad_arguments_raise_naming_the_argument(kwargs, argument):
     args = {"factory": lambda s: GaussianRandomWalkMetropolis(scale=s), "initial": 1.0, "burn_in": 10, **kwargs}
     with pytest.raises(ValueError, match=argument):
         Adapted(**args)
+
+
+def test_an_unbounded_log_parameter_never_overflows():
+    """A huge gain drives log(value) far past exp's float64 range: the iterate stops at +-700, no OverflowError."""
+    from gradmc.samplers.discrete import make_sampler
+
+    def target(x):
+        return x.sum(-1) * 0.0
+
+    kernel = Adapted(lambda a: make_sampler("DMALA", step_size=a), initial=0.2, burn_in=5, rate=1e6, decay=0.0)
+    state = kernel.init(torch.zeros(4, 6), target)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        state, _ = kernel.step(state, target, gen)
+    assert abs(state.theta) == 700.0 and math.isfinite(state.value) and state.frozen

@@ -215,19 +215,26 @@ def _cmd_run(args) -> None:
     _write_metrics(df, args.out, {"name": config["name"], **job_config(entry.name, config)}, entry.name)
 
 
-def _cmd_claims(args) -> None:
-    import os
-
-    from gradmc.claims import claims_frame, summary, write_claims
-
+def _named_metrics(items: list[str]) -> dict[str, str]:
+    """``--metrics EXPERIMENT=PATH ...`` -> {experiment: readable path}; InputError on a malformed or repeated
+    entry or an unreadable file."""
     metrics = {}
-    for item in args.metrics:
+    for item in items:
         name, sep, path = item.partition("=")
         if not sep:
             raise InputError(f"--metrics takes EXPERIMENT=PATH, got {item!r}")
         if name in metrics:
             raise InputError(f"--metrics names {name!r} twice ({metrics[name]} and {path}); give each experiment once")
         metrics[name] = str(check_readable(path, f"--metrics {name}="))
+    return metrics
+
+
+def _cmd_claims(args) -> None:
+    import os
+
+    from gradmc.claims import claims_frame, summary, write_claims
+
+    metrics = _named_metrics(args.metrics)
     for prefix in (args.out, args.dashboard):  # before any work or write: a bad folder loses nothing
         if prefix:
             what = "--out" if prefix == args.out else "--dashboard"
@@ -273,8 +280,13 @@ def _figure_ebm(args) -> list:
 
 
 def _cmd_figure(args) -> None:
-    if args.figure == "ebm":
-        paths = _figure_ebm(args)
+    if args.figure in ("ebm", "leaderboard"):
+        if args.figure == "ebm":
+            paths = _figure_ebm(args)
+        else:
+            from gradmc.figures.leaderboard import figure
+
+            paths = figure(_named_metrics(args.metrics), args.out, args.table_out, config_name=args.config_name)
         log("[figure] wrote " + ", ".join(str(p) for p in paths))
         return
     check_readable(args.metrics, "--metrics")

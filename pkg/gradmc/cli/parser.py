@@ -157,6 +157,14 @@ def _add_figures(fig) -> None:
     febm.add_argument("--config-name", default="", help="config label printed in the titles")
     febm.add_argument("--out", required=True, help="figure prefix; writes PREFIX_fig14/_fig8 .pdf and .png")
     febm.add_argument("--table-out", required=True, help="Table 2 prefix; writes PREFIX.csv and PREFIX.md")
+    lb = fig.add_parser("leaderboard", help="sampler leaderboard: ESS per second and per energy evaluation, both "
+                        "protocols (ours, DISCS), 95%% intervals over seeds (.pdf, .png, .csv, .md)")
+    lb.add_argument("--metrics", nargs="+", required=True, metavar="EXPERIMENT=PATH",
+                    help="metrics Parquet of each sampling experiment, e.g. rbm_sampling=results/quick/rbm_sampling/"
+                         "metrics.parquet ising_sampling=results/quick/ising_sampling/metrics.parquet")
+    lb.add_argument("--config-name", default="", help="config label printed in the title")
+    lb.add_argument("--out", required=True, help="figure prefix; writes PREFIX.pdf and PREFIX.png")
+    lb.add_argument("--table-out", required=True, help="table prefix; writes PREFIX.csv and PREFIX.md")
     tc = fig.add_parser("sampler_cost", help="table of cost per step relative to Gibbs-1 (.csv, .md)")
     tc.add_argument("--metrics", required=True, help="metrics Parquet from `gradmc run sampler_cost`")
     tc.add_argument("--out", required=True, help="table prefix; writes PREFIX.csv and PREFIX.md")
@@ -176,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_standard_runs(run)
     figures = [name for name, exp in experiments().items() if exp.figure]
     fig = sub.add_parser("figure", help="draw a figure from Parquet results").add_subparsers(
-        dest="figure", metavar="{" + ",".join([*figures, "ebm", "sampler_cost"]) + "}")
+        dest="figure", metavar="{" + ",".join([*figures, "ebm", "leaderboard", "sampler_cost"]) + "}")
     _add_figures(fig)
     claims = sub.add_parser("claims", help="measure the papers' claims (effects, 95%% intervals, "
                             "PASS/FAIL/INCONCLUSIVE) -> claims.md/.csv/.parquet")

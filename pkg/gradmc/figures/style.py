@@ -20,6 +20,9 @@ _COLORS = {
     "Gibbs-1": "tab:blue", "Gibbs-2": "tab:orange", "HB-10-1": "tab:green", "GWG": "tab:red",
     "GWG-3": "tab:purple", "GWG-5": "tab:brown", "BlockGibbs": "black", "Target": "grey",
     "Block-HB": "tab:olive", "R-MALA": "tab:cyan", "R-HMC": "tab:pink", "D-SVGD": "slategray",
+    # samplers after GWG (issue 17)
+    "PAS-3": "darkorange", "DMALA": "darkgreen", "DULA": "yellowgreen", "DLMC": "mediumblue",
+    "DLMC-Euler": "cornflowerblue", "ACS": "magenta",
     # Potts fitting methods (GWG Fig. 7)
     "PLM": "darkgoldenrod", "PCD-Gibbs": "royalblue", "PCD-GWG": "firebrick",
     # Kernel HMC paper samplers

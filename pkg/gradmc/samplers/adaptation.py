@@ -39,6 +39,8 @@ from gradmc.samplers.continuous.rwm import adapt_log_scale
 __all__ = ["Adapted", "AdaptedState", "KINDS"]
 
 KINDS = ("log", "int")
+#: |log value| cap of an unbounded "log" parameter: exp(700) is finite in float64 (exp(710) overflows)
+_LOG_LIMIT = 700.0
 
 
 class AdaptedState(NamedTuple):
@@ -66,7 +68,8 @@ class Adapted:
         kind: "log" (positive real, adapted on the log scale) or "int" (integer >= lower).
         target_acceptance: in (0, 1); 0.574 as in DISCS.
         rate, decay: gain gamma_t = rate / (t + 1)^decay; rate > 0, decay in [0, 1].
-        lower, upper: bounds of the value (kind "int": lower defaults to 1; "log": optional, > 0).
+        lower, upper: bounds of the value (kind "int": lower defaults to 1; "log": optional, > 0). Give an
+            "int" parameter an upper bound where its cost grows with it (a PAS path length: e.g. D).
         label: the kernel's ``name`` (default "Adapted(<name of factory(initial)>)").
 
     Shapes: x (C, D) (or whatever the inner kernel takes); Info as the inner kernel's step returns it.
@@ -149,7 +152,8 @@ class Adapted:
         lo, hi = self._bounds()
         if self.kind == "int":  # keep theta within half a unit of the bounds, so it cannot wind up
             theta = min(max(theta, lo - 0.5), hi + 0.5)
-        elif lo > 0 or hi < math.inf:
-            theta = min(max(theta, math.log(lo) if lo > 0 else -math.inf), math.log(hi) if hi < math.inf else math.inf)
+        else:  # the bounds on the log scale; unbounded sides stop at exp(+-700), so exp(theta) never overflows
+            low = math.log(lo) if lo > 0 else -_LOG_LIMIT
+            theta = min(max(theta, low), math.log(hi) if hi < math.inf else _LOG_LIMIT)
         return AdaptedState(inner=inner, value=self.value_of(theta), theta=theta, num_steps=t + 1,
                             frozen=t + 1 >= self.burn_in), info
