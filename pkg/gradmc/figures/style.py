@@ -20,6 +20,8 @@ _COLORS = {
     "Gibbs-1": "tab:blue", "Gibbs-2": "tab:orange", "HB-10-1": "tab:green", "GWG": "tab:red",
     "GWG-3": "tab:purple", "GWG-5": "tab:brown", "BlockGibbs": "black", "Target": "grey",
     "Block-HB": "tab:olive", "R-MALA": "tab:cyan", "R-HMC": "tab:pink", "D-SVGD": "slategray",
+    # later gradient-based samplers (DMALA: Zhang et al. 2022; ACS: Pynadath et al. 2024)
+    "DMALA": "darkorange", "ACS": "mediumvioletred",
     # Potts fitting methods (GWG Fig. 7)
     "PLM": "darkgoldenrod", "PCD-Gibbs": "royalblue", "PCD-GWG": "firebrick",
     # Kernel HMC paper samplers
