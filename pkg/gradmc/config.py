@@ -19,6 +19,7 @@ import jsonschema
 import yaml
 
 from gradmc.errors import ConfigError, MissingInputError
+from gradmc.experiments.ebm_samplers import UNSUPPORTED as _EBM_UNSUPPORTED
 
 __all__ = ["ConfigError", "ConfigPart", "SCHEMA_PATH", "fill_defaults", "for_dataset", "load_config", "select",
            "validate_config"]
@@ -176,6 +177,10 @@ def _semantic_errors(config: dict) -> list[str]:
         if kept < 4:
             errors.append(f"config keys 'rbm_sampling.num_steps' and 'burn_in_fraction': only {kept} steps remain "
                           "after burn-in, ESS needs at least 4; raise num_steps or lower burn_in_fraction")
+    for name in config.get("ebm", {}).get("samplers", []):
+        if name in _EBM_UNSUPPORTED:
+            errors.append(f"config key 'ebm.samplers': {name!r} is not an EBM training sampler: "
+                          f"{_EBM_UNSUPPORTED[name]}")
     return errors
 
 

@@ -1,10 +1,15 @@
 # GWG paper Table 2, Fig. 8, Fig. 14 (EXPERIMENTS.md A7): data -> train ResNet EBMs by PCD -> AIS -> table/figures.
-# One training job and one AIS job per (data set, sampler); Gibbs-1 only on binary data (categorical Gibbs is
-# infeasible and reported as such); with equal_time the Gibbs run gets the GWG run's training time.
+# One training job and one AIS job per feasible (data set, sampler) (gradmc.experiments.ebm_samplers.feasible):
+# GWG and DMALA on every data set, Gibbs-1 only on binary data (categorical Gibbs is infeasible and reported as
+# such); ACS is refused with the reason. With equal_time every non-GWG run (Gibbs-1, DMALA) gets the GWG run's
+# training time.
+import re as _re  # noqa: E402
+
+from gradmc.experiments.ebm_samplers import SAMPLERS as EBM_SAMPLERS, feasible as ebm_feasible  # noqa: E402
+
 EBM_DIR = f"{RESULTS}/ebm"
-EBM_CATEGORICAL = ("frey", "histopathology")
-EBM_RUNS = [(d, s) for d in config["ebm"]["datasets"] for s in config["ebm"]["samplers"]
-            if d not in EBM_CATEGORICAL or s == "GWG"]
+EBM_RUNS = [(d, s) for d in config["ebm"]["datasets"] for s in config["ebm"]["samplers"] if ebm_feasible(s, d)]
+EBM_SAMPLER_PATTERN = "|".join(_re.escape(s) for s in EBM_SAMPLERS)
 EBM_EQUAL_TIME = config["ebm"]["equal_time"]
 EBM_SHAPES = {"frey": "28x20"}
 # Fig. 8 reads the replay-buffer samples train_ebm writes beside its checkpoint (a figure reads no model)
@@ -22,12 +27,13 @@ rule train_ebm:
         model=f"{EBM_DIR}/{{dataset}}/{{sampler}}/model.pt",
         samples=f"{EBM_DIR}/{{dataset}}/{{sampler}}/model.samples.npz",
     wildcard_constraints:
-        sampler="GWG|Gibbs-1",
+        sampler=EBM_SAMPLER_PATTERN,
     params:
         config=stage_config("train_ebm"),
         code=digest("gradmc.experiments.ebm"),
         budget=lambda wildcards, input: f"--budget-from {input.budget[0]}" if input.budget else "",
         iterations=lambda wildcards: (
+            # equal_time: every sampler but GWG (Gibbs-1, DMALA) runs for the GWG run's training time
             "as many iterations as fit in the GWG run's training time" if wildcards.sampler != "GWG" and EBM_EQUAL_TIME
             else f'{ebm_setting("train", wildcards.dataset, "iterations")} iterations'
         ),
@@ -54,7 +60,7 @@ rule ais_ebm:
     output:
         f"{EBM_DIR}/{{dataset}}/{{sampler}}/metrics.parquet",
     wildcard_constraints:
-        sampler="GWG|Gibbs-1",
+        sampler=EBM_SAMPLER_PATTERN,
     params:
         config=stage_config("ais_ebm"),
         code=digest("gradmc.experiments.ebm"),

@@ -27,12 +27,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gradmc.experiments.ebm_samplers import CATEGORICAL_DATASETS, feasible
 from gradmc.registry import standard
 
 __all__ = ["JobSpec", "JOBS", "EBM_CATEGORICAL", "ebm_runs", "ebm_levels", "ebm_evals", "on_gpu", "holds_gpu"]
 
-#: EBM data sets with 256 levels: the paper trains them with (categorical) GWG only.
-EBM_CATEGORICAL = ("frey", "histopathology")
+#: EBM data sets with 256 levels: they train with categorical GWG or DMALA only
+#: (:func:`gradmc.experiments.ebm_samplers.feasible`).
+EBM_CATEGORICAL = CATEGORICAL_DATASETS
 
 
 @dataclass(frozen=True)
@@ -66,9 +68,14 @@ class JobSpec:
 
 
 def ebm_runs(config: dict) -> list[tuple[str, str]]:
-    """The (data set, sampler) pairs of ``config['ebm']`` the pipeline trains (as workflow/rules/ebm.smk)."""
+    """The (data set, sampler) pairs of ``config['ebm']`` the pipeline trains (as workflow/rules/ebm.smk: the
+    feasible ones, :func:`gradmc.experiments.ebm_samplers.feasible`).
+
+    Raises:
+        InputError: a configured sampler that cannot train EBMs (ACS, an unknown name) or an unknown data set.
+    """
     spec = config["ebm"]
-    return [(d, s) for d in spec["datasets"] for s in spec["samplers"] if d not in EBM_CATEGORICAL or s == "GWG"]
+    return [(d, s) for d in spec["datasets"] for s in spec["samplers"] if feasible(s, d)]
 
 
 def ebm_levels(ais: dict) -> int:

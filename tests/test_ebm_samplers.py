@@ -1,0 +1,192 @@
+"""The deep-EBM training samplers (gradmc.experiments.ebm_samplers): the feasibility rule and its errors, tiny
+PCD runs with DMALA (binary and categorical, equal wall-clock with GWG), ACS refused with the reason (checked
+against ACS's real behaviour in a PCD iteration), and the later samplers in Table 2, the claims and the plan."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from gradmc.config import load_config, validate_config
+from gradmc.errors import ConfigError, InputError
+from gradmc.experiments.ebm_samplers import SAMPLERS, UNSUPPORTED, feasible
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = {"channels": 4, "num_blocks": 2, "num_strided": 2, "embed_dim": 2, "base": "data"}
+
+
+@pytest.mark.parametrize("data", [2, "static_mnist", "dynamic_mnist", "omniglot", "caltech"])
+def test_every_training_sampler_trains_binary_data(data):
+    assert [feasible(s, data) for s in SAMPLERS] == [True, True, True]
+    assert SAMPLERS == ("GWG", "Gibbs-1", "DMALA")
+
+
+@pytest.mark.parametrize("data", [256, 4, "frey", "histopathology"])
+def test_categorical_data_train_with_gwg_and_dmala_but_not_gibbs(data):
+    assert feasible("GWG", data) and feasible("DMALA", data)
+    assert feasible("Gibbs-1", data) is False  # infeasible, reported "not run" as in the paper
+
+
+@pytest.mark.parametrize(("sampler", "data", "expected"), [
+    ("ACS", 2, ["ACS cannot train EBMs by PCD", "200-step burn-in", "never leave its step-size tuning",
+                "no categorical form", "Use GWG, Gibbs-1 or DMALA"]),
+    ("ACS", "frey", ["ACS cannot train EBMs by PCD", "no categorical form"]),
+    ("Foo", 2, ["unknown sampler 'Foo'", "GWG, Gibbs-1, DMALA"]),
+    ("DULA", "static_mnist", ["unknown sampler 'DULA'", "GWG, Gibbs-1, DMALA"]),
+    ("GWG", "frei", ["unknown data set 'frei'", "static_mnist", "histopathology"]),
+    ("GWG", 1, ["levels must be an int >= 2", "got 1"]),
+    ("DMALA", True, ["levels must be an int >= 2", "got True"]),
+])
+def test_feasibility_errors_are_named(sampler, data, expected):
+    with pytest.raises(InputError) as err:
+        feasible(sampler, data)
+    for fragment in expected:
+        assert fragment in str(err.value)
+
+
+def test_acs_in_a_pcd_iteration_never_leaves_its_burn_in():
+    """The reason ACS is refused, as ACS behaves: PCD restarts the sampler (init) every iteration and runs
+    num_steps steps (paper 40, under ACS's 200-step burn-in), so the state is still tuning at the end, and a
+    second iteration's init starts the tuning over."""
+    from gradmc.samplers.discrete.registry import make_sampler
+    acs = make_sampler("ACS")
+    b = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64)
+    g = torch.Generator().manual_seed(0)
+    for _iteration in range(2):
+        x = torch.bernoulli(torch.full((8, 6), 0.5, dtype=torch.float64), generator=g)
+        state = acs.init(x, lambda z: z @ b)
+        for _ in range(40):
+            state, _info = acs.step(state, lambda z: z @ b, g)
+        assert state.num_steps == 40 and not state.frozen and state.tuning is not None
+    assert acs.burn_in == 200 > 40
+
+
+def _prepared(tmp_path, levels=2, name="static_mnist", n=40, shape=(6, 5)):
+    """A tiny prepared data set (the format of gradmc.data.prepare_images)."""
+    from gradmc.data.prepare_images import FORMAT
+    g = np.random.default_rng(0)
+    if levels == 2:
+        splits = {s: (g.random((n, *shape)) < 0.3).astype(np.uint8) for s in ("train", "valid", "test")}
+    else:
+        splits = {s: g.integers(0, levels, (n, *shape)).astype(np.uint8) for s in ("train", "valid", "test")}
+    manifest = {"format": FORMAT, "dataset": name, "levels": levels, "image_shape": list(shape),
+                "binarization": "static", "splits": {s: {"shape": list(x.shape)} for s, x in splits.items()}}
+    path = tmp_path / f"{name}.npz"
+    np.savez(path, manifest=np.array(json.dumps(manifest)), **splits)
+    return path
+
+
+def _config(iterations=3):
+    return {"device": "cpu", "ebm": {
+        "model": SPEC,
+        "train": {"iterations": iterations, "eval_every": 0, "num_steps": 2, "batch_size": 8, "buffer_size": 16,
+                  "buffer_sizes": {}, "lr": 1e-3, "warmup": 2, "ema_decay": 0.9, "energy_l2": 0.01,
+                  "checkpoint_every": 0, "log_every": 1},
+        "ais": {"num_chains": 4, "validation_examples": 10, "validation_intermediate": 2, "num_intermediate": 3,
+                "test_examples": 20, "convergence": [3], "bound_search_steps": 0, "bound_search_chains": 4,
+                "bound_search_temperature": 0.1}}}
+
+
+@pytest.mark.parametrize(("levels", "name", "kernel"), [(2, "static_mnist", "DMALA("),
+                                                        (4, "frey", "DMALACategorical(")])
+def test_a_tiny_training_run_with_dmala_and_its_ais(tmp_path, levels, name, kernel):
+    from gradmc.experiments.ebm import ais_stage, read_checkpoint, train_stage
+    path = _prepared(tmp_path, levels, name, shape=(6, 5) if levels == 2 else (4, 3))
+    out = tmp_path / "model.pt"
+    summary = train_stage(_config(), name, "DMALA", str(path), str(out), progress=None)
+    state = read_checkpoint(out)
+    assert summary["iterations"] == state["iteration"] == 3
+    assert state["settings"]["sampler"].startswith(kernel) and "step_size=0.2" in state["settings"]["sampler"]
+    assert all(0.0 <= h["acceptance_rate"] <= 1.0 for h in state["history"])
+    df = ais_stage(_config(), name, "DMALA", str(out), str(path), progress=None)
+    assert set(df["sampler"]) == {"DMALA"} and np.isfinite(df[df["metric"] == "test_log_likelihood"]["value"]).all()
+
+
+def test_dmala_gets_the_gwg_runs_training_time_with_equal_time(tmp_path):
+    from gradmc.experiments.ebm import read_checkpoint, train_stage
+    path = _prepared(tmp_path)
+    gwg, dmala = tmp_path / "gwg.pt", tmp_path / "dmala.pt"
+    train_stage(_config(iterations=4), "static_mnist", "GWG", str(path), str(gwg), progress=None)
+    budget = read_checkpoint(gwg)["seconds"]
+    train_stage(_config(iterations=4), "static_mnist", "DMALA", str(path), str(dmala), budget_from=str(gwg),
+                progress=None)
+    state = read_checkpoint(dmala)
+    # the run stops on time (cap 100 x iterations), not at the configured 4 iterations
+    assert state["seconds"] >= budget and (state["iteration"] == 400 or state["seconds"] - budget
+                                           <= state["history"][-1]["seconds"] - state["history"][-2]["seconds"])
+
+
+@pytest.mark.parametrize(("sampler", "levels", "name", "expected"), [
+    ("ACS", 2, "static_mnist", "ACS cannot train EBMs by PCD"),
+    ("Gibbs-1", 4, "frey", "Gibbs-1 on 4-level data is infeasible (4 evaluations per pixel"),
+])
+def test_train_stage_refuses_what_cannot_train_before_writing_anything(tmp_path, sampler, levels, name, expected):
+    from gradmc.experiments.ebm import train_stage
+    path = _prepared(tmp_path, levels, name, shape=(6, 5) if levels == 2 else (4, 3))
+    with pytest.raises(InputError, match=expected.replace("(", r"\(")):
+        train_stage(_config(), name, sampler, str(path), str(tmp_path / "model.pt"), progress=None)
+    assert list(tmp_path.glob("model*")) == []
+
+
+def test_config_accepts_dmala_and_refuses_acs_with_the_reason():
+    config = copy.deepcopy(load_config(REPO / "config" / "smoke.yaml"))
+    config["ebm"]["samplers"] = ["GWG", "Gibbs-1", "DMALA"]
+    validate_config(config)
+    config["ebm"]["samplers"] = ["GWG", "ACS"]
+    with pytest.raises(ConfigError) as err:
+        validate_config(config)
+    assert "ebm.samplers" in str(err.value) and UNSUPPORTED["ACS"] in str(err.value)
+
+
+def test_the_plan_trains_what_the_workflow_trains():
+    from gradmc.plan.jobs import ebm_runs
+    config = {"ebm": {"datasets": ["static_mnist", "frey"], "samplers": ["GWG", "Gibbs-1", "DMALA"]}}
+    assert ebm_runs(config) == [("static_mnist", "GWG"), ("static_mnist", "Gibbs-1"), ("static_mnist", "DMALA"),
+                                ("frey", "GWG"), ("frey", "DMALA")]
+    with pytest.raises(InputError, match="ACS cannot train"):
+        ebm_runs({"ebm": {"datasets": ["static_mnist"], "samplers": ["ACS"]}})
+
+
+def _metrics(values: dict) -> pd.DataFrame:
+    rows = [(s, m, v) for s, (ll, se) in values.items()
+            for m, v in (("test_log_likelihood", ll), ("log_z_se", se), ("ais_weights_ess", 50.0),
+                         ("train_iterations", 50_000))]
+    return pd.DataFrame(rows, columns=["sampler", "metric", "value"]).assign(
+        experiment="ebm", target="static_mnist", seed=0, chain=0, step=300)
+
+
+def test_dmala_paper_value_claim_only_with_a_dmala_run():
+    from gradmc.claims.ebm import TOLERANCE_NATS, claims
+    without = claims(_metrics({"GWG": (-81.0, 0.3), "Gibbs-1": (-118.0, 0.4)}))
+    assert not any("DMALA" in c.claim for c in without)
+    out = claims(_metrics({"GWG": (-81.0, 0.3), "Gibbs-1": (-118.0, 0.4), "DMALA": (-90.0, 0.5)}))
+    (c,) = [c for c in out if "DMALA" in c.claim]
+    assert c.claim == "our EBM(DMALA) test log-likelihood on static_mnist agrees with the paper's -79.46 nats"
+    assert c.paper == c.paper_source == "DMALA paper (Zhang et al. 2022)" and c.paper_value == -79.46
+    assert c.tolerance == TOLERANCE_NATS == 5.0 and c.direction == 0
+    assert c.interval.effect == pytest.approx(-90.0 + 79.46) and c.status == "FAIL"  # 10.5 nats below, SE 0.5
+    near = [c for c in claims(_metrics({"DMALA": (-80.0, 0.5)})) if "DMALA" in c.claim]
+    assert [c.status for c in near] == ["PASS"]
+    # the GWG claims are unchanged by the extra run
+    assert {c.claim for c in without} <= {c.claim for c in out}
+    assert not [c for c in claims(_metrics({"DMALA": (-80.0, 0.5)}).assign(target="omniglot")) if c.direction == 0]
+
+
+def test_table2_lists_dmala_with_its_papers_number():
+    from gradmc.figures.ebm import table
+    tab = table(_metrics({"GWG": (-81.0, 0.3), "DMALA": (-85.0, 0.5)}))
+    rows = tab[tab["model"] == "EBM (DMALA)"][["source", "value"]].values.tolist()
+    assert rows == [["this run", -85.0], ["paper (Zhang et al. 2022)", -79.46]]
+    assert tab[tab["model"] == "EBM (GWG)"]["source"].tolist() == ["this run", "paper"]
+
+
+def test_new_samplers_have_their_own_colours():
+    from gradmc.figures.style import _COLORS, UNASSIGNED_COLOR, sampler_color
+    colours = [sampler_color(s) for s in ("DMALA", "ACS")]
+    assert UNASSIGNED_COLOR not in colours and len(set(_COLORS.values())) == len(_COLORS)
