@@ -20,7 +20,8 @@ import math
 
 import pytest
 import torch
-from test_sampler_exactness import P_MIN, STAT_TOL, TEETH_TOL, PairwiseBinary, _chisquare_pvalue
+from _exact_targets import PairwiseBinary, binary_exact_targets
+from test_sampler_exactness import P_MIN, STAT_TOL, TEETH_TOL, _chisquare_pvalue
 
 from gradmc.samplers.discrete import make_sampler
 from gradmc.samplers.discrete.acs import (
@@ -37,8 +38,6 @@ from gradmc.samplers.discrete.acs import (
 )
 from gradmc.samplers.discrete.factorised import DMALA
 from gradmc.samplers.enumerate import detailed_balance_error, state_index, stationarity_error, transition_matrix
-from gradmc.targets import RBM
-from gradmc.targets.exact import exact_distribution
 
 torch.set_num_threads(1)
 
@@ -52,15 +51,7 @@ CYCLE = ACS(cycle_length=6, alpha_max=4.0, alpha_min=0.5, beta_max=0.95, burn_in
 @pytest.fixture(scope="module")
 def exact():
     """name -> (target, states (256, D), pi (256,)): the targets of test_sampler_exactness."""
-    g = torch.Generator().manual_seed(20210401)
-    rbm = RBM(D, 5, weight_std=1.0, generator=g).double()
-    with torch.no_grad():
-        rbm.b.copy_(torch.randn(D, generator=g, dtype=torch.float64))
-        rbm.c.copy_(torch.randn(5, generator=g, dtype=torch.float64))
-    g = torch.Generator().manual_seed(7)
-    A = torch.randn(D, D, generator=g, dtype=torch.float64) * 0.5
-    pairwise = PairwiseBinary(J=(A + A.T) / 2, b=torch.randn(D, generator=g, dtype=torch.float64))
-    return {name: (t, *exact_distribution(t, D)) for name, t in (("rbm", rbm), ("pairwise", pairwise))}
+    return binary_exact_targets(D)
 
 
 def _matrix(kernel, target, states):

@@ -27,6 +27,7 @@ import math
 
 import pytest
 import torch
+from _exact_targets import PairwiseBinary, binary_exact_targets
 from scipy import stats
 from torch import nn
 
@@ -47,8 +48,6 @@ from gradmc.samplers.enumerate import (
     stationarity_error,
     transition_matrix,
 )
-from gradmc.targets import RBM
-from gradmc.targets.exact import exact_distribution
 
 torch.set_num_threads(1)
 
@@ -59,17 +58,6 @@ P_MIN = 1e-4  # smallest accepted chi-square p-value
 N_ROW = 40_000  # chains in the single-row test
 SITES, K = 3, 3  # the categorical target
 CATEGORICAL_ALPHA = 1.0  # alpha of the categorical teeth (at 0.2 the kernel moves 3% of the time on this target)
-
-
-class PairwiseBinary:
-    """Dense pairwise binary model, log p(x) = x^T J x + b^T x + const, x (C, D) in {0, 1} (not cacheable)."""
-
-    def __init__(self, J: torch.Tensor, b: torch.Tensor):
-        self.J, self.b = J, b
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        """(C, D) -> (C,), differentiable in x."""
-        return ((x @ self.J) * x).sum(-1) + x @ self.b
 
 
 class Potts(nn.Module):
@@ -94,19 +82,9 @@ class Potts(nn.Module):
 @pytest.fixture(scope="module")
 def binary_targets():
     """name -> (target, states (256, D) float64, pi (256,) float64)."""
-    g = torch.Generator().manual_seed(20210401)
-    rbm = RBM(D, 5, weight_std=1.0, generator=g).double()
-    with torch.no_grad():
-        rbm.b.copy_(torch.randn(D, generator=g, dtype=torch.float64))
-        rbm.c.copy_(torch.randn(5, generator=g, dtype=torch.float64))
-    g = torch.Generator().manual_seed(7)
-    A = torch.randn(D, D, generator=g, dtype=torch.float64) * 0.5
-    pairwise = PairwiseBinary(J=(A + A.T) / 2, b=torch.randn(D, generator=g, dtype=torch.float64))
-    out = {}
-    for name, target in (("rbm", rbm), ("pairwise", pairwise)):
-        states, pi = exact_distribution(target, D)
+    out = binary_exact_targets(D)
+    for _, _, pi in out.values():
         assert -(pi * pi.log()).sum() < 4.6  # far from uniform (log 256 = 5.55)
-        out[name] = (target, states, pi)
     return out
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+from _exact_targets import PairwiseBinary
 from scipy import stats
 
 from gradmc.samplers.base import log_prob_and_grad, metropolis_hastings_accept, sample_categorical
@@ -70,21 +71,6 @@ Z_MAX = 5.5
 # error is <= 0.5 / sqrt(N) = 7.1e-4 here, so 0.003 is > 4 standard errors.
 MARGINAL_TOL = 0.003
 _BIT_WEIGHTS = 2 ** torch.arange(D - 1, -1, -1, dtype=torch.float64)  # enumerate_binary: MSB first
-
-
-class PairwiseBinary:
-    """Dense pairwise binary model, log p(x) = x^T J x + b^T x + const, x (C, D) in {0, 1}.
-
-    Args:
-        J: (D, D) float64 couplings (symmetric here; any J works); b: (D,) float64 biases.
-    """
-
-    def __init__(self, J: torch.Tensor, b: torch.Tensor):
-        self.J, self.b = J, b
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        """(C, D) -> (C,) unnormalised log-probability, differentiable in x."""
-        return ((x @ self.J) * x).sum(-1) + x @ self.b
 
 
 class GWGNoReverse(GWG):
