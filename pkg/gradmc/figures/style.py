@@ -20,8 +20,11 @@ _COLORS = {
     "Gibbs-1": "tab:blue", "Gibbs-2": "tab:orange", "HB-10-1": "tab:green", "GWG": "tab:red",
     "GWG-3": "tab:purple", "GWG-5": "tab:brown", "BlockGibbs": "black", "Target": "grey",
     "Block-HB": "tab:olive", "R-MALA": "tab:cyan", "R-HMC": "tab:pink", "D-SVGD": "slategray",
+    # samplers after the GWG paper
+    "PAS-3": "mediumvioletred", "DMALA": "darkcyan", "DULA": "gold", "DLMC": "deepskyblue",
+    "DLMC-Euler": "steelblue", "ACS": "limegreen",
     # Potts fitting methods (GWG Fig. 7)
-    "PLM": "darkgoldenrod", "PCD-Gibbs": "royalblue", "PCD-GWG": "firebrick",
+    "PLM": "darkgoldenrod", "PCD-Gibbs": "royalblue", "PCD-GWG": "firebrick", "PCD-DMALA": "chocolate",
     # Kernel HMC paper samplers
     "HMC": "navy", "KMC": "crimson", "KAMH": "darkorchid", "RW": "seagreen", "HABC": "teal",
 }
