@@ -161,3 +161,69 @@ def test_figure_writes_files(tmp_path):
     gwg = table[table["sampler"] == "GWG"].iloc[0]
     assert math.isclose(gwg["final_log_joint"], -249.5) and gwg["steps"] == 100
     assert "x_true (reference)" in set(table["sampler"])
+
+
+# The samplers after the GWG paper, rows of Fig. 5 in the smoke and paper configs (no claims against them).
+LATER = ["PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS"]
+
+
+def test_later_samplers_are_valid_config_entries():
+    with open(Path(__file__).resolve().parents[1] / "config" / "smoke.yaml") as fh:
+        config = yaml.safe_load(fh)
+    config["fhmm_sampling"]["samplers"] = SAMPLERS + LATER
+    validate_config(config)
+    assert [s.sampler for s in exp.shards(config, {})] == SAMPLERS + LATER  # one seed in smoke
+    config["fhmm_sampling"]["samplers"] = ["DMALA-2"]
+    with pytest.raises(ConfigError, match=r"fhmm_sampling\.samplers\.0"):
+        validate_config(config)
+
+
+@pytest.mark.parametrize("sampler", LATER)
+def test_later_samplers_run_finite_and_move(sampler):
+    """A few steps on a tiny FHMM posterior (L = 6, K = 3: 18 bits) through the experiment's own run: every value
+    finite, the bits and evaluation counts move, acceptance a probability."""
+    df = exp.run(_shard(sampler=sampler, seed=1, L=6, K=3, num_chains=4, num_steps=12, record_every=4))
+    validate_metrics(df)
+    assert np.isfinite(df["value"]).all()
+    lj = df[df["metric"] == "log_joint"].set_index("step")
+    assert list(lj.index) == [0, 4, 8, 12] and lj["energy_evals"].iloc[-1] > 0
+    assert lj["value"].nunique() > 1  # the chains moved
+    acc = df[df["metric"] == "acceptance_rate"]["value"].iloc[0]
+    assert 0 < acc <= 1
+
+
+def test_later_samplers_raise_the_log_joint_on_average():
+    gains = []
+    for sampler in LATER:
+        df = exp.run(_shard(sampler=sampler, seed=0, L=10, K=3, num_chains=8, num_steps=40, record_every=40))
+        lj = df[df["metric"] == "log_joint"].set_index("step")["value"]
+        gains.append(lj[40] - lj[0])
+    assert np.mean(gains) > 0 and sum(g > 0 for g in gains) >= len(LATER) - 1, gains
+
+
+def _with_later(df: pd.DataFrame, name: str = "DMALA", shift: float = 100.0) -> pd.DataFrame:
+    """``df`` plus a copy of GWG's rows named ``name``, its log joint ``shift`` higher (it beats GWG)."""
+    extra = df[df["sampler"] == "GWG"].copy()
+    extra["sampler"] = name
+    extra.loc[extra["metric"] == "log_joint", "value"] += shift
+    return pd.concat([df, extra], ignore_index=True)
+
+
+def test_claims_leave_the_later_samplers_out():
+    base = _synthetic(gwg_best=True, seeds=FIVE, steps=10000)
+    with_later = _with_later(_with_later(base, "DMALA"), "PAS-3")
+    assert [(c.claim, c.status) for c in claims(with_later)] == [(c.claim, c.status) for c in claims(base)]
+    assert not any("DMALA" in c.claim or "PAS-3" in c.claim for c in claims(with_later))
+
+
+def test_figure_and_table_show_the_later_samplers(tmp_path):
+    from gradmc.figures.style import UNASSIGNED_COLOR, sampler_color
+
+    df = _with_later(_with_later(_synthetic(gwg_best=True), "ACS", 5.0), "DMALA", 1.0)
+    metrics = write_parquet(df, tmp_path / "metrics.parquet", provenance({"name": "test"}), validate=True)
+    figure(metrics, tmp_path / "fig5", tmp_path / "tab", config_name="test")
+    table = pd.read_csv(tmp_path / "tab.csv")
+    assert table["sampler"].tolist() == ["Gibbs-1", "Block-HB", "GWG", "DMALA", "ACS", "x_true (reference)"]
+    assert math.isclose(table.set_index("sampler").loc["DMALA", "final_log_joint"], -249.5 + 1.0)
+    colors = [sampler_color(s) for s in SAMPLERS + LATER]
+    assert UNASSIGNED_COLOR not in colors and len(set(colors)) == len(colors)

@@ -28,6 +28,7 @@ from gradmc.proteins import contact_curve, coupling_norms, load_synthetic_potts
 from gradmc.proteins.scoring import k_grid
 from gradmc.results import provenance, validate_metrics, write_parquet
 from gradmc.samplers.base import Info
+from gradmc.samplers.discrete import DMALACategorical, make_sampler
 from gradmc.samplers.discrete.onehot import enumerate_onehot
 from gradmc.targets import Potts
 from gradmc.training.pcd import PCD, block_l1_penalty
@@ -312,3 +313,63 @@ def test_shards_per_seed_and_plm_once_on_all_rows(protein_dir, monkeypatch):
                    ("synthetic", "PCD-GWG", 1), ("synthetic", "PLM", 0), ("synthetic", "PLM", 1)]
     got = [(s.method, s.seed) for s in exp.shards(_config(seeds=[3, 4], num_sequences=0, proteins=["synthetic"]), {})]
     assert got == [("PCD-Gibbs", 3), ("PCD-Gibbs", 4), ("PCD-GWG", 3), ("PCD-GWG", 4), ("PLM", 3)]
+
+
+def test_pcd_dmala_is_a_method_scheduled_after_gibbs(protein_dir, monkeypatch):
+    config = _smoke_config()
+    assert "PCD-DMALA" in config["potts_proteins"]["methods"]
+    validate_config(config)
+    sampler = make_sampler(exp.PCD_SAMPLERS["PCD-DMALA"], state="categorical")
+    assert isinstance(sampler, DMALACategorical) and sampler.step_size == 0.2
+    monkeypatch.setenv("GRADMC_DATA_DIR", str(protein_dir))
+    spec = _config(proteins=["synthetic"], methods=["PLM", "PCD-GWG", "PCD-DMALA", "PCD-Gibbs"])
+    # costliest first: Gibbs-1 (q evaluations per step), DMALA (one evaluation, a draw over every site), GWG, PLM
+    assert [s.method for s in exp.shards(spec, {})] == ["PCD-Gibbs", "PCD-DMALA", "PCD-GWG", "PLM"]
+
+
+def test_pcd_with_dmala_negatives_learns_tiny_potts():
+    """PCD whose negatives are categorical DMALA chains (the PCD-DMALA method's kernel, alpha 0.2) on a 3-site,
+    21-state Potts model (the proteins' q; 9,261 states, data drawn exactly by enumeration): the parameters stay
+    finite, the mean exact log-likelihood of the data rises from the initial uniform model (h = J = 0) by more
+    than 0.6 of what the true model gains, and J moves from 0 (relative error 1) to a relative Frobenius error
+    below 0.75 of the true J (zero-sum gauge). Measured: gain 1.44 of 1.61, error 0.63 (GWG: 1.59, 0.60).
+    With q = 3 the same kernel proposes a change so rarely (about (q - 1) e^{-1/alpha} per site: 5% of the chains
+    move per step on a 4-site model) that PCD drifts away from the data, which is why the size here is q = 21."""
+    L, q = 3, 21
+    g = torch.Generator().manual_seed(5)
+    truth = _random_model(L, q, seed=5)
+    states = enumerate_onehot(L, q, torch.float64)
+    p = torch.softmax(truth(states).detach(), 0)
+    data = states[torch.multinomial(p, 20_000, replacement=True, generator=g)]
+    model = PottsModel(L, q, dtype=torch.float64)
+
+    def loglik(m: PottsModel) -> float:  # mean exact log-likelihood of the data
+        with torch.no_grad():
+            return float((m(data) - torch.logsumexp(m(states), 0)).mean())
+
+    start, best = loglik(model), loglik(truth)
+    trainer = PCD(model, make_sampler(exp.PCD_SAMPLERS["PCD-DMALA"], state="categorical"), data, num_steps=5,
+                  batch_size=500, buffer_size=1000, lr=0.05, generator=g)
+    _, J_true = zero_sum_gauge(truth.h.detach(), truth.J.detach())
+    history = trainer.train(300, callback_every=300)
+    assert all(torch.isfinite(t).all() for t in model.parameters())
+    assert history[-1]["energy_evals"] > 0 and history[-1]["energy_evals"] == history[-1]["grad_evals"]
+    _, J_fit = zero_sum_gauge(model.h.detach(), model.J.detach())
+    err = float((J_fit - J_true).norm() / J_true.norm())
+    gained = loglik(model) - start
+    assert err < 0.75, err
+    assert gained > 0.6 * (best - start), (gained, best - start)
+
+
+def test_pcd_dmala_shard_runs_on_the_synthetic_benchmark(protein_dir, monkeypatch):
+    """The PCD-DMALA method through the experiment (the smoke test's sizes): finite rows, like PCD-GWG's."""
+    monkeypatch.setenv("GRADMC_DATA_DIR", str(protein_dir))
+    (shard,) = exp.shards(_config(proteins=["synthetic"], methods=["PCD-DMALA"]), {})
+    df = exp.run(shard)
+    validate_metrics(df)
+    assert set(df["sampler"]) == {"PCD-DMALA"}
+    assert np.isfinite(df[df["metric"] != "train_precision_at_L_apc"]["value"]).all()
+    assert 0 < df[df["metric"] == "coupling_rmse"]["value"].iloc[0] < 1.0
+    assert df[df["metric"] == "num_iterations"]["value"].iloc[0] == 6
+    curve = df[df["metric"] == "train_precision_at_L_apc"]
+    assert curve["step"].tolist() == [0, 3, 6] and np.isfinite(curve["value"].iloc[1:]).all()

@@ -6,8 +6,12 @@ that seed (:mod:`gradmc.experiments.fhmm_sampling`), and the metrics are already
 per-seed difference at each run's last recorded step (:func:`gradmc.claims.stats.paired_t_interval`);
 fewer than 5 seeds give an unbounded interval (INCONCLUSIVE).
 
-- "GWG reaches a higher log joint than X" (every other sampler X): final mean log p(x, y) GWG - X, > 0.
+- "GWG reaches a higher log joint than X" (every other sampler X the paper could have compared, i.e. not one of
+  the later samplers PAS-L, DMALA, DULA, DLMC, DLMC-Euler, ACS): final mean log p(x, y) GWG - X, > 0.
 - "GWG reaches a lower reconstruction error than Block-HB": final mean reconstruction error GWG - Block-HB, < 0.
+
+The later samplers (:func:`gradmc.samplers.discrete.registry.is_later_sampler`) are rows of the figure and its
+table only: the paper never ran them, so "GWG beats X" against them is no claim of the paper and is not made.
 
 The paper prints no numbers for Fig. 5.
 """
@@ -18,6 +22,7 @@ import pandas as pd
 
 from gradmc.claims.base import Claim
 from gradmc.claims.stats import paired_t_interval
+from gradmc.samplers.discrete.registry import is_later_sampler
 
 __all__ = ["claims", "PAPER_STEPS"]
 
@@ -53,13 +58,14 @@ def _claim(df: pd.DataFrame, other: str, metric: str, claim: str, what: str, dir
 
 
 def claims(df: pd.DataFrame) -> list[Claim]:
-    """GWG's final log joint above each other sampler's; GWG's final reconstruction error below Block-HB's."""
+    """GWG's final log joint above each other sampler's (the later samplers excepted, see the module docstring);
+    GWG's final reconstruction error below Block-HB's."""
     present = set(df[df["metric"] == "log_joint"]["sampler"])
     out: list[Claim] = []
     if "GWG" not in present:
         return out
     note = _note(df)
-    for other in sorted(present - {"GWG"}):
+    for other in sorted(s for s in present - {"GWG"} if not is_later_sampler(s)):
         c = _claim(df, other, "log_joint", f"GWG reaches a higher log joint than {other}", "mean log p(x, y)", +1,
                    note)
         if c is not None:

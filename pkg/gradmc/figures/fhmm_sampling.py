@@ -15,7 +15,9 @@ from gradmc.results import read_parquet
 
 __all__ = ["figure", "summary_table"]
 
-_ORDER = ("Gibbs-1", "Gibbs-2", "HB-10-1", "Block-HB", "GWG")
+#: Legend / table order: the paper's samplers, then the later ones (PAS-3, DMALA, DULA, DLMC, DLMC-Euler, ACS);
+#: any other name present follows, sorted.
+_ORDER = ("Gibbs-1", "Gibbs-2", "HB-10-1", "Block-HB", "GWG", "PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS")
 
 
 def _samplers(df: pd.DataFrame) -> list[str]:

@@ -9,8 +9,9 @@ no band).
 
 - ``out_prefix``.pdf/.png (Fig. 7 / 12): one column per protein; top row recall vs k, bottom row precision vs
   k, of the top-k pairs ranked by ||J_ij||_F (solid: the paper's raw score; dashed: APC-corrected), for
-  PLM, PCD-Gibbs and PCD-GWG: the mean over seeds at each k (line) and its 95% t interval (band, drawn clipped
-  to [0, 1]; none for a single seed); the legend gives each method's number of seeds; a dotted line marks k = L.
+  PLM, PCD-Gibbs and PCD-GWG (and PCD-DMALA, a later sampler, when configured): the mean over seeds at each k
+  (line) and its 95% t interval (band, drawn clipped to [0, 1]; none for a single seed); the legend gives each
+  method's number of seeds; a dotted line marks k = L.
 - ``out_prefix``_couplings.pdf/.png (Fig. 13): one row per protein: the true contact map (grey: unknown),
   then each method's coupling-norm matrix ||J_ij||_F of one fit, that of the lowest seed present (seed 0 in
   the shipped configs; the same seed for every method, so the panels compare fits on the same data), each
@@ -40,7 +41,8 @@ __all__ = ["LEVEL", "figure", "summary_table", "matrix", "seed_interval", "curve
 LEVEL = 0.95
 """Coverage of the t intervals over seeds (bands and table)."""
 
-_ORDER = ["PLM", "PCD-Gibbs", "PCD-GWG"]
+#: Legend, panel and table order: the paper's methods, then PCD-DMALA; any other name present follows, sorted.
+_ORDER = ["PLM", "PCD-Gibbs", "PCD-GWG", "PCD-DMALA"]
 _TABLE_METRICS = ("coupling_rmse", "coupling_norm_rmse", "num_iterations", "train_time_s")
 
 

@@ -24,7 +24,7 @@ _COLORS = {
     "PAS-3": "darkorange", "DMALA": "darkgreen", "DULA": "yellowgreen", "DLMC": "mediumblue",
     "DLMC-Euler": "cornflowerblue", "ACS": "magenta",
     # Potts fitting methods (GWG Fig. 7)
-    "PLM": "darkgoldenrod", "PCD-Gibbs": "royalblue", "PCD-GWG": "firebrick",
+    "PLM": "darkgoldenrod", "PCD-Gibbs": "royalblue", "PCD-GWG": "firebrick", "PCD-DMALA": "chocolate",
     # Kernel HMC paper samplers
     "HMC": "navy", "KMC": "crimson", "KAMH": "darkorchid", "RW": "seagreen", "HABC": "teal",
 }
