@@ -62,7 +62,7 @@ data: $(STAMP)  ## fetch the data files config/$(CONFIG).yaml reads into $GRADMC
 	$(BIN)/gradmc data fetch --config config/$(CONFIG).yaml
 
 test: $(STAMP)  ## run the test suite (about 12 minutes on 2 cores)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 test-full: $(STAMP)  ## run every test, the slow ones too
 	$(BIN)/python -m pytest -q -m ''

@@ -144,6 +144,15 @@ def test_config_accepts_dmala_and_refuses_acs_with_the_reason():
     assert "ebm.samplers" in str(err.value) and UNSUPPORTED["ACS"] in str(err.value)
 
 
+def test_config_refuses_equal_time_without_the_gwg_run_it_times_against():
+    config = copy.deepcopy(load_config(REPO / "config" / "smoke.yaml"))
+    config["ebm"].update(samplers=["DMALA"], equal_time=True)
+    with pytest.raises(ConfigError, match="GWG is not listed"):
+        validate_config(config)
+    config["ebm"]["equal_time"] = False
+    validate_config(config)
+
+
 def test_the_plan_trains_what_the_workflow_trains():
     from gradmc.plan.jobs import ebm_runs
     config = {"ebm": {"datasets": ["static_mnist", "frey"], "samplers": ["GWG", "Gibbs-1", "DMALA"]}}

@@ -54,3 +54,12 @@ def test_ising_dmala_claim_at_strong_coupling_on_the_largest_lattice():
     claim = got["DMALA ESS > GWG ESS on the 40x40 lattice at theta 0.5"]
     assert claim.status == "PASS" and np.isclose(claim.interval.effect, np.log(3.0), atol=0.05)
     assert "DMALA ESS > GWG ESS on the 40x40 lattice at theta 0.1" not in got  # weak coupling is not claimed
+
+
+def test_ising_dmala_claim_needs_only_gwg():
+    rng = np.random.default_rng(2)
+    rows = [dict(side=40, theta=0.5, sampler=name, seed=0, chain=c, metric="ess", step=100,
+                 value=m * rng.uniform(0.8, 1.2)) for name, m in (("GWG", 10.0), ("DMALA", 5.0)) for c in range(40)]
+    got = _by_claim(ising_sampling.claims(pd.DataFrame(rows)))
+    assert got["DMALA ESS > GWG ESS on the 40x40 lattice at theta 0.5"].status == "FAIL"
+    assert not any("Gibbs-1" in k for k in got)

@@ -106,3 +106,37 @@ def test_the_pipeline_rule_reads_every_source():
     from gradmc.figures.leaderboard import SOURCES
     rule = (Path(__file__).resolve().parents[1] / "workflow" / "rules" / "leaderboard.smk").read_text()
     assert f"for name in {SOURCES!r}".replace("'", '"') in rule
+
+
+def test_a_seed_whose_pooled_ess_is_nan_is_left_out_with_a_note():
+    df = _rbm_rows()
+    nan_row = (df["sampler"] == "GWG") & (df["seed"] == 4) & (df["metric"] == "ess_all_chains")
+    df.loc[nan_row, "value"] = math.nan  # ArviZ: the statistic never moved
+    table = leaderboard_table({"rbm_sampling": df})
+    row = table[(table["sampler"] == "GWG") & (table["protocol"] == "ours")].iloc[0]
+    assert row["seeds"] == 4 and "1 seed(s) left out" in row["note"]
+    assert row["ess_per_second"] == pytest.approx(np.mean([(60 + s) / 2.0 for s in range(4)]))
+    assert row["ess_per_second_ci_low"] == -math.inf  # 4 seeds: t needs 5
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda df: df.drop(columns="wall_time_s"), "lacks the column"),
+    (lambda df: df.assign(experiment="ising_sampling"), "holds metrics of ising_sampling"),
+    (lambda df: df[~df["metric"].isin(["ess_all_chains", "ess_chunk_chains"])], "no pooled ESS rows"),
+    (lambda df: df.assign(wall_time_s=0.0), "expected both > 0"),
+])
+def test_a_file_that_is_not_the_named_experiments_metrics_is_refused_before_any_write(tmp_path, damage, message):
+    path = tmp_path / "m.parquet"
+    write_parquet(damage(_rbm_rows()), path, provenance({"name": "test"}))
+    with pytest.raises(InputError, match=message):
+        figure({"rbm_sampling": path}, tmp_path / "lb")
+    assert not list(tmp_path.glob("lb*"))
+
+
+def test_an_unwritable_table_folder_is_refused_before_the_figure_is_written(tmp_path):
+    path = tmp_path / "rbm.parquet"
+    write_parquet(_rbm_rows(), path, provenance({"name": "test"}))
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InputError, match="--table-out"):
+        figure({"rbm_sampling": path}, tmp_path / "lb", tmp_path / "file" / "sub" / "t")
+    assert not list(tmp_path.glob("lb*"))

@@ -166,7 +166,8 @@ def _edited(path: Path):
     return original
 
 
-RBM_JOBS = {"rbm_sampling", "figure_rbm_sampling", "sampler_cost", "table_sampler_cost", "claims"}
+RBM_JOBS = {"rbm_sampling", "figure_rbm_sampling", "sampler_cost", "table_sampler_cost", "claims",
+            "figure_leaderboard"}
 # every sampling experiment runs GWG, so editing it reruns them all (and their figures), never data or training
 # and the learning experiments that sample with it (PCD, EBM training and AIS), never data stages, the RBM's CD
 # training or the KMC experiments (they use no discrete sampler)

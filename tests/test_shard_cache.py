@@ -194,7 +194,8 @@ def test_default_folder_is_beside_the_output():
 
 def _ising_config(tmp_path: Path, seeds) -> Path:
     config = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
-    config["ising_sampling"].update(sides=[4], thetas=[0.1, 0.3], seeds=list(seeds), num_steps=30)
+    config["ising_sampling"].update(sides=[4], thetas=[0.1, 0.3], samplers=["Gibbs-1", "GWG"], seeds=list(seeds),
+                                   num_steps=30)
     path = tmp_path / f"config-{len(seeds)}.yaml"
     path.write_text(yaml.safe_dump(config))
     return path

@@ -177,7 +177,13 @@ def _semantic_errors(config: dict) -> list[str]:
         if kept < 4:
             errors.append(f"config keys 'rbm_sampling.num_steps' and 'burn_in_fraction': only {kept} steps remain "
                           "after burn-in, ESS needs at least 4; raise num_steps or lower burn_in_fraction")
-    for name in config.get("ebm", {}).get("samplers", []):
+    ebm = config.get("ebm", {})
+    others = [n for n in ebm.get("samplers", []) if n != "GWG"]
+    if ebm.get("equal_time") and others and "GWG" not in ebm.get("samplers", []):
+        errors.append(f"config keys 'ebm.samplers' and 'ebm.equal_time': equal_time gives {', '.join(others)} the "
+                      "GWG run's training time, but GWG is not listed; add GWG to ebm.samplers or set "
+                      "equal_time: false")
+    for name in ebm.get("samplers", []):
         if name in _EBM_UNSUPPORTED:
             errors.append(f"config key 'ebm.samplers': {name!r} is not an EBM training sampler: "
                           f"{_EBM_UNSUPPORTED[name]}")

@@ -215,14 +215,17 @@ def _cmd_run(args) -> None:
     _write_metrics(df, args.out, {"name": config["name"], **job_config(entry.name, config)}, entry.name)
 
 
-def _named_metrics(items: list[str]) -> dict[str, str]:
+def _named_metrics(items: list[str], allowed: tuple[str, ...] = ()) -> dict[str, str]:
     """``--metrics EXPERIMENT=PATH ...`` -> {experiment: readable path}; InputError on a malformed or repeated
-    entry or an unreadable file."""
+    entry, an experiment outside ``allowed`` (when given; checked before any file) or an unreadable file."""
     metrics = {}
     for item in items:
         name, sep, path = item.partition("=")
         if not sep:
-            raise InputError(f"--metrics takes EXPERIMENT=PATH, got {item!r}")
+            raise InputError(f"--metrics takes EXPERIMENT=PATH, got {item!r}"
+                             + (f" (EXPERIMENT: one of {', '.join(allowed)})" if allowed else ""))
+        if allowed and name not in allowed:
+            raise InputError(f"--metrics {item!r}: unknown experiment {name!r}; expected one of {', '.join(allowed)}")
         if name in metrics:
             raise InputError(f"--metrics names {name!r} twice ({metrics[name]} and {path}); give each experiment once")
         metrics[name] = str(check_readable(path, f"--metrics {name}="))
@@ -284,9 +287,10 @@ def _cmd_figure(args) -> None:
         if args.figure == "ebm":
             paths = _figure_ebm(args)
         else:
-            from gradmc.figures.leaderboard import figure
+            from gradmc.figures.leaderboard import SOURCES, figure
 
-            paths = figure(_named_metrics(args.metrics), args.out, args.table_out, config_name=args.config_name)
+            paths = figure(_named_metrics(args.metrics, SOURCES), args.out, args.table_out,
+                           config_name=args.config_name)
         log("[figure] wrote " + ", ".join(str(p) for p in paths))
         return
     check_readable(args.metrics, "--metrics")

@@ -160,7 +160,8 @@ def _add_figures(fig) -> None:
     lb = fig.add_parser("leaderboard", help="sampler leaderboard: ESS per second and per energy evaluation, both "
                         "protocols (ours, DISCS), 95%% intervals over seeds (.pdf, .png, .csv, .md)")
     lb.add_argument("--metrics", nargs="+", required=True, metavar="EXPERIMENT=PATH",
-                    help="metrics Parquet of each sampling experiment, e.g. rbm_sampling=results/quick/rbm_sampling/"
+                    help="metrics Parquet of each sampling experiment (EXPERIMENT: rbm_sampling or "
+                         "ising_sampling), e.g. rbm_sampling=results/quick/rbm_sampling/"
                          "metrics.parquet ising_sampling=results/quick/ising_sampling/metrics.parquet")
     lb.add_argument("--config-name", default="", help="config label printed in the title")
     lb.add_argument("--out", required=True, help="figure prefix; writes PREFIX.pdf and PREFIX.png")

@@ -22,23 +22,53 @@ Intervals: Student t over seeds (:func:`gradmc.claims.stats.t_interval`, the cla
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from gradmc.claims.stats import MIN_T_REPLICATES, t_interval
-from gradmc.errors import InputError
+from gradmc.errors import InputError, check_writable_folder
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 
-__all__ = ["SOURCES", "PROTOCOLS", "MEASURES", "per_seed", "leaderboard_table", "figure"]
+__all__ = ["SOURCES", "PROTOCOLS", "MEASURES", "checked_metrics", "per_seed", "leaderboard_table", "figure"]
 
 #: experiments whose metrics feed the leaderboard (each writes the ``ess_rows`` of :mod:`gradmc.experiments.runner`)
 SOURCES = ("rbm_sampling", "ising_sampling")
 PROTOCOLS = ("ours", "DISCS")
 MEASURES = ("ess_per_second", "ess_per_energy_eval")
 _POOLED = ("ess_all_chains", "ess_chunk_chains")
+_REQUIRED = ("target", "sampler", "seed", "metric", "value", "energy_evals", "wall_time_s")
+
+
+def checked_metrics(name: str, df: pd.DataFrame, path: str | Path = "") -> pd.DataFrame:
+    """``df`` if it is the finished metrics of sampling experiment ``name``, else a clear error.
+
+    Raises:
+        InputError: ``name`` outside :data:`SOURCES`; a missing column of :data:`_REQUIRED`; rows of another
+            experiment (the ``experiment`` column); no pooled (``ess_all_chains`` / ``ess_chunk_chains``) or
+            no DISCS (``ess_discs``) ESS rows (another stage's file, or one written before the DISCS protocol).
+    """
+    where = f"{path} ({name})" if path else name
+    if name not in SOURCES:
+        raise InputError(f"leaderboard: unknown experiment {name!r}; expected one of {', '.join(SOURCES)}")
+    missing = [c for c in _REQUIRED if c not in df.columns]
+    if missing:
+        raise InputError(f"leaderboard: {where} lacks the column(s) {', '.join(missing)}; expected the metrics "
+                         f"Parquet of the {name} stage (columns {', '.join(_REQUIRED)})")
+    if "experiment" in df.columns:
+        other = sorted(set(df["experiment"].astype(str)) - {name})
+        if other:
+            raise InputError(f"leaderboard: {where} holds metrics of {', '.join(other)}, not {name}; "
+                             "give each experiment its own metrics file")
+    for kind, metrics in (("pooled ESS", _POOLED), ("DISCS ESS", ("ess_discs",))):
+        if not df["metric"].isin(metrics).any():
+            raise InputError(f"leaderboard: {where} has no {kind} rows ({' / '.join(metrics)}); expected the "
+                             f"metrics of a finished {name} stage (one written before the DISCS protocol was added "
+                             "must be rerun)")
+    return df
 
 
 def _target_label(df: pd.DataFrame) -> pd.Series:
@@ -60,8 +90,12 @@ def per_seed(df: pd.DataFrame) -> pd.DataFrame:
     Returns:
         DataFrame with columns target, sampler, seed, protocol, ess_per_second, ess_per_energy_eval.
 
+    A seed whose pooled ESS is NaN (ArviZ: the statistic never moved) gets NaN measures under "ours"; the table
+    leaves such seeds out and says so.
+
     Raises:
-        InputError: no ``ess_discs`` rows (metrics written before the DISCS protocol existed: rerun the stage).
+        InputError: no ``ess_discs`` rows (metrics written before the DISCS protocol existed: rerun the stage);
+            a non-positive sampler time or evaluation count (names the target, sampler and seed).
     """
     df = df.assign(label=_target_label(df))
     if not (df["metric"] == "ess_discs").any():
@@ -74,10 +108,15 @@ def per_seed(df: pd.DataFrame) -> pd.DataFrame:
         pooled = d[d["metric"].isin(_POOLED)]
         if discs.empty or pooled.empty:
             continue  # e.g. the RBM experiment's "Target" reference rows
-        ess_total = float(pooled["value"].sum())  # one pooled row per batch of chains (all, or a chunk)
+        ess_total = float(pooled["value"].to_numpy(dtype=float).sum())  # one row per batch (all, or a chunk); NaN stays
         chain_evals = float(chains["energy_evals"].sum())  # each chain's row carries its batch's evaluations
-        rows.append((label, sampler, int(seed), "ours", ess_total / float(pooled["wall_time_s"].sum()),
-                     ess_total / chain_evals))
+        seconds = float(pooled["wall_time_s"].sum())
+        if not (seconds > 0 and chain_evals > 0 and (discs["wall_time_s"] > 0).all()
+                and (discs["energy_evals"] > 0).all()):
+            raise InputError(f"leaderboard: {label} / {sampler} / seed {seed}: sampler time {seconds:g} s and "
+                             f"{chain_evals:g} energy evaluations over its chains; expected both > 0 (a corrupt "
+                             "or hand-made metrics file?)")
+        rows.append((label, sampler, int(seed), "ours", ess_total / seconds, ess_total / chain_evals))
         rows.append((label, sampler, int(seed), "DISCS", float((discs["value"] / discs["wall_time_s"]).mean()),
                      float((discs["value"] / discs["energy_evals"]).mean())))
     return pd.DataFrame(rows, columns=["target", "sampler", "seed", "protocol", *MEASURES])
@@ -98,21 +137,29 @@ def leaderboard_table(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
     seeds = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["target"])
     rows = []
     for (target, sampler, protocol), d in seeds.groupby(["target", "sampler", "protocol"], sort=False):
-        row = {"target": target, "sampler": sampler, "protocol": protocol, "seeds": len(d)}
-        note = ""
+        values = {m: d[m].to_numpy(dtype=float) for m in MEASURES}
+        finite = np.isfinite(values[MEASURES[0]]) & np.isfinite(values[MEASURES[1]])
+        n = int(finite.sum())
+        row = {"target": target, "sampler": sampler, "protocol": protocol, "seeds": n}
+        notes = []
+        if n < len(d):
+            notes.append(f"{len(d) - n} seed(s) left out: NaN ESS (the statistic never moved)")
         for measure in MEASURES:
-            interval = t_interval(d[measure].to_numpy(), "seeds")
-            row[measure], row[f"{measure}_ci_low"], row[f"{measure}_ci_high"] = (
-                interval.effect, interval.low, interval.high)
-            if len(d) < MIN_T_REPLICATES:
-                note = f"{len(d)} seed{'' if len(d) == 1 else 's'}: t needs >= {MIN_T_REPLICATES}, interval unbounded"
-        row["note"] = note
+            if n:
+                interval = t_interval(values[measure][finite], "seeds")
+                row[measure], row[f"{measure}_ci_low"], row[f"{measure}_ci_high"] = (
+                    interval.effect, interval.low, interval.high)
+            else:
+                row[measure] = row[f"{measure}_ci_low"] = row[f"{measure}_ci_high"] = math.nan
+        if n < MIN_T_REPLICATES:
+            notes.append(f"{n} seed{'' if n == 1 else 's'}: t needs >= {MIN_T_REPLICATES}, interval unbounded")
+        row["note"] = "; ".join(notes)
         rows.append(row)
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    table["rank"] = table.groupby(["target", "protocol"])["ess_per_second"].rank(ascending=False,
-                                                                                method="min").astype(int)
+    table["rank"] = table.groupby(["target", "protocol"])["ess_per_second"].rank(ascending=False, method="min",
+                                                                                na_option="bottom").astype(int)
     return table.sort_values(["target", "protocol", "rank"], ignore_index=True)
 
 
@@ -135,12 +182,19 @@ def figure(metrics: dict[str, str | Path], out_prefix: str | Path, table_prefix:
         The written paths.
 
     Raises:
-        InputError: an experiment outside :data:`SOURCES`, or metrics without ``ess_discs`` rows.
+        InputError: an experiment outside :data:`SOURCES`, a file that is not that experiment's finished metrics
+            (:func:`checked_metrics`), or an output folder that does not exist or is not writable; checked
+            before anything is written.
     """
     unknown = sorted(set(metrics) - set(SOURCES))
     if unknown:
         raise InputError(f"leaderboard: unknown experiment(s) {unknown}; expected some of {', '.join(SOURCES)}")
-    table = leaderboard_table({name: read_parquet(path)[0] for name, path in metrics.items()})
+    for prefix, what in ((out_prefix, "--out (the figure)"), (table_prefix or out_prefix, "--table-out")):
+        check_writable_folder(os.path.dirname(os.path.abspath(prefix)), what)
+    table = leaderboard_table({name: checked_metrics(name, read_parquet(path)[0], path)
+                               for name, path in metrics.items()})
+    if table.empty:
+        raise InputError(f"leaderboard: no sampler rows with ESS in {', '.join(map(str, metrics.values()))}")
     ours = table[table["protocol"] == "ours"].reset_index(drop=True)
     pairs = list(zip(ours["target"], ours["sampler"], strict=True))
     labels = [f"{t} | {s}" for t, s in pairs]
@@ -165,6 +219,7 @@ def figure(metrics: dict[str, str | Path], out_prefix: str | Path, table_prefix:
             ax.grid(axis="x", alpha=0.3)
             ax.set_yticks(y, labels, fontsize=7)
     fig.suptitle(f"Sampler leaderboard{f' ({config_name} config)' if config_name else ''}: mean and 95% t "
-                 "interval over seeds (no bar: fewer than 5 seeds)", fontsize=10)
+                 "interval over seeds (no bar: fewer than 5 seeds, or an interval reaching 0 on the log axis)",
+                 fontsize=10)
     paths = save_figure(fig, out_prefix)
     return paths + save_table(table, table_prefix or out_prefix, CAPTION)
