@@ -61,7 +61,7 @@ venv: $(STAMP)  ## create .venv and install gradmc with the pinned versions (TOR
 data: $(STAMP)  ## fetch the data files config/$(CONFIG).yaml reads into $GRADMC_DATA_DIR (default ~/.cache/gradmc)
 	$(BIN)/gradmc data fetch --config config/$(CONFIG).yaml
 
-test: $(STAMP)  ## run the test suite (about 12 minutes on 2 cores)
+test: $(STAMP)  ## run the test suite (about 16 minutes on 2 cores)
 	$(BIN)/python -m pytest -q --durations=15
 
 test-full: $(STAMP)  ## run every test, the slow ones too
