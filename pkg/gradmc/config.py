@@ -19,7 +19,7 @@ import jsonschema
 import yaml
 
 from gradmc.errors import ConfigError, MissingInputError
-from gradmc.experiments.ebm_samplers import UNSUPPORTED as _EBM_UNSUPPORTED
+from gradmc.experiments.ebm_samplers import SAMPLERS as _EBM_SAMPLERS
 
 __all__ = ["ConfigError", "ConfigPart", "SCHEMA_PATH", "fill_defaults", "for_dataset", "load_config", "select",
            "validate_config"]
@@ -184,9 +184,9 @@ def _semantic_errors(config: dict) -> list[str]:
                       "GWG run's training time, but GWG is not listed; add GWG to ebm.samplers or set "
                       "equal_time: false")
     for name in ebm.get("samplers", []):
-        if name in _EBM_UNSUPPORTED:
-            errors.append(f"config key 'ebm.samplers': {name!r} is not an EBM training sampler: "
-                          f"{_EBM_UNSUPPORTED[name]}")
+        if name not in _EBM_SAMPLERS:
+            errors.append(f"config key 'ebm.samplers': {name!r} is not an EBM training sampler; expected some of "
+                          f"{', '.join(_EBM_SAMPLERS)}")
     return errors
 
 

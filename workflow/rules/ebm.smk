@@ -1,8 +1,8 @@
 # GWG paper Table 2, Fig. 8, Fig. 14 (EXPERIMENTS.md A7): data -> train ResNet EBMs by PCD -> AIS -> table/figures.
 # One training job and one AIS job per feasible (data set, sampler) (gradmc.experiments.ebm_samplers.feasible):
-# GWG and DMALA on every data set, Gibbs-1 only on binary data (categorical Gibbs is infeasible and reported as
-# such); ACS is refused with the reason. With equal_time every non-GWG run (Gibbs-1, DMALA) gets the GWG run's
-# training time.
+# GWG and DMALA on every data set, Gibbs-1 and ACS only on binary data (categorical Gibbs is infeasible and
+# reported as such; ACS has no categorical form). With equal_time every non-GWG run (Gibbs-1, DMALA, ACS) gets
+# the GWG run's training time.
 import re as _re  # noqa: E402
 
 from gradmc.experiments.ebm_samplers import SAMPLERS as EBM_SAMPLERS, feasible as ebm_feasible  # noqa: E402
@@ -33,7 +33,7 @@ rule train_ebm:
         code=digest("gradmc.experiments.ebm"),
         budget=lambda wildcards, input: f"--budget-from {input.budget[0]}" if input.budget else "",
         iterations=lambda wildcards: (
-            # equal_time: every sampler but GWG (Gibbs-1, DMALA) runs for the GWG run's training time
+            # equal_time: every sampler but GWG (Gibbs-1, DMALA, ACS) runs for the GWG run's training time
             "as many iterations as fit in the GWG run's training time" if wildcards.sampler != "GWG" and EBM_EQUAL_TIME
             else f'{ebm_setting("train", wildcards.dataset, "iterations")} iterations'
         ),

@@ -3,10 +3,11 @@
 Stages (each a pipeline job):
 1. ``train_stage``: one (data set, sampler) training run -> checkpoint ``.pt`` and, beside it, the first
    replay-buffer rows for Fig. 8 (:func:`gradmc.training.ebm_samples.samples_path`: ``model.samples.npz``).
-   The sampler is GWG or DMALA (binary or categorical) or Gibbs-1 (binary only: categorical Gibbs needs 256
-   evaluations per pixel and is reported as infeasible, as in the paper); ACS cannot train by PCD here
-   (:func:`feasible`, :mod:`gradmc.experiments.ebm_samplers` says why). With ``equal_time`` every sampler
-   other than GWG (Gibbs-1, DMALA) gets the training time of the GWG run of the same data set (read from its
+   The sampler is GWG or DMALA (binary or categorical), Gibbs-1 (binary only: categorical Gibbs needs 256
+   evaluations per pixel and is reported as infeasible, as in the paper) or ACS (binary only, its cycle over
+   training iterations: :class:`gradmc.samplers.discrete.acs_pcd.ACSOverIterations`; :func:`feasible`,
+   :mod:`gradmc.experiments.ebm_samplers`). With ``equal_time`` every sampler
+   other than GWG (Gibbs-1, DMALA, ACS) gets the training time of the GWG run of the same data set (read from its
    checkpoint): the paper's equal wall-clock comparison. Training resumes from ``<out>.partial`` if a previous
    run was interrupted.
 2. ``ais_stage``: AIS (GWG transitions, linear schedule, data-fitted base) on the best EMA weights ->
@@ -43,15 +44,16 @@ from gradmc.data.prepare_images import load_prepared_images
 from gradmc.errors import InputError
 from gradmc.evaluation.ais import BernoulliBase, CategoricalBase, ais_log_partition, linear_schedule, log_z_lower_bound
 from gradmc.evaluation.mode_search import search_modes
-from gradmc.experiments.ebm_samplers import CATEGORICAL_SAMPLERS, SAMPLERS, UNSUPPORTED, feasible
+from gradmc.experiments.ebm_samplers import CATEGORICAL_SAMPLERS, SAMPLERS, feasible
 from gradmc.experiments.runner import tidy_frame
 from gradmc.models import ResNetEBM
+from gradmc.samplers.discrete.acs_pcd import ACSOverIterations
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.training.ebm import CHECKPOINT_FORMAT, EBMTrainer
 from gradmc.training.ebm_samples import samples_path, write_samples
 
-__all__ = ["EXPERIMENT", "META", "SAMPLERS", "CATEGORICAL_SAMPLERS", "UNSUPPORTED", "feasible", "BASES", "Data",
+__all__ = ["EXPERIMENT", "META", "SAMPLERS", "CATEGORICAL_SAMPLERS", "feasible", "BASES", "Data",
            "load_data", "build_model", "subset", "train_stage", "ais_stage", "learning_curve_rows"]
 
 EXPERIMENT = "ebm"
@@ -64,7 +66,7 @@ META = {"stages": {
                 "ebm.ais.convergence", "ebm.ais.bound_search_steps", "ebm.ais.bound_search_chains",
                 "ebm.ais.bound_search_temperature", "ebm.ais.overrides"],
 }}
-# SAMPLERS (GWG, Gibbs-1, DMALA), CATEGORICAL_SAMPLERS, UNSUPPORTED (ACS) and feasible(): ebm_samplers
+# SAMPLERS (GWG, Gibbs-1, DMALA, ACS), CATEGORICAL_SAMPLERS and feasible(): ebm_samplers
 _LOG2 = math.log(2.0)
 
 
@@ -136,10 +138,15 @@ def build_model(spec: dict, data: Data) -> ResNetEBM:
 
 
 def _sampler(name: str, levels: int):
-    """The PCD kernel ``name`` for ``levels``-level data (:func:`feasible`); InputError if it cannot train."""
+    """The PCD kernel ``name`` for ``levels``-level data (:func:`feasible`); InputError if it cannot train.
+    ACS is the registry's ACS with its cycle over training iterations (:class:`ACSOverIterations`)."""
     if not feasible(name, levels):
-        raise InputError(f"ebm: {name} on {levels}-level data is infeasible ({levels} evaluations per pixel, as "
-                         f"the paper reports); categorical models train with {', '.join(CATEGORICAL_SAMPLERS)}")
+        why = ("ACS has no categorical form here" if name == "ACS" else
+               f"{levels} evaluations per pixel, as the paper reports")
+        raise InputError(f"ebm: {name} on {levels}-level data is infeasible ({why}); categorical models train "
+                         f"with {', '.join(CATEGORICAL_SAMPLERS)}")
+    if name == "ACS":
+        return ACSOverIterations(make_sampler("ACS"))
     return make_sampler(name, state="categorical") if levels > 2 else make_sampler(name)
 
 
@@ -167,7 +174,7 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
     Returns a summary dict (iterations, seconds, best validation score).
 
     Raises:
-        InputError: a sampler that cannot train on this data (:func:`feasible`: unknown, ACS, Gibbs-1 on
+        InputError: a sampler that cannot train on this data (:func:`feasible`: unknown, Gibbs-1 or ACS on
             categorical data), a data file of another data set, or an unreadable ``budget_from`` checkpoint.
     """
     spec, device = config["ebm"], config["device"]
@@ -207,7 +214,7 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
     def evaluate(model_eval: torch.nn.Module) -> float:
         return validation_log_likelihood(model_eval, data, valid, ais, seed_from(EXPERIMENT, "valid", dataset))
 
-    # equal wall-clock: the time budget decides how many iterations a non-GWG run (Gibbs-1, DMALA) makes (cap: 100x)
+    # equal wall-clock: the time budget decides how many iterations a non-GWG run makes (cap: 100x)
     num_iterations = t["iterations"] if max_seconds is None else 100 * t["iterations"]
     trainer.train(num_iterations, evaluate=evaluate, eval_every=t["eval_every"], checkpoint_path=partial,
                   checkpoint_every=t["checkpoint_every"], progress=progress, log_every=t["log_every"],

@@ -89,7 +89,10 @@ class EBMTrainer:
 
     Args:
         model: nn.Module, x -> f(x) (C,), differentiable in x.
-        sampler: discrete kernel (``init``/``step``), binary or categorical to match the data.
+        sampler: discrete kernel (``init``/``step``), binary or categorical to match the data; or a schedule
+            over iterations with ``prepare(iteration, x, model, generator) -> (kernel, x0)`` (0-based
+            iteration; e.g. :class:`gradmc.samplers.discrete.acs_pcd.ACSOverIterations`), whose returned kernel
+            runs that iteration from x0, and whose ``state_dict``/``load_state_dict`` go into checkpoints.
         data: (N, D) binary or (N, D, K) one-hot training data on the model's device.
         base: the data-fitted base (``sample(n, generator)``) that initialises the buffer.
         num_steps, batch_size, buffer_size, lr, warmup, ema_decay: as in the module docstring.
@@ -168,8 +171,18 @@ class EBMTrainer:
 
         Raises:
             NonFiniteTrainingError: NaN/inf energies, loss, gradients or updated parameters (module
-                docstring); nothing but the generator has changed unless the parameters are the culprit.
+                docstring); nothing but the generator has changed unless the parameters are the culprit (a
+                scheduled sampler's tuned state is restored too).
         """
+        saved = self.sampler.state_dict() if hasattr(self.sampler, "state_dict") else None
+        try:
+            return self._step()
+        except ValueError:
+            if saved is not None:
+                self.sampler.load_state_dict(saved)
+            raise
+
+    def _step(self) -> dict:
         start = time.perf_counter()
         it = self.iteration + 1
         # distinct rows: a repeated index would make the write-back below a data race (module docstring)
@@ -180,10 +193,14 @@ class EBMTrainer:
         self.model.eval()
         self.model.requires_grad_(False)  # the sampler needs grad_x f only: no parameter gradients
         try:
-            state = self.sampler.init(self.buffer[idx], self.model)
+            sampler, x0 = self.sampler, self.buffer[idx]
+            prepare = getattr(sampler, "prepare", None)  # a schedule over iterations (ACSOverIterations)
+            if prepare is not None:
+                sampler, x0 = prepare(self.iteration, x0, self.model, self.generator)
+            state = sampler.init(x0, self.model)
             acc = torch.zeros((), device=self.buffer.device)  # summed on the device: no sync per sampler step
             for _ in range(self.num_steps):
-                state, info = self.sampler.step(state, self.model, self.generator)
+                state, info = sampler.step(state, self.model, self.generator)
                 acc = acc + info.acceptance_prob.float().mean()
         except NonFiniteError as err:  # the sampler's own check (samplers.base): say which iteration it was
             raise NonFiniteTrainingError(it, "value in the sampler", str(err)) from err
@@ -271,7 +288,8 @@ class EBMTrainer:
                 "model": self.model.state_dict(), "ema": self.ema.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
                 "buffer": self.buffer.cpu(), "generator": self.generator.get_state(), "history": self.history,
-                "seconds": self.seconds, "best": self.best}
+                "seconds": self.seconds, "best": self.best,
+                "sampler_state": self.sampler.state_dict() if hasattr(self.sampler, "state_dict") else None}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore :meth:`state_dict` output.
@@ -295,6 +313,10 @@ class EBMTrainer:
         self.generator.set_state(state["generator"])
         self.iteration, self.history = int(state["iteration"]), list(state["history"])
         self.seconds, self.best = float(state["seconds"]), state["best"]
+        if hasattr(self.sampler, "load_state_dict"):
+            if state.get("sampler_state") is None:
+                raise InputError(f"checkpoint has no state for the sampler {self.sampler!r} (its tuned schedule)")
+            self.sampler.load_state_dict(state["sampler_state"])
 
     def save(self, path: str | Path) -> Path:
         """Write :meth:`state_dict` atomically (a crash never leaves a half-written checkpoint).
