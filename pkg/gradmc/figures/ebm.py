@@ -2,9 +2,9 @@
 
 - Table 2: our test log-likelihoods (nats; bits per dimension for 256-level data), one row per trained
   sampler (GWG, Gibbs-1, DMALA), next to the paper's EBM(GWG) / EBM(Gibbs) numbers, the later papers' numbers
-  for the later samplers (:data:`LATER_PAPERS`: DMALA, Zhang et al. 2022) and the literature baselines the
-  paper quotes (constants with their sources, not reruns). AIS underestimates log Z, so every AIS
-  likelihood is an optimistic (upper) estimate; the table says so.
+  for the later samplers (:data:`gradmc.experiments.ebm_samplers.LATER_PAPERS`: DMALA, Zhang et al. 2022) and
+  the literature baselines the paper quotes (constants with their sources, not reruns). AIS underestimates
+  log Z, so every AIS likelihood is an optimistic (upper) estimate; the table says so.
 - Fig. 8: samples from each trained model (its replay buffer after training, as the paper's long-run
   samples come from its persistent chains), read from the samples file ``train_ebm`` writes beside its
   checkpoint (:mod:`gradmc.training.ebm_samples`); the figure never loads a model.
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from gradmc.config import for_dataset
-from gradmc.experiments.ebm_samplers import CATEGORICAL_DATASETS
+from gradmc.experiments.ebm_samplers import CATEGORICAL_DATASETS, LATER_PAPERS
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 from gradmc.training.ebm_samples import read_samples
@@ -39,11 +39,6 @@ PAPER = {
     "dynamic_mnist": {"GWG": -80.51, "Gibbs-1": -121.19},
     "omniglot": {"GWG": -94.72, "Gibbs-1": -142.06},
     "caltech": {"GWG": -96.20, "Gibbs-1": -163.50},
-}
-#: Deep-EBM test log-likelihoods (nats) the later samplers' own papers report for the same protocol:
-#: data set -> sampler -> (value, source). DMALA: Zhang, Liu & Liu (ICML 2022), static MNIST.
-LATER_PAPERS = {
-    "static_mnist": {"DMALA": (-79.46, "Zhang et al. 2022")},
 }
 #: Literature baselines quoted in the paper's Table 2 (VAE: Tomczak & Welling 2018; RBM, DBN: Burda et
 #: al. 2015). Binary sets in nats, categorical in bits per dimension. Only values legible in our copy.
@@ -110,7 +105,7 @@ def _doubling(d: pd.DataFrame, nats_per_unit: float = 1.0, unit: str = "nats") -
 
 def table(df: pd.DataFrame, settings: dict | None = None) -> pd.DataFrame:
     """One row per (data set, model): ours (one per trained sampler), the paper's (GWG Table 2), the later
-    papers' (:data:`LATER_PAPERS`) and the literature's numbers with units; our rows
+    papers' (:data:`gradmc.experiments.ebm_samplers.LATER_PAPERS`) and the literature's numbers with units; our rows
     carry the last AIS doubling's change and, from ``settings`` ((data set, sampler) -> the run's config),
     its deviations from the paper's settings (:func:`deviations`); the data-fitted base's exact test
     log-likelihood is a row of its own."""
