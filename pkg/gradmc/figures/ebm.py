@@ -50,7 +50,6 @@ LITERATURE = {
     "frey": {"VAE (MLP)": 4.61},
     "histopathology": {"VAE (MLP)": 5.82, "VAE (Conv)": 5.59},
 }
-_CATEGORICAL = CATEGORICAL_DATASETS
 #: The paper's training and AIS settings (GWG App. I; EXPERIMENTS.md A7), against which each run's deviations
 #: are listed in the table: (section, key, paper value, label). Buffer: 10,000 for the MNISTs and Omniglot.
 PAPER_SETTINGS = (("train", "iterations", 50_000, "iterations"), ("train", "num_steps", 40, "sampler steps"),
@@ -112,7 +111,7 @@ def table(df: pd.DataFrame, settings: dict | None = None) -> pd.DataFrame:
     rows = []
     for dataset in sorted(df["target"].unique()):
         d = df[df["target"] == dataset]
-        categorical = dataset in _CATEGORICAL
+        categorical = dataset in CATEGORICAL_DATASETS
         unit = "bits/dim (lower is better)" if categorical else "nats (higher is better)"
         metric = "test_bits_per_dim" if categorical else "test_log_likelihood"
         for sampler in sorted(d["sampler"].unique()):
