@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from _ebm_data import prepared_images
 
 from gradmc.errors import InputError
 from gradmc.evaluation.ais import BernoulliBase, CategoricalBase, ais_log_partition, linear_schedule
@@ -153,25 +154,6 @@ def test_learning_curve_rows_from_history():
     assert learning_curve_rows({"history": [{"iteration": 1, "seconds": 0.1}]}, "GWG") == []
 
 
-def _prepared(tmp_path, n=40, shape=(6, 5), levels=2, name="static_mnist"):
-    """A tiny prepared data set (the format of gradmc.data.prepare_images): binary, or ``levels`` grey levels."""
-    import json
-
-    import numpy as np
-
-    from gradmc.data.prepare_images import FORMAT
-    g = np.random.default_rng(0)
-    if levels == 2:
-        splits = {s: (g.random((n, *shape)) < 0.3).astype(np.uint8) for s in ("train", "valid", "test")}
-    else:
-        splits = {s: g.integers(0, levels, (n, *shape)).astype(np.uint8) for s in ("train", "valid", "test")}
-    manifest = {"format": FORMAT, "dataset": name, "levels": levels, "image_shape": list(shape),
-                "binarization": "static", "splits": {s: {"shape": list(x.shape)} for s, x in splits.items()}}
-    path = tmp_path / f"{name}.npz"
-    np.savez(path, manifest=np.array(json.dumps(manifest)), **splits)
-    return path
-
-
 def _tiny_config(train: dict, ais: dict) -> dict:
     """A seconds-sized EBM config: the shared small settings with ``train`` / ``ais`` entries put over them."""
     return {"device": "cpu", "ebm": {
@@ -184,7 +166,7 @@ def _tiny_config(train: dict, ais: dict) -> dict:
 def test_train_and_ais_stages_emit_base_se_and_learning_curve_rows(tmp_path):
     from gradmc.experiments.ebm import ais_stage, load_data, train_stage
     from gradmc.results.schema import validate_metrics
-    path = _prepared(tmp_path)
+    path = prepared_images(tmp_path)
     config = _tiny_config(train={"iterations": 4, "eval_every": 2},
                           ais={"num_intermediate": 4, "validation_intermediate": 3, "test_examples": 25,
                                "convergence": [2, 4], "bound_search_chains": 4, "bound_search_temperature": 0.1})
@@ -221,7 +203,7 @@ def test_the_mode_search_bound_on_categorical_data(tmp_path):
     come back as level indices, join the bound, and the bound is at least that of the known states."""
     from gradmc.evaluation.ais import log_z_lower_bound
     from gradmc.experiments.ebm import _known_states, ais_stage, load_data, load_trained, train_stage
-    path = _prepared(tmp_path, levels=4, name="frey", shape=(4, 3))
+    path = prepared_images(tmp_path, levels=4, name="frey", shape=(4, 3))
     config = _tiny_config(train={"iterations": 3, "eval_every": 0},
                           ais={"num_intermediate": 3, "validation_intermediate": 2, "test_examples": 20,
                                "convergence": [3], "bound_search_chains": 5, "bound_search_temperature": 0.2})

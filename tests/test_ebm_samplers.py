@@ -6,7 +6,6 @@ the later samplers in Table 2, the claims and the plan."""
 from __future__ import annotations
 
 import copy
-import json
 import re
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from _ebm_data import prepared_images
 
 from gradmc.config import load_config, validate_config
 from gradmc.errors import ConfigError, InputError
@@ -67,21 +67,6 @@ def test_the_chain_level_acs_in_a_pcd_iteration_never_leaves_its_burn_in():
     assert acs.burn_in == 200 > 40
 
 
-def _prepared(tmp_path, levels=2, name="static_mnist", n=40, shape=(6, 5)):
-    """A tiny prepared data set (the format of gradmc.data.prepare_images)."""
-    from gradmc.data.prepare_images import FORMAT
-    g = np.random.default_rng(0)
-    if levels == 2:
-        splits = {s: (g.random((n, *shape)) < 0.3).astype(np.uint8) for s in ("train", "valid", "test")}
-    else:
-        splits = {s: g.integers(0, levels, (n, *shape)).astype(np.uint8) for s in ("train", "valid", "test")}
-    manifest = {"format": FORMAT, "dataset": name, "levels": levels, "image_shape": list(shape),
-                "binarization": "static", "splits": {s: {"shape": list(x.shape)} for s, x in splits.items()}}
-    path = tmp_path / f"{name}.npz"
-    np.savez(path, manifest=np.array(json.dumps(manifest)), **splits)
-    return path
-
-
 def _config(iterations=3):
     return {"device": "cpu", "ebm": {
         "model": SPEC,
@@ -97,7 +82,7 @@ def _config(iterations=3):
                                                         (4, "frey", "DMALACategorical(")])
 def test_a_tiny_training_run_with_dmala_and_its_ais(tmp_path, levels, name, kernel):
     from gradmc.experiments.ebm import ais_stage, read_checkpoint, train_stage
-    path = _prepared(tmp_path, levels, name, shape=(6, 5) if levels == 2 else (4, 3))
+    path = prepared_images(tmp_path, levels, name, shape=(6, 5) if levels == 2 else (4, 3))
     out = tmp_path / "model.pt"
     summary = train_stage(_config(), name, "DMALA", str(path), str(out), progress=None)
     state = read_checkpoint(out)
@@ -110,7 +95,7 @@ def test_a_tiny_training_run_with_dmala_and_its_ais(tmp_path, levels, name, kern
 
 def test_dmala_gets_the_gwg_runs_training_time_with_equal_time(tmp_path):
     from gradmc.experiments.ebm import read_checkpoint, train_stage
-    path = _prepared(tmp_path)
+    path = prepared_images(tmp_path)
     gwg, dmala = tmp_path / "gwg.pt", tmp_path / "dmala.pt"
     train_stage(_config(iterations=4), "static_mnist", "GWG", str(path), str(gwg), progress=None)
     budget = read_checkpoint(gwg)["seconds"]
@@ -127,7 +112,7 @@ def test_a_tiny_training_run_with_acs_and_its_ais(tmp_path):
     at iteration 0 is in the checkpoint, inside ACS's initial bounds."""
     from gradmc.experiments.ebm import ais_stage, read_checkpoint, train_stage
     from gradmc.samplers.discrete.acs import ACS
-    path = _prepared(tmp_path)
+    path = prepared_images(tmp_path)
     out = tmp_path / "model.pt"
     train_stage(_config(iterations=4), "static_mnist", "ACS", str(path), str(out), progress=None)
     state = read_checkpoint(out)
@@ -145,7 +130,7 @@ def test_a_tiny_training_run_with_acs_and_its_ais(tmp_path):
 ])
 def test_train_stage_refuses_what_cannot_train_before_writing_anything(tmp_path, sampler, levels, name, expected):
     from gradmc.experiments.ebm import train_stage
-    path = _prepared(tmp_path, levels, name, shape=(6, 5) if levels == 2 else (4, 3))
+    path = prepared_images(tmp_path, levels, name, shape=(6, 5) if levels == 2 else (4, 3))
     with pytest.raises(InputError, match=re.escape(expected)):
         train_stage(_config(), name, sampler, str(path), str(tmp_path / "model.pt"), progress=None)
     assert list(tmp_path.glob("model*")) == []

@@ -128,14 +128,21 @@ class _ExactSampler:
         return type("S", (), {"x": self.states[idx]})(), Info(ones, ones.bool(), ones.long(), len(self.states), 0)
 
 
-def test_pcd_with_exact_negatives_recovers_tiny_potts():
-    L, q = 3, 3
-    g = torch.Generator().manual_seed(3)
-    truth = _random_model(L, q, seed=3)
+def _tiny_potts_fit(L: int, q: int, seed: int):
+    """A tiny PCD problem: ``(g, truth, states, data, model)``: a generator seeded ``seed``, a random true Potts
+    model (:func:`_random_model`, the same seed), all q^L one-hot states, 20,000 data drawn exactly from the truth
+    by enumeration (with ``g``, which the caller goes on using) and a fresh float64 model (h = J = 0) to fit."""
+    g = torch.Generator().manual_seed(seed)
+    truth = _random_model(L, q, seed=seed)
     states = enumerate_onehot(L, q, torch.float64)
     p = torch.softmax(truth(states).detach(), 0)
     data = states[torch.multinomial(p, 20_000, replacement=True, generator=g)]
-    model = PottsModel(L, q, dtype=torch.float64)
+    return g, truth, states, data, PottsModel(L, q, dtype=torch.float64)
+
+
+def test_pcd_with_exact_negatives_recovers_tiny_potts():
+    L, q = 3, 3
+    g, truth, states, data, model = _tiny_potts_fit(L, q, seed=3)
     trainer = PCD(model, _ExactSampler(L, q), data, num_steps=1, batch_size=1000, lr=0.05, generator=g)
     _, J_true = zero_sum_gauge(truth.h.detach(), truth.J.detach())
     before = float(J_true.abs().max())
@@ -336,12 +343,7 @@ def test_pcd_with_dmala_negatives_learns_tiny_potts():
     With q = 3 the same kernel proposes a change so rarely (about (q - 1) e^{-1/alpha} per site: 5% of the chains
     move per step on a 4-site model) that PCD drifts away from the data, which is why the size here is q = 21."""
     L, q = 3, 21
-    g = torch.Generator().manual_seed(5)
-    truth = _random_model(L, q, seed=5)
-    states = enumerate_onehot(L, q, torch.float64)
-    p = torch.softmax(truth(states).detach(), 0)
-    data = states[torch.multinomial(p, 20_000, replacement=True, generator=g)]
-    model = PottsModel(L, q, dtype=torch.float64)
+    g, truth, states, data, model = _tiny_potts_fit(L, q, seed=5)
 
     def loglik(m: PottsModel) -> float:  # mean exact log-likelihood of the data
         with torch.no_grad():

@@ -14,9 +14,9 @@ note says so). Intervals are normal: estimate +- z_{0.975} SE.
    AIS's known bias at the paper's settings (App. I.2.1: AIS over-estimates the likelihood and the paper calls
    its numbers upper bounds), not a derived one. At quick sizes (few training iterations, few AIS
    distributions) these claims are expected to FAIL: that is the finding. The same claim, with the same band,
-   for a later sampler against its own paper's number (:data:`LATER_NATS`: DMALA on static MNIST, -79.46 nats,
-   Zhang, Liu & Liu ICML 2022, trained and scored by the GWG protocol), made only when that sampler's run is
-   in the metrics.
+   for a later sampler against its own paper's number (:data:`gradmc.experiments.ebm_samplers.LATER_PAPERS`:
+   DMALA on static MNIST, Zhang, Liu & Liu ICML 2022, trained and scored by the GWG protocol), made only when
+   that sampler's run is in the metrics.
 3. Per data set with the row ``base_test_log_likelihood`` (mean log p_n(x_test) of the data-fitted
    Bernoulli / categorical base, exact): "EBM(GWG) beats its base". Effect: test log-likelihood EBM(GWG) -
    base (nats); > 0: the EBM better (direction +1); SE: the EBM's alone (the base is exact; both average
@@ -52,8 +52,9 @@ from scipy import stats
 
 from gradmc.claims.base import Claim, agreement
 from gradmc.claims.stats import LEVEL, Interval
+from gradmc.experiments.ebm_samplers import LATER_PAPERS
 
-__all__ = ["claims", "PAPER_ITERATIONS", "TABLE2_NATS", "LATER_NATS", "TOLERANCE_NATS", "CONVERGENCE_NATS"]
+__all__ = ["claims", "PAPER_ITERATIONS", "TABLE2_NATS", "TOLERANCE_NATS", "CONVERGENCE_NATS"]
 
 PAPER_ITERATIONS = 50_000
 TABLE2_NATS = {"static_mnist": {"GWG": -80.01, "Gibbs-1": -117.17},
@@ -61,9 +62,6 @@ TABLE2_NATS = {"static_mnist": {"GWG": -80.01, "Gibbs-1": -117.17},
                "omniglot": {"GWG": -94.72, "Gibbs-1": -142.06},
                "caltech": {"GWG": -96.20, "Gibbs-1": -163.50}}
 """GWG Table 2, test log-likelihood (nats) of EBM(GWG) and EBM(Gibbs, equal wall-clock) on the binary data sets."""
-LATER_NATS = {"static_mnist": {"DMALA": (-79.46, "DMALA paper (Zhang et al. 2022)")}}
-"""Deep-EBM test log-likelihood (nats) a later sampler's own paper reports: data set -> sampler -> (value, source).
-DMALA: Zhang, Liu & Liu (ICML 2022), the GWG deep-EBM protocol on static MNIST."""
 TOLERANCE_NATS = 5.0
 _WHY = ("the paper prints no error bar; +-5 nats is a stated allowance of the size of AIS's known upward bias "
         "(GWG App. I.2.1: the numbers are upper bounds) and of run-to-run variation, not a derived one")
@@ -165,9 +163,9 @@ def claims(df: pd.DataFrame) -> list[Claim]:
         for sampler in present:
             printed = [(TABLE2_NATS[dataset][sampler], "GWG Table 2", _WHY)] if sampler in TABLE2_NATS.get(
                 dataset, {}) else []
-            if sampler in LATER_NATS.get(dataset, {}):
-                number, source = LATER_NATS[dataset][sampler]
-                printed.append((number, source, _WHY_LATER))
+            if sampler in LATER_PAPERS.get(dataset, {}):
+                number, source = LATER_PAPERS[dataset][sampler]
+                printed.append((number, f"{sampler} paper ({source})", _WHY_LATER))
             for paper, source, why in printed:
                 ours = _bounded(_normal(value[sampler], se[sampler][0], se[sampler][1]), not loose[sampler], True,
                                 loose[sampler])

@@ -1,6 +1,8 @@
 """Which samplers train the deep EBMs of GWG Table 2 (EXPERIMENTS.md A7) by PCD, on which data: the feasibility
 rule shared by :mod:`gradmc.experiments.ebm`, the config check and ``workflow/rules/ebm.smk`` (torch-free, so
-the workflow can read it without importing torch).
+the workflow can read it without importing torch), and the later samplers' own papers' deep-EBM numbers
+(:data:`LATER_PAPERS`), shared by the Table 2 figure (:mod:`gradmc.figures.ebm`) and claims
+(:mod:`gradmc.claims.ebm`).
 
 Training samplers (:data:`SAMPLERS`):
     GWG       Gibbs-With-Gradients (GWG paper Sec. 5.5), binary and categorical (Eq. 4).
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from gradmc.errors import InputError
 
-__all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "CATEGORICAL_DATASETS", "BINARY_DATASETS", "feasible"]
+__all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "CATEGORICAL_DATASETS", "BINARY_DATASETS", "LATER_PAPERS", "feasible"]
 
 #: Samplers that train EBMs by PCD (binary data), in table order.
 SAMPLERS = ("GWG", "Gibbs-1", "DMALA", "ACS")
@@ -31,6 +33,11 @@ CATEGORICAL_SAMPLERS = ("GWG", "DMALA")
 CATEGORICAL_DATASETS = ("frey", "histopathology")
 #: The binary data sets of GWG Table 2.
 BINARY_DATASETS = ("static_mnist", "dynamic_mnist", "omniglot", "caltech")
+#: Deep-EBM test log-likelihoods (nats) the later samplers' own papers report for the GWG deep-EBM protocol:
+#: data set -> sampler -> (value, source). DMALA: Zhang, Liu & Liu (ICML 2022), static MNIST.
+LATER_PAPERS = {
+    "static_mnist": {"DMALA": (-79.46, "Zhang et al. 2022")},
+}
 
 
 def _levels(data: int | str) -> int:

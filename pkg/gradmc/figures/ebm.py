@@ -2,9 +2,9 @@
 
 - Table 2: our test log-likelihoods (nats; bits per dimension for 256-level data), one row per trained
   sampler (GWG, Gibbs-1, DMALA), next to the paper's EBM(GWG) / EBM(Gibbs) numbers, the later papers' numbers
-  for the later samplers (:data:`LATER_PAPERS`: DMALA, Zhang et al. 2022) and the literature baselines the
-  paper quotes (constants with their sources, not reruns). AIS underestimates log Z, so every AIS
-  likelihood is an optimistic (upper) estimate; the table says so.
+  for the later samplers (:data:`gradmc.experiments.ebm_samplers.LATER_PAPERS`: DMALA, Zhang et al. 2022) and
+  the literature baselines the paper quotes (constants with their sources, not reruns). AIS underestimates
+  log Z, so every AIS likelihood is an optimistic (upper) estimate; the table says so.
 - Fig. 8: samples from each trained model (its replay buffer after training, as the paper's long-run
   samples come from its persistent chains), read from the samples file ``train_ebm`` writes beside its
   checkpoint (:mod:`gradmc.training.ebm_samples`); the figure never loads a model.
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from gradmc.config import for_dataset
-from gradmc.experiments.ebm_samplers import CATEGORICAL_DATASETS
+from gradmc.experiments.ebm_samplers import CATEGORICAL_DATASETS, LATER_PAPERS
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 from gradmc.training.ebm_samples import read_samples
@@ -40,11 +40,6 @@ PAPER = {
     "omniglot": {"GWG": -94.72, "Gibbs-1": -142.06},
     "caltech": {"GWG": -96.20, "Gibbs-1": -163.50},
 }
-#: Deep-EBM test log-likelihoods (nats) the later samplers' own papers report for the same protocol:
-#: data set -> sampler -> (value, source). DMALA: Zhang, Liu & Liu (ICML 2022), static MNIST.
-LATER_PAPERS = {
-    "static_mnist": {"DMALA": (-79.46, "Zhang et al. 2022")},
-}
 #: Literature baselines quoted in the paper's Table 2 (VAE: Tomczak & Welling 2018; RBM, DBN: Burda et
 #: al. 2015). Binary sets in nats, categorical in bits per dimension. Only values legible in our copy.
 LITERATURE = {
@@ -55,7 +50,6 @@ LITERATURE = {
     "frey": {"VAE (MLP)": 4.61},
     "histopathology": {"VAE (MLP)": 5.82, "VAE (Conv)": 5.59},
 }
-_CATEGORICAL = CATEGORICAL_DATASETS
 #: The paper's training and AIS settings (GWG App. I; EXPERIMENTS.md A7), against which each run's deviations
 #: are listed in the table: (section, key, paper value, label). Buffer: 10,000 for the MNISTs and Omniglot.
 PAPER_SETTINGS = (("train", "iterations", 50_000, "iterations"), ("train", "num_steps", 40, "sampler steps"),
@@ -110,14 +104,14 @@ def _doubling(d: pd.DataFrame, nats_per_unit: float = 1.0, unit: str = "nats") -
 
 def table(df: pd.DataFrame, settings: dict | None = None) -> pd.DataFrame:
     """One row per (data set, model): ours (one per trained sampler), the paper's (GWG Table 2), the later
-    papers' (:data:`LATER_PAPERS`) and the literature's numbers with units; our rows
+    papers' (:data:`gradmc.experiments.ebm_samplers.LATER_PAPERS`) and the literature's numbers with units; our rows
     carry the last AIS doubling's change and, from ``settings`` ((data set, sampler) -> the run's config),
     its deviations from the paper's settings (:func:`deviations`); the data-fitted base's exact test
     log-likelihood is a row of its own."""
     rows = []
     for dataset in sorted(df["target"].unique()):
         d = df[df["target"] == dataset]
-        categorical = dataset in _CATEGORICAL
+        categorical = dataset in CATEGORICAL_DATASETS
         unit = "bits/dim (lower is better)" if categorical else "nats (higher is better)"
         metric = "test_bits_per_dim" if categorical else "test_log_likelihood"
         for sampler in sorted(d["sampler"].unique()):

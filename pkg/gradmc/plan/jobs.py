@@ -27,14 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gradmc.experiments.ebm_samplers import CATEGORICAL_DATASETS, feasible
+from gradmc.experiments.ebm_samplers import feasible
 from gradmc.registry import standard
 
-__all__ = ["JobSpec", "JOBS", "EBM_CATEGORICAL", "ebm_runs", "ebm_levels", "ebm_evals", "on_gpu", "holds_gpu"]
-
-#: EBM data sets with 256 levels: they train with categorical GWG or DMALA only
-#: (:func:`gradmc.experiments.ebm_samplers.feasible`).
-EBM_CATEGORICAL = CATEGORICAL_DATASETS
+__all__ = ["JobSpec", "JOBS", "ebm_runs", "ebm_levels", "ebm_evals", "on_gpu", "holds_gpu"]
 
 
 @dataclass(frozen=True)

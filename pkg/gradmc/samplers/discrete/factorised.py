@@ -280,7 +280,22 @@ def _dlp_binary(x: torch.Tensor, grad: torch.Tensor, step_size: float) -> tuple[
 
 
 @dataclass(frozen=True)
-class DMALA(IndependentFlipMH):
+class _DLPStepSize:
+    """The field shared by the DMALA / DULA kernels, binary and categorical: ``step_size``, the DLP's alpha
+    (default :data:`DMALA_STEP_SIZE`), checked at construction.
+
+    Raises:
+        ValueError: step_size not a finite number > 0.
+    """
+
+    step_size: float = DMALA_STEP_SIZE
+
+    def __post_init__(self):
+        _check_positive(type(self).__name__, "step_size", self.step_size)
+
+
+@dataclass(frozen=True)
+class DMALA(_DLPStepSize, IndependentFlipMH):
     """Discrete Metropolis-adjusted Langevin algorithm, binary (Zhang, Liu & Liu 2022, DLP + MH correction).
 
     Flip probability p_i = sigmoid(d_i(x) / 2 - 1 / (2 alpha)), then MH correction.
@@ -291,11 +306,6 @@ class DMALA(IndependentFlipMH):
     Raises:
         ValueError: step_size not a finite number > 0.
     """
-
-    step_size: float = DMALA_STEP_SIZE
-
-    def __post_init__(self):
-        _check_positive(type(self).__name__, "step_size", self.step_size)
 
     @property
     def name(self) -> str:
@@ -504,7 +514,7 @@ class IndependentSiteMH(_FactorisedMH):
 
 
 @dataclass(frozen=True)
-class DMALACategorical(IndependentSiteMH):
+class DMALACategorical(_DLPStepSize, IndependentSiteMH):
     """DMALA for one-hot categorical states (Zhang, Liu & Liu 2022, DLP on one-hot sites + MH correction).
 
     Per site d: logit_k = (grad_{d,k} - grad_{d,x_d}) / 2 - ||e_k - x_d||^2 / (2 alpha), i.e. -1 / alpha
@@ -516,11 +526,6 @@ class DMALACategorical(IndependentSiteMH):
     Raises:
         ValueError: step_size not a finite number > 0.
     """
-
-    step_size: float = DMALA_STEP_SIZE
-
-    def __post_init__(self):
-        _check_positive(type(self).__name__, "step_size", self.step_size)
 
     @property
     def name(self) -> str:
