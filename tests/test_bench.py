@@ -77,7 +77,7 @@ def test_layout_every_sampler_has_median_and_spread(tmp_path):
             _check_row(row, 5)
         settings = res["suite_settings"][suite]
         assert settings["repeats"] == 5 and settings["params"]["num_chains"] == TINY[suite]["num_chains"]
-    categorical = {"GWG", "Gibbs-1", "DMALA", "DULA"}
+    categorical = {"GWG", "Gibbs-1", "DMALA", "DULA", "DLMC"}
     assert set(res["suites"][POTTS_SUITE]) == categorical == set(res["suites"][LATTICE_POTTS_SUITE])
     for later in ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS"):  # issue 17: every later sampler is timed
         assert later in res["suites"][RBM_SUITE] and later in res["suites"][ISING_SUITE]
@@ -135,7 +135,8 @@ def test_potts_suites_default_sizes():
         state, info = sampler.step(sampler.init(x, target), target, make_generator(1))
         assert state.x.shape == x.shape
     for suite in (POTTS_SUITE, LATTICE_POTTS_SUITE):
-        assert SUITES[suite].samplers == ("GWG", "Gibbs-1", "DMALA", "DULA") and SUITES[suite].state == "categorical"
+        assert SUITES[suite].samplers == ("GWG", "Gibbs-1", "DMALA", "DULA", "DLMC")
+        assert SUITES[suite].state == "categorical"
 
 
 def test_unknown_suite_refused(tmp_path, capsys):

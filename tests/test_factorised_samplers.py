@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 import torch
 from _exact_targets import PairwiseBinary, binary_exact_targets
@@ -36,6 +37,7 @@ from gradmc.samplers.discrete.factorised import (
     DLMC,
     DMALA,
     DULA,
+    DLMCCategorical,
     DLMCEuler,
     DMALACategorical,
     DULACategorical,
@@ -158,6 +160,44 @@ def test_categorical_dmala_is_exact(potts, step_size):
                  f"potts/DMALA alpha={step_size}", min_move=0.02 if step_size < 0.5 else 0.05)
 
 
+@pytest.mark.parametrize("tau", [None, 0.5, 3.0])
+def test_categorical_dlmc_is_exact(potts, tau):
+    target, states, pi = potts
+    _check_exact(_categorical_matrix(DLMCCategorical(tau), target, states), pi, f"potts/DLMC tau={tau}",
+                 min_move=0.02)
+
+
+def test_categorical_dlmc_row_is_the_matrix_exponential_of_the_rate_generator():
+    """One site, K = 3: the proposal row equals scipy's expm of tau Q, Q[j, k] = exp((g_k - g_j) / 2), rows of
+    Q summing to 0 (an independent matrix exponential), and tau -> infinity gives the stationary softmax(g)."""
+    from scipy.linalg import expm
+    g = torch.tensor([[[0.3, -1.2, 2.0]]], dtype=torch.float64)  # (N=1, D=1, K=3)
+    x = torch.tensor([[[0.0, 1.0, 0.0]]], dtype=torch.float64)
+    Q = np.exp((g[0, 0][None, :] - g[0, 0][:, None]).numpy() / 2)
+    np.fill_diagonal(Q, 0.0)
+    np.fill_diagonal(Q, -Q.sum(1))
+    for tau in (0.1, 0.7):
+        got = DLMCCategorical(tau).log_site_probabilities(x, g).exp()[0, 0].numpy()
+        np.testing.assert_allclose(got, expm(tau * Q)[1], rtol=1e-10, atol=1e-14)
+    far = DLMCCategorical(60.0).log_site_probabilities(x, g).exp()[0, 0]
+    torch.testing.assert_close(far, torch.softmax(g[0, 0], 0), rtol=1e-9, atol=1e-12)
+
+
+def test_categorical_dlmc_at_two_values_is_the_binary_dlmc():
+    """K = 2: the site's flow is the two-state chain of the binary DLMC, so the categorical proposal's
+    change probabilities equal the binary flip probabilities for the same tau and gradient differences."""
+    gen = torch.Generator().manual_seed(5)
+    bits = torch.bernoulli(torch.full((6, 4), 0.5, dtype=torch.float64), generator=gen)
+    grad_b = 3.0 * torch.randn(6, 4, dtype=torch.float64, generator=gen)
+    onehot = torch.stack([1.0 - bits, bits], -1)  # (6, 4, 2)
+    grad_c = torch.stack([torch.zeros_like(grad_b), grad_b], -1)  # f_c(X) = f_b(X[..., 1])
+    for tau in (None, 0.4):
+        log_p, _ = DLMC(tau).log_flip_probabilities(bits, grad_b)
+        log_q = DLMCCategorical(tau).log_site_probabilities(onehot, grad_c)
+        change = log_q.gather(-1, (1 - bits.long())[..., None]).squeeze(-1)
+        torch.testing.assert_close(change, log_p, rtol=1e-9, atol=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------------
 # (b) step reproduces the enumerated row
 
@@ -188,7 +228,8 @@ def test_step_matches_enumerated_row(binary_targets, kernel_name):
     _assert_step_matches(kernel, target, x0, row, state_index, 600 + len(kernel_name), f"pairwise/{kernel_name}")
 
 
-@pytest.mark.parametrize("kernel", [DMALACategorical(), DULACategorical()], ids=["DMALA", "DULA"])
+@pytest.mark.parametrize("kernel", [DMALACategorical(), DULACategorical(), DLMCCategorical(0.5)],
+                         ids=["DMALA", "DULA", "DLMC"])
 def test_categorical_step_matches_enumerated_row(potts, kernel):
     target, states, pi = potts
     x0 = states[torch.argsort(pi)[states.shape[0] // 2]][None]
@@ -253,11 +294,13 @@ def test_mutated_kernel_fails_exact_check(binary_targets, base, mutation):
 
 
 @pytest.mark.parametrize("mutation", list(MUTATIONS))
-def test_mutated_categorical_dmala_fails_exact_check(potts, mutation):
+@pytest.mark.parametrize(("base", "params"), [(DMALACategorical, {"step_size": CATEGORICAL_ALPHA}),
+                                              (DLMCCategorical, {"tau": 0.5})], ids=["DMALA", "DLMC"])
+def test_mutated_categorical_kernel_fails_exact_check(potts, base, params, mutation):
     target, states, pi = potts
-    kernel = _mutant(mutation, DMALACategorical, step_size=CATEGORICAL_ALPHA)
+    kernel = _mutant(mutation, base, **params)
     err = stationarity_error(_categorical_matrix(kernel, target, states), pi)
-    print(f"potts/DMALA mutation {mutation}: max|pi P - pi| = {err:.2e}")
+    print(f"potts/{base.__name__} mutation {mutation}: max|pi P - pi| = {err:.2e}")
     assert math.isfinite(err) and err > TEETH_TOL
 
 
@@ -411,6 +454,8 @@ def test_registry_names_defaults_and_hyperparameters():
     assert make_sampler("DLMC-Euler", tau=0.3) == DLMCEuler(0.3)
     assert make_sampler("DMALA", state="categorical") == DMALACategorical(0.2)
     assert make_sampler("DULA", state="categorical", step_size=0.5) == DULACategorical(0.5)
+    assert make_sampler("DLMC", state="categorical") == DLMCCategorical() and DLMCCategorical().tau is None
+    assert make_sampler("DLMC", state="categorical", tau=0.3) == DLMCCategorical(0.3)
     assert {k.name for k in (make_sampler("DULA"), make_sampler("DLMC-Euler"))} == {"DULA", "DLMC-Euler"}
     with pytest.raises(ValueError, match="only the optional hyper-parameter 'tau'"):
         make_sampler("DLMC", step_size=0.1)
@@ -423,6 +468,8 @@ def test_registry_names_defaults_and_hyperparameters():
             DLMC(tau=bad)
         with pytest.raises(ValueError, match="must be a finite number > 0"):
             DULACategorical(bad)
+        with pytest.raises(ValueError, match="must be a finite number > 0"):
+            DLMCCategorical(bad)
 
 
 def test_input_validation(potts):

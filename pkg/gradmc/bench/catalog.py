@@ -21,7 +21,7 @@ __all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "RB
 #: the samplers after GWG (issue 17), at their registry defaults: timed in every binary suite (and the RBM ESS
 #: suite); the categorical ones in the Potts suites
 LATER_BINARY = ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS")
-LATER_CATEGORICAL = ("DMALA", "DULA")
+LATER_CATEGORICAL = ("DMALA", "DULA", "DLMC")
 
 RBM_SUITE = "rbm_784x500_100chains"
 ISING_SUITE = "ising_40x40_theta0.25_32chains"

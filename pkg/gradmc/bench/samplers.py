@@ -9,13 +9,13 @@ side by side on the reference machine, idle, 2 threads, CPU; issue 14, medians o
 - ``ising_40x40_theta0.25_32chains``: 40 x 40 cyclic lattice Ising, theta = 0.25 (just above the critical
   0.22), 32 chains: GWG, Gibbs-1 and the later samplers. Authors: GWG 94 steps/s.
 - ``potts_48x21_100chains``: dense Potts at the protein size of GWG Sec. 5.4 (PF00018: 48 sites x 21
-  states), 100 chains, one-hot x (100, 48, 21): categorical GWG, Gibbs-1, DMALA and DULA. Random model:
+  states), 100 chains, one-hot x (100, 48, 21): categorical GWG, Gibbs-1, DMALA, DULA and DLMC. Random model:
   fields h ~ N(0, 1); couplings J_ij = (W_ij + W_ji^T) / sqrt(2) with W entries N(0, 0.1^2) (so J entries
   are N(0, 0.1^2), J_ji = J_ij^T) and J_ii = 0. Authors: GWG 64, Gibbs-1 26 steps/s.
 - ``lattice_potts_20x20x3_theta1.0_100chains``: cyclic lattice Potts 20 x 20 with 3 states,
   log p(x) = theta sum_edges [x_i == x_j], theta = 1.0 (near the critical point log(1 + sqrt 3) ~= 1.005 of
   the infinite 3-state lattice, as the Ising suite sits near its critical point), zero field, 100 chains,
-  one-hot x (100, 400, 3): categorical GWG, Gibbs-1, DMALA and DULA. Authors: GWG 68 steps/s.
+  one-hot x (100, 400, 3): categorical GWG, Gibbs-1, DMALA, DULA and DLMC. Authors: GWG 68 steps/s.
 - ``rbm_trained_784x500_ess``: ESS/s of the Hamming statistic on an RBM trained on MNIST, the RBM suite's
   samplers (see :mod:`gradmc.bench.rbm_ess`; skipped when static_mnist is not in the data folder).
 - Kernel HMC: one KMC-finite iteration and one GPC estimate (see :mod:`gradmc.bench.kmc`).

@@ -20,8 +20,8 @@ every PCD seed; with a subsample it runs per seed and is paired by seed like the
    Paired t over seeds.
 With fewer than 5 seeds every t interval is unbounded (INCONCLUSIVE). The paper prints no numbers for these
 figures (curves only), so there is no agreement claim.
-PCD-DMALA (categorical DMALA negatives, Zhang et al. 2022) is not in the paper: a row of the figure and table,
-no claim; it is neither of the compared methods above.
+PCD-DMALA and PCD-DLMC (categorical DMALA / DLMC negatives, Zhang et al. 2022, Sun et al. 2023) are not in the
+paper: rows of the figure and table, no claim; they are neither of the compared methods above.
 """
 
 from __future__ import annotations

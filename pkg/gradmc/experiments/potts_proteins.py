@@ -1,7 +1,7 @@
 """GWG paper Sec. 5.4, Fig. 7, 12, 13, Appendix H (EXPERIMENTS.md A6): Potts models for protein contacts.
 
-Shards: one per (protein, method, seed), method in PLM, PCD-Gibbs, PCD-GWG (the paper's) or PCD-DMALA (later,
-not in the paper), seed in ``seeds`` (independent
+Shards: one per (protein, method, seed), method in PLM, PCD-Gibbs, PCD-GWG (the paper's) or PCD-DMALA / PCD-DLMC
+(later samplers, not in the paper), seed in ``seeds`` (independent
 replicates: the seed drives the subsample, the weighted resampling of the rows, the PCD buffer and chains).
 PLM (L-BFGS from zero on fixed data) is deterministic given the data, so with ``num_sequences`` = 0 (all rows)
 it runs once, with the first seed, and the claims use that one fit against every PCD seed; with a subsample
@@ -16,11 +16,12 @@ protein and seed). Real alignments are reweighted (w_n = 1 / #neighbours at iden
 synthetic rows are i.i.d. draws of the true model and keep weight 1 (as in the GWG release).
 - PLM: :func:`gradmc.training.plm.fit_plm` (weighted pseudo-likelihood, L-BFGS; l2 strengths by default the
   plmc / EVcouplings ones, optional group-l1), ``plm.max_iterations`` iterations in ``plm.dtype``.
-- PCD-Gibbs / PCD-GWG / PCD-DMALA: :class:`gradmc.training.pcd.PCD` on
+- PCD-Gibbs / PCD-GWG / PCD-DMALA / PCD-DLMC: :class:`gradmc.training.pcd.PCD` on
   :class:`gradmc.training.potts_models.PottsModel` (J = 0, fields at the weighted profile
   log((counts + 1) / (Neff + q)) centred, or 0), negatives from ``Gibbs-1``, ``GWG`` or ``DMALA`` (categorical;
   one step = one site update / one proposed change / one proposal that changes each site independently, step
-  size alpha = 0.2, Metropolis-adjusted; one function+gradient evaluation per step like GWG), Adam,
+  size alpha = 0.2, Metropolis-adjusted; one function+gradient evaluation per step like GWG) or ``DLMC``
+  (categorical: each site's q-state flow for tau = e / L by a q x q matrix exponential, Metropolis-adjusted), Adam,
   block-l1 ``block_l1`` * sum_{i<j} ||J_ij||_F (Eq. 34 on the paper's Eq. 13 J; see potts_models). Paper:
   buffer 2,560, batch 256 + 256, 50 steps, 10,000 iterations, strength 0.01. Sequence weights enter the
   data batches by systematic resampling of the rows (``systematic_resample``: PCD draws rows uniformly).
@@ -79,7 +80,7 @@ __all__ = ["EXPERIMENT", "META", "PCD_SAMPLERS", "Shard", "shards", "run"]
 
 EXPERIMENT = "potts_proteins"
 META = {
-    "title": "GWG Fig. 7/12/13: Potts models of proteins, PLM vs PCD-Gibbs vs PCD-GWG (vs PCD-DMALA) contacts",
+    "title": "GWG Fig. 7/12/13: Potts models of proteins, PLM vs PCD-Gibbs vs PCD-GWG (vs later samplers) contacts",
     "message": "Fitting Potts models to {proteins} with {methods}: PCD {pcd[num_iterations]} iterations x "
                "{pcd[num_steps]} steps on Ray",
     "sort_by": ["target", "sampler", "metric", "step", "k", "i", "j"],
@@ -88,12 +89,12 @@ META = {
     "extra_figures": ["couplings"],
 }
 #: PCD method -> the categorical sampler (:func:`make_sampler` name, ``state="categorical"``) of its negatives.
-PCD_SAMPLERS = {"PCD-Gibbs": "Gibbs-1", "PCD-GWG": "GWG", "PCD-DMALA": "DMALA"}
+PCD_SAMPLERS = {"PCD-Gibbs": "Gibbs-1", "PCD-GWG": "GWG", "PCD-DMALA": "DMALA", "PCD-DLMC": "DLMC"}
 #: Scheduling order of the methods, costliest first (higher rank first) to balance the Ray workers: a Gibbs-1
 #: step evaluates all q states of a site; a DMALA step (one function+gradient evaluation, then a draw over every
 #: site and state) costs about a GWG step, measured 3% more (12.4 vs 12.1 ms, 64 chains, L = 50, q = 21, one
 #: thread); PLM last.
-_COST_RANK = {"PCD-Gibbs": 3, "PCD-DMALA": 2, "PCD-GWG": 1, "PLM": 0}
+_COST_RANK = {"PCD-Gibbs": 4, "PCD-DLMC": 3, "PCD-DMALA": 2, "PCD-GWG": 1, "PLM": 0}
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,8 @@ def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
                   min_separation=int(spec["min_separation"]), max_k_factor=float(spec["max_k_factor"]),
                   num_k=int(spec["num_k"]), plm=tuple(sorted(plm.items())),
                   pcd=tuple(sorted(pcd.items())), device=config["device"], checkpoint_dir=spec["checkpoint_dir"])
-    # Costliest first to balance the Ray workers: PCD-Gibbs (q energy evaluations per step), PCD-DMALA, PCD-GWG, PLM.
+    # Costliest first to balance the Ray workers: PCD-Gibbs (q energy evaluations per step), PCD-DLMC (a q x q matrix
+    # exponential per site), PCD-DMALA, PCD-GWG, PLM.
     methods = sorted(spec["methods"], key=lambda m: -_COST_RANK[m])
     def method_seeds(method: str) -> list[int]:
         return seeds[:1] if method == "PLM" and int(spec["num_sequences"]) == 0 else seeds

@@ -9,7 +9,7 @@ no band).
 
 - ``out_prefix``.pdf/.png (Fig. 7 / 12): one column per protein; top row recall vs k, bottom row precision vs
   k, of the top-k pairs ranked by ||J_ij||_F (solid: the paper's raw score; dashed: APC-corrected), for
-  PLM, PCD-Gibbs and PCD-GWG (and PCD-DMALA, a later sampler, when configured): the mean over seeds at each k
+  PLM, PCD-Gibbs and PCD-GWG (and PCD-DMALA / PCD-DLMC, later samplers, when configured): the mean over seeds at each k
   (line) and its 95% t interval (band, drawn clipped to [0, 1]; none for a single seed); the legend gives each
   method's number of seeds; a dotted line marks k = L.
 - ``out_prefix``_couplings.pdf/.png (Fig. 13): one row per protein: the true contact map (grey: unknown),
@@ -41,8 +41,8 @@ __all__ = ["LEVEL", "figure", "summary_table", "matrix", "seed_interval", "curve
 LEVEL = 0.95
 """Coverage of the t intervals over seeds (bands and table)."""
 
-#: Legend, panel and table order: the paper's methods, then PCD-DMALA; any other name present follows, sorted.
-_ORDER = ["PLM", "PCD-Gibbs", "PCD-GWG", "PCD-DMALA"]
+#: Legend, panel and table order: the paper's methods, then PCD-DMALA, PCD-DLMC; any other name present follows, sorted.
+_ORDER = ["PLM", "PCD-Gibbs", "PCD-GWG", "PCD-DMALA", "PCD-DLMC"]
 _TABLE_METRICS = ("coupling_rmse", "coupling_norm_rmse", "num_iterations", "train_time_s")
 
 

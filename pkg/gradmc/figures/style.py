@@ -25,6 +25,7 @@ _COLORS = {
     "DLMC-Euler": "cornflowerblue", "ACS": "magenta",
     # Potts fitting methods (GWG Fig. 7)
     "PLM": "darkgoldenrod", "PCD-Gibbs": "royalblue", "PCD-GWG": "firebrick", "PCD-DMALA": "chocolate",
+    "PCD-DLMC": "darkcyan",
     # Kernel HMC paper samplers
     "HMC": "navy", "KMC": "crimson", "KAMH": "darkorchid", "RW": "seagreen", "HABC": "teal",
 }

@@ -8,6 +8,7 @@ from gradmc.samplers.discrete.factorised import (
     DLMC,
     DMALA,
     DULA,
+    DLMCCategorical,
     DLMCEuler,
     DMALACategorical,
     DULACategorical,
@@ -24,6 +25,6 @@ from gradmc.samplers.discrete.rwm import RandomWalkMetropolis
 __all__ = [
     "GWG", "GWGMulti", "PAS", "GWGCategorical", "Gibbs", "CategoricalGibbs", "HammingBall", "BlockHammingBall",
     "RandomWalkMetropolis", "RBMBlockGibbs", "ChromaticGibbs",
-    "DMALA", "DULA", "DLMC", "DLMCEuler", "DMALACategorical", "DULACategorical", "ACS", "ACSKernel",
+    "DMALA", "DULA", "DLMC", "DLMCEuler", "DMALACategorical", "DULACategorical", "DLMCCategorical", "ACS", "ACSKernel",
     "SAMPLERS", "CATEGORICAL_SAMPLERS", "make_sampler",
 ]

@@ -21,6 +21,7 @@ Categorical one-hot states (C, D, K), ``state="categorical"``:
     Gibbs-X               categorical block Gibbs (K**X evaluations per step)
     GWG                   categorical GWG (Eq. 4)
     DMALA, DULA           categorical DMALA / DULA, ``step_size`` alpha = 0.2
+    DLMC                  categorical DLMC (per-site K-state flow by matrix exponential), ``tau`` = e / D
 
 The factorised samplers (``factorised.py``) take their one hyper-parameter optionally:
 ``make_sampler("DMALA", step_size=0.1)``, ``make_sampler("DLMC", tau=0.5)``.
@@ -40,6 +41,7 @@ from gradmc.samplers.discrete.factorised import (
     DLMC,
     DMALA,
     DULA,
+    DLMCCategorical,
     DLMCEuler,
     DMALACategorical,
     DULACategorical,
@@ -59,7 +61,7 @@ __all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "LATER_SAMPLERS", "is_later_sampl
 SAMPLERS = ("Gibbs-X", "Gibbs-X-systematic", "GWG", "GWG-N", "PAS-L", "HB-X-Y", "Block-HB", "RWM", "BlockGibbs",
             "R-MALA", "R-HMC", "D-SVGD", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS")
 #: Names accepted with ``state="categorical"``.
-CATEGORICAL_SAMPLERS = ("Gibbs-X", "GWG", "DMALA", "DULA")
+CATEGORICAL_SAMPLERS = ("Gibbs-X", "GWG", "DMALA", "DULA", "DLMC")
 #: The samplers published after the GWG paper (patterns as in :data:`SAMPLERS`): rows of its experiments that
 #: the paper did not run, so its claims (e.g. "GWG beats every other sampler") are not measured against them.
 LATER_SAMPLERS = ("PAS-L", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS")
@@ -67,7 +69,8 @@ LATER_SAMPLERS = ("PAS-L", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS")
 #: the factorised samplers: name -> (class, its optional hyper-parameter)
 _FACTORISED = {"DMALA": (DMALA, "step_size"), "DULA": (DULA, "step_size"), "DLMC": (DLMC, "tau"),
                "DLMC-Euler": (DLMCEuler, "tau")}
-_FACTORISED_CATEGORICAL = {"DMALA": (DMALACategorical, "step_size"), "DULA": (DULACategorical, "step_size")}
+_FACTORISED_CATEGORICAL = {"DMALA": (DMALACategorical, "step_size"), "DULA": (DULACategorical, "step_size"),
+                           "DLMC": (DLMCCategorical, "tau")}
 
 #: ACS's optional hyper-parameters (the fields of :class:`~gradmc.samplers.discrete.acs.ACS`).
 ACS_OPTIONS = ("cycle_length", "alpha_max", "alpha_min", "beta_max", "burn_in", "target_acceptance", "rate", "decay")
