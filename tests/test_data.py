@@ -48,7 +48,8 @@ def test_registry_digests_match_manifest(shared):
         if remote.relpath in manifest:
             assert (remote.size, remote.sha256) == manifest[remote.relpath], remote.name
             checked += 1
-    assert checked == 10  # static .npz, 3 IDX files, glass.data, Frey npz, 2 Omniglot npz, 2 small zips
+    assert checked == 12  # static .npz, 3 IDX files, glass.data, Frey npz, 2 Omniglot npz, 2 small zips,
+    # ptb.valid.txt and ptb.test.txt
     assert registry.get_remote("mnist_test_labels") is T10K_LABELS
     with pytest.raises(KeyError, match="known"):
         registry.get_remote("nope")
