@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -211,7 +212,8 @@ def prepare_text(
 ) -> dict:
     """Encode text files as the text EBM's data (GWG paper App. J; EXPERIMENTS.md A8) into ``out`` (``.npz``).
 
-    The vocabulary comes from the file in the train role only; every split is encoded with it
+    The vocabulary comes from the file in the train role only (all its sentences, also those dropped for
+    being longer than ``max_length``); every split is encoded with it
     (:func:`encode`). The train role is whatever file is given: the quick config trains on ``ptb.valid.txt``
     and tests on ``ptb.test.txt`` where ``ptb.train.txt`` is missing, and the manifest says so.
 
@@ -286,13 +288,15 @@ def load_prepared_text(path: str | os.PathLike) -> TextData:
 
     Raises:
         gradmc.errors.MissingInputError: the file does not exist.
-        gradmc.errors.InputError: (a ValueError) not a readable ``.npz`` (corrupt, truncated, pickled objects),
+        gradmc.errors.InputError: (a ValueError) not a readable ``.npz`` (not a zip, truncated, pickled objects),
             no manifest or one of another format, or a split that is missing or disagrees with the manifest
             (shape, non-integer ids, ids outside the vocabulary); the message names the file.
     """
     path = Path(path)
     if not path.is_file():
         raise MissingInputError(f"prepared text data {path} not found (make it with prepare_text)")
+    if not zipfile.is_zipfile(path):  # np.load would take any other bytes for a pickle
+        raise InputError(f"{path} is not a prepared text data set: not an .npz (zip) archive")
     try:
         with np.load(path, allow_pickle=False) as npz:
             if "manifest" not in npz.files:
@@ -303,7 +307,7 @@ def load_prepared_text(path: str | os.PathLike) -> TextData:
             arrays = {role: npz[role] for role in roles if role in npz.files}
     except InputError:
         raise
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:  # JSONDecodeError is a ValueError
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as err:  # JSONDecodeError: ValueError
         raise InputError(f"{path} is not a readable prepared text data set ({type(err).__name__}: {err}); "
                          "delete it and prepare it again") from None
     if not isinstance(manifest, Mapping) or manifest.get("format") != FORMAT:
