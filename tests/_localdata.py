@@ -55,7 +55,7 @@ def write_canonical_mirror(source: Path, dest: Path, *, convert: bool = True) ->
     from scipy.io import savemat
 
     dest.mkdir(parents=True, exist_ok=True)
-    for rel in ("glass", "mnist", "protein", "omniglot"):
+    for rel in ("glass", "mnist", "protein", "omniglot", "ptb"):
         if (source / rel).is_dir():
             shutil.copytree(source / rel, dest / rel, dirs_exist_ok=True)
     if not convert:

