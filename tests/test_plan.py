@@ -119,7 +119,10 @@ def test_ebm_tasks_wait_for_their_own_data_set(tmp_path):
     assert after["train_ebm[frey/DMALA]"] == ["prepare_image_dataset[frey]", "train_ebm[frey/GWG]"]  # equal_time
     assert "train_ebm[frey/Gibbs-1]" not in after  # categorical Gibbs: infeasible
     assert after["ais_ebm[frey/GWG]"] == ["train_ebm[frey/GWG]"]
-    assert len([k for k in after if k.startswith("ais_ebm[")]) == 16
+    assert after["train_ebm[static_mnist/ACS]"] == ["prepare_image_dataset[static_mnist]",
+                                                   "train_ebm[static_mnist/GWG]"]  # equal_time
+    assert "train_ebm[frey/ACS]" not in after  # ACS: binary only
+    assert len([k for k in after if k.startswith("ais_ebm[")]) == 20
     assert (train["gpu"], prep["gpu"]) == (True, False)
 
 
@@ -142,8 +145,8 @@ def test_ebm_counts_match_the_paper_config():
     assert ebm_levels(paper["ebm"]["ais"]) == 444_000
     assert ebm_evals(paper["ebm"]["train"]) == 10  # every 5000 of 50000 iterations, the last one included
     assert ebm_evals({"iterations": 120, "eval_every": 50}) == 3  # 50, 100 and the end
-    # 6 data sets x 3 samplers (GWG, Gibbs-1, DMALA), less Gibbs-1 on the two 256-level sets
-    assert len(ebm_runs(paper)) == 16
+    # 6 data sets x 4 samplers (GWG, Gibbs-1, DMALA, ACS), less Gibbs-1 and ACS on the two 256-level sets
+    assert len(ebm_runs(paper)) == 20
 
 
 def test_at_level_changes_only_the_length_keys():
