@@ -127,7 +127,7 @@ def train_ebm_stage(config: dict, data_path: str, out: str, *,
     Raises:
         InputError: no ``text_ebm`` section, or a data file without a train split.
     """
-    spec, device = _spec(config), config.get("device", "cpu")
+    spec, device = _spec(config), config["device"]
     data = load_prepared_text(data_path)
     V, L = len(data.vocabulary), data.max_length
     model = build_ebm(spec, data, device)
@@ -143,10 +143,10 @@ def train_ebm_stage(config: dict, data_path: str, out: str, *,
     if progress:
         progress(f"[text_ebm] PCD with categorical GWG: V = {V} words, L = {L} tokens, {train.shape[0]} sentences, "
                  f"{t['iterations']} iterations x {t['num_steps']} steps")
-    trainer.train(t["iterations"], progress=progress, log_every=t.get("log_every", 50))
+    trainer.train(t["iterations"], progress=progress, log_every=t["log_every"])
     trainer.save(out)
     with atomic_path(samples_path(out)) as tmp:
-        tokens = trainer.buffer[:t.get("num_samples", 10)].argmax(-1).cpu().numpy()
+        tokens = trainer.buffer[:t["num_samples"]].argmax(-1).cpu().numpy()
         Path(tmp).write_text("\n".join(decode(tokens, data.vocabulary)) + "\n")
     return {"iterations": trainer.iteration, "seconds": trainer.seconds,
             "acceptance_rate": trainer.history[-1]["acceptance_rate"]}
@@ -172,7 +172,7 @@ def train_lm_stage(config: dict, data_path: str, out: str, *, progress: Callable
     """Fit the autoregressive LSTM baseline (GWG App. J) on the train split; write its weights atomically.
 
     Returns {"iterations", "final_nll"} (nats per sentence, the last batch's)."""
-    spec, device = _spec(config), config.get("device", "cpu")
+    spec, device = _spec(config), config["device"]
     data = load_prepared_text(data_path)
     m, t = spec["lm"], spec["lm_train"]
     torch.manual_seed(seed_from(EXPERIMENT, "lm_init") % 2**31)
@@ -216,7 +216,7 @@ def evaluate_stage(config: dict, data_path: str, ebm_path: str, lm_path: str, *,
     Raises:
         InputError: unreadable checkpoints or data (named).
     """
-    spec, device = _spec(config), config.get("device", "cpu")
+    spec, device = _spec(config), config["device"]
     data = load_prepared_text(data_path)
     V, L = len(data.vocabulary), data.max_length
     train, test = _tokens(data, "train", device), _tokens(data, "test", device)
@@ -246,7 +246,7 @@ def evaluate_stage(config: dict, data_path: str, ebm_path: str, lm_path: str, *,
                           ("ais_weights_ess", result.weights_ess), ("train_iterations", state["iteration"]),
                           ("train_seconds", state["seconds"])):
         add("EBM (GWG)", metric, value, k)
-    for levels in ais.get("convergence", []):
+    for levels in ais["convergence"]:
         r = result if int(levels) == int(k) else ebm_log_z(ebm, base, int(levels), ais["num_chains"],
                                                             seed_from(EXPERIMENT, "convergence", levels), device)
         add("EBM (GWG)", "convergence_log_likelihood", float(f_test.double().mean()) - r.log_z, levels)
