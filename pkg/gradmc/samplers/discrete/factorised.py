@@ -341,7 +341,33 @@ class DULA(DMALA):
 
 
 @dataclass(frozen=True)
-class DLMC(IndependentFlipMH):
+class _DLMCTau:
+    """The field shared by the DLMC kernels, binary and categorical: ``tau``, the simulation time (None: e / D on
+    D bits or sites, :data:`DLMC_TAU_SCALE`), checked at construction.
+
+    Raises:
+        ValueError: tau neither None nor a finite number > 0.
+    """
+
+    tau: float | None = None
+
+    def __post_init__(self):
+        if self.tau is not None:
+            _check_positive(type(self).__name__, "tau", self.tau)
+
+    def tau_for(self, dim: int) -> float:
+        """The simulation time on ``dim`` bits (binary) or sites (categorical): ``tau``, or e / dim when tau is
+        None."""
+        return self.tau if self.tau is not None else DLMC_TAU_SCALE / dim
+
+    @property
+    def name(self) -> str:
+        """"DLMC" (the categorical kernel too; DLMC-Euler overrides it)."""
+        return "DLMC"
+
+
+@dataclass(frozen=True)
+class DLMC(_DLMCTau, IndependentFlipMH):
     """Discrete Langevin Monte Carlo, binary (Sun et al. 2023: the factorised transition matrix, solved
     exactly per bit), MH-corrected.
 
@@ -357,21 +383,6 @@ class DLMC(IndependentFlipMH):
     Raises:
         ValueError: tau neither None nor a finite number > 0.
     """
-
-    tau: float | None = None
-
-    def __post_init__(self):
-        if self.tau is not None:
-            _check_positive(type(self).__name__, "tau", self.tau)
-
-    def tau_for(self, dim: int) -> float:
-        """The simulation time on ``dim`` bits: ``tau``, or e / dim when tau is None."""
-        return self.tau if self.tau is not None else DLMC_TAU_SCALE / dim
-
-    @property
-    def name(self) -> str:
-        """"DLMC"."""
-        return "DLMC"
 
     def log_flip_probabilities(self, x, grad):
         """(log p_i, log(1 - p_i)), each (N, D), of the exact two-state flow (class docstring)."""
@@ -565,7 +576,7 @@ DLMC_CATEGORICAL_MAX_HALF_DIFF = 40.0
 
 
 @dataclass(frozen=True)
-class DLMCCategorical(IndependentSiteMH):
+class DLMCCategorical(_DLMCTau, IndependentSiteMH):
     """Discrete Langevin Monte Carlo for one-hot categorical states (Sun et al. 2023, the factorised
     transition matrix solved exactly per site, here numerically), MH-corrected (module docstring).
 
@@ -580,21 +591,6 @@ class DLMCCategorical(IndependentSiteMH):
     Raises:
         ValueError: tau neither None nor a finite number > 0.
     """
-
-    tau: float | None = None
-
-    def __post_init__(self):
-        if self.tau is not None:
-            _check_positive(type(self).__name__, "tau", self.tau)
-
-    def tau_for(self, sites: int) -> float:
-        """The simulation time on ``sites`` sites: ``tau``, or e / sites when tau is None."""
-        return self.tau if self.tau is not None else DLMC_TAU_SCALE / sites
-
-    @property
-    def name(self) -> str:
-        """"DLMC"."""
-        return "DLMC"
 
     def log_site_probabilities(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
         """(N, D, K) log q(x'_d = e_k | x): the row x_d of expm(tau Q_d) (class docstring); x, grad (N, D, K)."""
