@@ -17,6 +17,7 @@ include: "workflow/rules/rbm.smk"  # hand-written stages: training, references, 
 include: "workflow/rules/sampler_cost.smk"
 include: "workflow/rules/ising_pcd_data.smk"
 include: "workflow/rules/ebm.smk"
+include: "workflow/rules/text_ebm.smk"  # GWG App. J: the PTB text EBM
 include: "workflow/rules/experiments.smk"  # every standard experiment of the registry: run and figure rules
 include: "workflow/rules/leaderboard.smk"  # the sampler leaderboard over the sampling experiments' metrics
 include: "workflow/rules/claims.smk"

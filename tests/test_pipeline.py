@@ -36,7 +36,7 @@ DATA_ENV: dict[str, str] = {"GRADMC_DATA_DIR": str(SHARED_DATA)}
 #: The files the smoke config reads (gradmc.data.catalog): MNIST t10k (dynamic MNIST test split), UCI Glass, and
 #: the synthetic Potts benchmark.
 SMOKE_DATA = {"mnist/t10k-images-idx3-ubyte.gz", "mnist/t10k-labels-idx1-ubyte.gz", "glass/glass.data",
-              "protein/persistent-vi/original_dataset.mat"}
+              "protein/persistent-vi/original_dataset.mat", "ptb/ptb.valid.txt", "ptb/ptb.test.txt"}
 
 
 def _scheduled(workdir: Path) -> set[str]:
@@ -90,7 +90,7 @@ def test_smoke_run_fetched_exactly_its_data(smoke_run):
     for rel in SMOKE_DATA:
         assert (data / rel).read_bytes() == (SHARED_DATA / rel).read_bytes(), rel
     logs = smoke_run / "results" / "smoke" / "logs"
-    for name in ("mnist_test_images", "mnist_test_labels", "glass", "potts_synthetic"):
+    for name in ("mnist_test_images", "mnist_test_labels", "glass", "potts_synthetic", "ptb_valid", "ptb_test"):
         assert "downloaded" in (logs / f"fetch_{name}.log").read_text(), name
 
 
@@ -98,7 +98,8 @@ def test_report_collects_figures_tables_and_claims(smoke_run):
     out = _snakemake(smoke_run, "--report", str(smoke_run / "results" / "report.html"))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     html = (smoke_run / "results" / "report.html").read_text(errors="replace")
-    for name in ("fig3_rbm_sampling.png", "kmc_fig3_banana.png", "claims.md", "gwg_table2_ebm.md"):
+    for name in ("fig3_rbm_sampling.png", "kmc_fig3_banana.png", "claims.md", "gwg_table2_ebm.md",
+                 "gwg_appj_text_ebm.md", "gwg_appj_text_ais.png"):
         assert name in html, name
     assert "Config: " in html and "smoke" in html and "ESS" in html and "MMD" in html
 
@@ -122,6 +123,8 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
                 "tables/gwg_table2_ebm.md", "figures/gwg_fig14_ais.png", "figures/gwg_fig8_samples.png",
                 "figures/gwg_ebm_learning_curve.png",
                 "ebm/metrics.parquet", "data/images/dynamic_mnist.npz.json",
+                "tables/gwg_appj_text_ebm.md", "tables/gwg_appj_text_ebm.csv", "figures/gwg_appj_text_ais.png",
+                "text_ebm/metrics.parquet", "text_ebm/ebm.pt.samples.txt", "data/ptb.npz.json",
                 "figures/sampler_leaderboard.png", "tables/sampler_leaderboard.csv", "tables/sampler_leaderboard.md"):
         assert (res / rel).stat().st_size > 0, rel
     df, prov = read_parquet(res / "rbm_sampling" / "metrics.parquet")
@@ -142,7 +145,8 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
         "prepare_mnist", "train_rbm", "rbm_reference", "rbm_sampling", "figure_rbm_sampling", "sampler_cost",
         "table_sampler_cost", "claims", "rbm_relaxed", "figure_rbm_relaxed", "fhmm_sampling", "figure_fhmm_sampling",
         "ising_sampling", "figure_ising_sampling", "kmc_trajectories", "figure_kmc_trajectories",
-        "kmc_banana", "figure_kmc_banana"}
+        "kmc_banana", "figure_kmc_banana", "prepare_ptb", "train_text_ebm", "train_text_lm", "eval_text_ebm",
+        "figure_text_ebm"}
     claims = (res / "claims.md").read_text()
     assert "DMALA ESS > GWG ESS on the MNIST RBM" in claims
     assert "GWG ESS > Gibbs-1 ESS on the MNIST RBM" in claims and ("PASS" in claims or "FAIL" in claims)
@@ -173,7 +177,8 @@ RBM_JOBS = {"rbm_sampling", "figure_rbm_sampling", "sampler_cost", "table_sample
 # training or the KMC experiments (they use no discrete sampler)
 SAMPLER_JOBS = RBM_JOBS | {"rbm_relaxed", "figure_rbm_relaxed", "fhmm_sampling", "figure_fhmm_sampling",
                            "ising_sampling", "figure_ising_sampling", "ising_pcd", "figure_ising_pcd",
-                           "potts_proteins", "figure_potts_proteins", "train_ebm", "ais_ebm", "figure_ebm"}
+                           "potts_proteins", "figure_potts_proteins", "train_ebm", "ais_ebm", "figure_ebm",
+                           "train_text_ebm", "eval_text_ebm", "figure_text_ebm"}
 
 
 def test_editing_a_sampler_reruns_sampling_and_figure_only(smoke_run):

