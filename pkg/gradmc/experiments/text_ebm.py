@@ -3,9 +3,10 @@ categorical Gibbs-With-Gradients and scored by AIS, against an autoregressive LS
 
 Stages (each a ``gradmc`` command and a rule of ``workflow/rules/text_ebm.smk``):
 1. data (``gradmc data prepare ptb``): :func:`gradmc.data.ptb.prepare_from_config` ->
-   :func:`~gradmc.data.ptb.prepare_text` (vocabulary from the train role's file, sentences of at most
-   ``max_length`` words, padded with ``<eos>``) -> a prepared ``.npz``. With ``text_ebm.data.train_split: valid`` (quick, smoke) ``ptb.valid.txt`` trains and
-   ``ptb.test.txt`` tests, so ``ptb.train.txt`` is not needed (the manifest records the roles).
+   :func:`~gradmc.data.ptb.prepare_text` (vocabulary from the train role's file, sentences of at most ``max_length``
+   words, padded with ``<eos>``) -> a prepared ``.npz``. With ``text_ebm.data.train_split: valid`` (quick, smoke)
+   ``ptb.valid.txt`` trains and ``ptb.test.txt`` tests, so ``ptb.train.txt`` is not needed (the manifest records the
+   roles).
 2. :func:`train_ebm_stage`: f(x) = net(x) + log p_0(x) (:class:`TextEBM`: a :class:`~gradmc.models.text.BiLSTMEnergy`
    correction over the fixed unigram base p_0, as the image EBMs learn a correction over their data-fitted
    base), trained by replay-buffer PCD (:class:`gradmc.training.ebm.EBMTrainer`, paper: buffer 1,000, 20
