@@ -12,12 +12,13 @@ import pytest
 import yaml
 
 from gradmc.plan.extrapolate import gpu_hours, makespan, task_seconds, unit_cost
-from gradmc.plan.jobs import JOBS, ebm_evals, ebm_levels, ebm_runs
+from gradmc.plan.jobs import JOBS, TEXT_JOBS, ebm_evals, ebm_levels, ebm_runs
 from gradmc.plan.measure import at_level
 from gradmc.plan.planner import probe_key, progress_line
 from gradmc.plan.probe import run_probe
 from gradmc.plan.records import finish, new_job
 from gradmc.plan.report import render_markdown, write_plan
+from gradmc.plan.report import status_label as render_status
 from gradmc.plan.slice import make_plan, missing_data
 from gradmc.plan.slurm import rule_resources, write_profile
 from gradmc.plan.summary import summarise, task_dependencies
@@ -149,6 +150,70 @@ def test_ebm_counts_match_the_paper_config():
     assert len(ebm_runs(paper)) == 20
 
 
+def test_text_ebm_jobs_units_and_dependencies_of_the_paper_config(tmp_path):
+    from types import SimpleNamespace
+
+    from gradmc.config import load_config
+    from gradmc.plan.text_jobs import plan_text
+
+    paper = load_config(REPO / "config" / "paper.yaml")
+    # 50000 PCD iterations; 20000 Adam steps; AIS 30000 + 7500 + 15000 (the 30000 convergence run is the estimate's)
+    units = {n: JOBS[n].units(paper) if JOBS[n].units else 1 for n in TEXT_JOBS}
+    assert units == {"prepare_ptb": 1, "train_text_ebm": 50_000, "train_text_lm": 20_000, "eval_text_ebm": 52_500}
+    files = ["ptb/ptb.train.txt", "ptb/ptb.valid.txt", "ptb/ptb.test.txt"]
+    fake = SimpleNamespace(paper=paper, work=tmp_path, missing={"ptb": files}, ptb_stand_in=None,
+                           wants=lambda name: True)  # every PTB file missing: no probe runs
+    jobs = plan_text(fake)
+    assert list(jobs) == list(TEXT_JOBS)
+    for name, job in jobs.items():
+        assert job["status"] == "missing data" and job["missing"] == files
+        assert [(t["key"], t["units"], t["seconds"]) for t in job["tasks"]] == [(name, units[name], None)]
+    assert (jobs["prepare_ptb"]["gpu"], jobs["train_text_ebm"]["gpu"]) == (False, True)  # paper: device cuda
+    deps = task_dependencies(list(jobs.values()))  # no wildcards: each waits for the whole of its upstream rules
+    assert deps == {"prepare_ptb": set(), "train_text_ebm": {"prepare_ptb"}, "train_text_lm": {"prepare_ptb"},
+                    "eval_text_ebm": {"train_text_ebm", "train_text_lm"}}
+    # hand-made costs: prepare 1 h, EBM 10 h, LM 2 h, eval 3 h -> critical path 1 + 10 + 3 = 14 h, one worker 16 h
+    for name, hours in zip(TEXT_JOBS, (1, 10, 2, 3), strict=True):
+        jobs[name]["tasks"][0]["seconds"] = hours * 3600.0
+    plan = summarise(list(jobs.values()), 1.0, (1,))
+    assert plan["makespan_hours"]["unlimited"]["cpu_hours"] == pytest.approx(14.0)
+    assert plan["makespan_hours"]["1"]["cpu_hours"] == pytest.approx(16.0)
+
+
+def test_text_ebm_slice_lengths_are_hand_computable():
+    smoke = yaml.safe_load(SMOKE.read_text())
+    spec = JOBS["eval_text_ebm"]
+    one, two = at_level(smoke, spec, 1), at_level(smoke, spec, 2)
+    assert [spec.units(c) for c in (smoke, one, two)] == [15, 6, 12]  # smoke 10 + 5; slice 4 + 2 and 8 + 4
+    assert one["text_ebm"]["ais"]["num_chains"] == smoke["text_ebm"]["ais"]["num_chains"]  # a size: kept
+    lm = JOBS["train_text_lm"]
+    assert [lm.units(at_level(smoke, lm, k)) for k in (1, 2)] == [5, 10]
+
+
+def test_missing_ptb_train_file_is_missing_and_the_slice_stands_in_the_valid_file(tmp_path, monkeypatch):
+    from gradmc.config import load_config
+    from gradmc.plan.planner import Planner
+
+    folder = tmp_path / "data"
+    (folder / "ptb").mkdir(parents=True)
+    paper = load_config(REPO / "config" / "paper.yaml")
+    monkeypatch.setenv("GRADMC_DATA_DIR", str(folder))
+    assert missing_data(paper, folder)["ptb"] == ["ptb/ptb.train.txt", "ptb/ptb.valid.txt", "ptb/ptb.test.txt"]
+    planner = Planner(paper, tmp_path / "none", 60, 60, None)
+    assert planner.ptb_stand_in is None  # nothing to stand in with: the jobs are missing data
+    for split in ("valid", "test"):
+        (folder / "ptb" / f"ptb.{split}.txt").write_text("a b\n")
+    planner = Planner(paper, tmp_path / "out", 60, 60, None)
+    assert planner.missing["ptb"] == ["ptb/ptb.train.txt"]
+    assert planner.ptb_stand_in == "ptb/ptb.valid.txt for ptb/ptb.train.txt"
+    sliced = yaml.safe_load(planner.config_path.read_text())["text_ebm"]
+    assert sliced["data"] == {**paper["text_ebm"]["data"], "train_split": "valid"}  # the slice only
+    assert sliced["model"] == paper["text_ebm"]["model"] and paper["text_ebm"]["data"]["train_split"] == "train"
+    job = {**new_job("train_text_ebm", paper), "missing": ["ptb/ptb.train.txt"], "stand_in": planner.ptb_stand_in}
+    job.update(num_tasks=1, tasks_costed=1)
+    assert render_status(job) == "ok: STAND-IN data (ptb/ptb.valid.txt for ptb/ptb.train.txt; see Notes)"
+
+
 def test_at_level_changes_only_the_length_keys():
     config = {"ising_sampling": {"num_steps": 100000, "num_chains": 32, "sides": [10, 40]}}
     spec = JOBS["ising_sampling"]
@@ -188,6 +253,22 @@ def test_plan_on_the_smoke_config(tmp_path, monkeypatch):
     assert not list(tmp_path.glob(".plan.*.tmp"))  # atomic writes leave no temporary file
 
 
+def test_text_ebm_chain_on_the_smoke_config(tmp_path, monkeypatch, real_data):
+    monkeypatch.setenv("GRADMC_DATA_DIR", str(real_data("ptb_heldout")))  # smoke: train_split valid
+    plan = make_plan(SMOKE, tmp_path, only=("eval_text_ebm",), budget_s=120, timeout_s=60, progress=None)
+    jobs = {j["name"]: j for j in plan["jobs"]}
+    assert list(jobs) == list(TEXT_JOBS) and plan["probes"] == 4  # eval's upstream probes made its inputs
+    for job in jobs.values():
+        assert job["status"] == "ok" and not job["missing"] and job["tasks_costed"] == 1, job
+    # smoke: 3 PCD iterations, 5 Adam steps, AIS 10 + 5 levels (the 10-level convergence run is the estimate's)
+    assert {n: j["units_total"] for n, j in jobs.items()} == {"prepare_ptb": 1, "train_text_ebm": 3,
+                                                               "train_text_lm": 5, "eval_text_ebm": 15}
+    assert (jobs["train_text_lm"]["probes"][0]["u1"], jobs["eval_text_ebm"]["probes"][0]["u2"]) == (5, 12)
+    s = {n: j["tasks"][0]["seconds"] for n, j in jobs.items()}
+    critical = s["prepare_ptb"] + max(s["train_text_ebm"], s["train_text_lm"]) + s["eval_text_ebm"]
+    assert plan["totals"]["makespan_hours"]["unlimited"]["cpu_hours"] * 3600 == pytest.approx(critical)
+
+
 def test_missing_data_is_reported_as_missing(tmp_path, monkeypatch):
     empty = tmp_path / "data"
     empty.mkdir()
@@ -195,6 +276,7 @@ def test_missing_data_is_reported_as_missing(tmp_path, monkeypatch):
     config = yaml.safe_load(SMOKE.read_text())
     missing = missing_data(config, empty)
     assert missing["glass"] == ["glass/glass.data"]
+    assert missing["ptb"] == ["ptb/ptb.valid.txt", "ptb/ptb.test.txt"]  # smoke trains on valid: no train file
     assert any("original_dataset.mat" in f for f in missing["protein:synthetic"])
     plan = make_plan(SMOKE, tmp_path / "out", only=("potts_proteins", "kmc_gpc"), budget_s=60, progress=None)
     jobs = {j["name"]: j for j in plan["jobs"]}

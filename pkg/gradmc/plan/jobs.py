@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from gradmc.experiments.ebm_samplers import feasible
 from gradmc.registry import standard
 
-__all__ = ["JobSpec", "JOBS", "ebm_runs", "ebm_levels", "ebm_evals", "on_gpu", "holds_gpu"]
+__all__ = ["JobSpec", "JOBS", "TEXT_JOBS", "ebm_runs", "ebm_levels", "ebm_evals", "on_gpu", "holds_gpu"]
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,9 @@ def ebm_runs(config: dict) -> list[tuple[str, str]]:
 
 
 def ebm_levels(ais: dict) -> int:
-    """AIS levels one ``ais_ebm`` job runs: the estimate's ``num_intermediate`` plus every convergence run of
-    another length (the one equal to ``num_intermediate`` is reused, not repeated)."""
+    """AIS levels one ``ais_ebm`` job (or ``eval_text_ebm`` job, ``ais`` = ``text_ebm.ais``) runs: the estimate's
+    ``num_intermediate`` plus every convergence run of another length (the one equal to ``num_intermediate`` is
+    reused, not repeated)."""
     k = int(ais["num_intermediate"])
     return k + sum(int(c) for c in ais["convergence"] if int(c) != k)
 
@@ -168,4 +169,15 @@ JOBS: dict[str, JobSpec] = {j.name: j for j in (
             units=lambda c: c["ebm"]["train"]["iterations"], after=("prepare_image_dataset",)),
     JobSpec("ais_ebm", "stage", "AIS level (num_chains chains; test and bound rows added)",
             units=lambda c: ebm_levels(c["ebm"]["ais"]), after=("train_ebm",)),
+    JobSpec("prepare_ptb", "once", "job (full size)", gpu=False),
+    JobSpec("train_text_ebm", "stage", "PCD iteration (num_steps categorical GWG steps + one update)",
+            units=lambda c: c["text_ebm"]["train"]["iterations"], after=("prepare_ptb",)),
+    JobSpec("train_text_lm", "stage", "Adam iteration (batch_size sentences)",
+            lengths={"text_ebm.lm_train.iterations": (5, 10)},
+            units=lambda c: c["text_ebm"]["lm_train"]["iterations"], after=("prepare_ptb",)),
+    JobSpec("eval_text_ebm", "stage", "AIS level (num_chains chains; the test rows, LM and baselines fixed)",
+            lengths={"text_ebm.ais.num_intermediate": (4, 8), "text_ebm.ais.convergence": ([2, 4], [4, 8])},
+            units=lambda c: ebm_levels(c["text_ebm"]["ais"]), after=("train_text_ebm", "train_text_lm")),
 )}
+#: The text EBM's rules (GWG App. J; :mod:`gradmc.plan.text_jobs`), upstream first.
+TEXT_JOBS = ("prepare_ptb", "train_text_ebm", "train_text_lm", "eval_text_ebm")

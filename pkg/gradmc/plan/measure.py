@@ -106,6 +106,17 @@ def _stage_task(spec: JobSpec, config: dict, probe: dict, level: int | None):
         from gradmc.experiments.ising_pcd_data import write_data
 
         return (lambda: write_data(cfg, out / "ising_pcd" / "data.npz", progress=None)), units
+    if spec.name == "prepare_ptb":
+        return (lambda: _cli("data", "prepare", "ptb", "--config", probe["config_path"], "--out",
+                             str(out / "data" / "ptb.npz"))), 1
+    if spec.name == "train_text_lm":
+        from gradmc.experiments.text_lm import train_lm_stage
+
+        return (lambda: train_lm_stage(cfg, inputs["data"], str(out / "text_ebm" / "lm.pt"), progress=None)), units
+    if spec.name == "eval_text_ebm":
+        from gradmc.experiments.text_ebm import evaluate_stage
+
+        return (lambda: evaluate_stage(cfg, inputs["data"], inputs["model"], inputs["lm"], progress=None)), units
     raise LookupError(f"no stage runner for {spec.name!r}")
 
 
@@ -133,6 +144,12 @@ def _train_ebm(config: dict, probe: dict) -> dict:
         meta = train_stage(cfg, ds, sampler, probe["inputs"]["data"], str(model), progress=None)
         return time.perf_counter() - start, float(meta["seconds"])
 
+    return {**_step_split(run, steps), "outputs": {"model": str(model)}}
+
+
+def _step_split(run, steps: int) -> dict:
+    """Seconds per PCD iteration of ``steps`` sampler steps from ``run(iterations, num_steps)`` -> (wall seconds,
+    the trainer's own seconds): 2 iterations of 1 step (cold, then warm) and 2 of 3 steps (see :func:`_train_ebm`)."""
     cold_wall, cold_train = run(2, 1)
     _, one = run(2, 1)
     _, three = run(2, 3)
@@ -142,8 +159,27 @@ def _train_ebm(config: dict, probe: dict) -> dict:
     update = max(one / 2 - step, 0.0)
     return {"t_cold": cold_wall, "per_unit": update + steps * step, "fixed": max(cold_wall - one, 0.0),
             "detail": {"seconds_per_sampler_step": step, "seconds_per_update": update, "num_steps": steps,
-                       "train_seconds": {"2x1_cold": cold_train, "2x1": one, "2x3": three}},
-            "outputs": {"model": str(model)}}
+                       "train_seconds": {"2x1_cold": cold_train, "2x1": one, "2x3": three}}}
+
+
+def _train_text_ebm(config: dict, probe: dict) -> dict:
+    """The text EBM's training timed as the image EBM's (:func:`_step_split`): categorical GWG steps and updates
+    by the trainer's own clock, one iteration at the config's num_steps = update + num_steps x step."""
+    from gradmc.experiments.text_ebm import train_ebm_stage
+
+    steps = int(config["text_ebm"]["train"]["num_steps"])
+    model = Path(probe["workdir"]) / "text_ebm" / "ebm.pt"
+    model.parent.mkdir(parents=True, exist_ok=True)
+
+    def run(iterations: int, num_steps: int) -> tuple[float, float]:
+        cfg = copy.deepcopy(config)
+        cfg["text_ebm"]["train"].update(iterations=iterations, num_steps=num_steps, log_every=1)
+        model.unlink(missing_ok=True)
+        start = time.perf_counter()
+        meta = train_ebm_stage(cfg, probe["inputs"]["data"], str(model), progress=None)
+        return time.perf_counter() - start, float(meta["seconds"])
+
+    return {**_step_split(run, steps), "outputs": {"model": str(model)}}
 
 
 def _ais_ebm(config: dict, probe: dict) -> dict:
@@ -204,6 +240,8 @@ def measure(probe: dict, config: dict) -> dict:
         return _train_ebm(config, probe)
     if spec.name == "ais_ebm":
         return _ais_ebm(config, probe)
+    if spec.name == "train_text_ebm":
+        return _train_text_ebm(config, probe)
     task = _standard_task if spec.kind == "standard" else _stage_task
     if spec.kind == "once":
         fn, units = task(spec, config, probe, None)

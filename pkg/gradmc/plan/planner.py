@@ -9,13 +9,16 @@ from pathlib import Path
 
 from gradmc.plan.probe import run_probe
 
-__all__ = ["Planner", "missing_data", "probe_key", "progress_line"]
+__all__ = ["Planner", "missing_data", "probe_key", "progress_line", "PTB_TRAIN", "PTB_VALID"]
+
+#: The PTB files whose absence the slice can stand in for: ptb.valid.txt trains the probes' text EBM and LM.
+PTB_TRAIN, PTB_VALID = "ptb/ptb.train.txt", "ptb/ptb.valid.txt"
 
 
 def missing_data(config: dict, folder: Path) -> dict[str, list[str]]:
     """Data files missing from ``folder``, by what reads them: ``mnist``, ``images:<data set>``, ``glass``,
-    ``protein:<name>`` -> list of missing paths (relative to the folder, or the loader's message); keys with
-    nothing missing are left out."""
+    ``protein:<name>``, ``ptb`` (the PTB files of ``text_ebm.data.train_split``) -> list of missing paths
+    (relative to the folder, or the loader's message); keys with nothing missing are left out."""
     from gradmc.data.catalog import config_datasets, dataset_files, image_datasets
     from gradmc.proteins.loaders import missing_files
 
@@ -28,6 +31,8 @@ def missing_data(config: dict, folder: Path) -> dict[str, list[str]]:
         out[f"images:{ds}"] = files(image_datasets(ds, images.get(ds, {})))
     if "kmc_gpc" in config:
         out["glass"] = files(["glass"])
+    if "text_ebm" in config:
+        out["ptb"] = files(["ptb_heldout" if config["text_ebm"]["data"]["train_split"] == "valid" else "ptb"])
     for protein in config.get("potts_proteins", {}).get("proteins", []):
         out[f"protein:{protein}"] = [_relative(m.split(" (")[0].split(": ", 1)[-1], folder)
                                      for m in missing_files([protein], folder)]
@@ -50,6 +55,11 @@ def probe_key(job: str, cls) -> str:
 class Planner:
     """One plan run: the config (``paper``: as given; ``base``: sliced for this machine's CPU and written to
     ``out/slice/config.yaml`` for the probes), the missing data, the jobs asked for, the budget, the results.
+
+    When ``ptb.train.txt`` is the only PTB file missing and the config trains on it (``text_ebm.data.train_split:
+    train``), ``base`` trains on ``ptb.valid.txt`` instead (``train_split: valid``, every size kept) and
+    ``ptb_stand_in`` says so (None otherwise); the text jobs are then probed on that stand-in, labelled as such
+    (:mod:`gradmc.plan.text_jobs`).
 
     Args:
         config: the validated config to plan.
@@ -75,6 +85,10 @@ class Planner:
             present = [p for p in spec["proteins"] if f"protein:{p}" not in self.missing]
             self.potts_missing_all = not present
             spec["proteins"] = present or spec["proteins"]  # the schema wants one; none is probed then
+        self.ptb_stand_in = None
+        if self.missing.get("ptb") == [PTB_TRAIN] and self.base["text_ebm"]["data"]["train_split"] == "train":
+            self.base["text_ebm"]["data"]["train_split"] = "valid"  # the slice only: ptb.valid.txt trains
+            self.ptb_stand_in = f"{PTB_VALID} for {PTB_TRAIN}"
         self.config_path = self.work / "config.yaml"
         self._write_config()
         self.timeout_s, self.deadline, self.progress = timeout_s, time.monotonic() + budget_s, progress

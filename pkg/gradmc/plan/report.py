@@ -22,8 +22,11 @@ def _num(x, digits: int = 2) -> str:
 
 
 def status_label(job: dict) -> str:
-    """The job's status for the table: ok, partial, error, timeout, not run, missing data (with counts)."""
+    """The job's status for the table: ok, partial, error, timeout, not run, missing data (with counts), or
+    probed on stand-in data (``stand_in``: which files stood in for the missing ones)."""
     status = job["status"]
+    if job.get("stand_in") and status in ("ok", "partial"):  # probed on other files (see the job's notes)
+        return f"{status}: STAND-IN data ({job['stand_in']}; see Notes)"
     if job["missing"] and status in ("ok", "partial"):
         costed, total = job.get("tasks_costed", 0), job.get("num_tasks", 0)
         if costed == total:  # the missing inputs' tasks are not enumerated (e.g. proteins without files)

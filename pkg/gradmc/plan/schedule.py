@@ -2,7 +2,8 @@
 sliced Ising samples, a short benchmark: same sizes, fewer steps), and its job record (:mod:`gradmc.plan.records`).
 
 Sharded jobs (:func:`probe_sharded`) run one probe per cost class and cost every shard of the class from it;
-hand-written rules (:func:`probe_stage`) run one probe; the EBM jobs are in :mod:`gradmc.plan.ebm_jobs`. A job
+hand-written rules (:func:`probe_stage`) run one probe; the EBM jobs are in :mod:`gradmc.plan.ebm_jobs`, the text
+EBM's in :mod:`gradmc.plan.text_jobs`. A job
 whose data files are missing is recorded as ``missing data``, naming them; one whose upstream probe made no
 input is recorded as an error.
 """
@@ -13,17 +14,19 @@ import importlib
 from pathlib import Path
 
 from gradmc.plan.ebm_jobs import plan_ebm
-from gradmc.plan.jobs import JOBS
+from gradmc.plan.jobs import JOBS, TEXT_JOBS
 from gradmc.plan.measure import class_key
 from gradmc.plan.planner import Planner, probe_key
 from gradmc.plan.records import add_task, brief, finish, new_job
+from gradmc.plan.text_jobs import plan_text
 
 __all__ = ["ORDER", "probe_jobs", "probe_sharded", "probe_stage"]
 
 #: Order the probes run in (upstream first; the costliest jobs of the paper early, so a short budget keeps them).
 ORDER = ("prepare_mnist", "train_rbm", "rbm_reference", "prepare_image_dataset", "train_ebm", "ais_ebm",
-         "rbm_sampling", "sampler_cost", "rbm_relaxed", "fhmm_sampling", "ising_sampling", "ising_pcd_data",
-         "ising_pcd", "potts_proteins", "kmc_gpc_benchmark", "kmc_gpc", "kmc_banana", "kmc_abc", "kmc_trajectories")
+         "prepare_ptb", "train_text_ebm", "train_text_lm", "eval_text_ebm", "rbm_sampling", "sampler_cost",
+         "rbm_relaxed", "fhmm_sampling", "ising_sampling", "ising_pcd_data", "ising_pcd", "potts_proteins",
+         "kmc_gpc_benchmark", "kmc_gpc", "kmc_banana", "kmc_abc", "kmc_trajectories")
 
 
 def _lacking(job: dict, inputs: dict[str, str]) -> bool:
@@ -106,6 +109,8 @@ def probe_jobs(p: Planner) -> list[dict]:
     _rbm_chain(p, jobs, mnist, rbm)
     if "ebm" in p.paper and any(p.wants(n) for n in ("prepare_image_dataset", "train_ebm", "ais_ebm")):
         jobs["prepare_image_dataset"], jobs["train_ebm"], jobs["ais_ebm"] = plan_ebm(p)
+    if "text_ebm" in p.paper and any(p.wants(n) for n in TEXT_JOBS):
+        jobs.update(plan_text(p))
     if "mnist" not in p.missing:
         if p.wants("rbm_sampling"):
             jobs["rbm_sampling"] = probe_sharded(p, "rbm_sampling", {
