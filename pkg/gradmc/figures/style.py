@@ -26,6 +26,8 @@ _COLORS = {
     # Potts fitting methods (GWG Fig. 7)
     "PLM": "darkgoldenrod", "PCD-Gibbs": "royalblue", "PCD-GWG": "firebrick", "PCD-DMALA": "chocolate",
     "PCD-DLMC": "darkcyan",
+    # text EBM baselines (GWG App. J; the EBM itself is drawn in GWG's colour)
+    "LSTM LM": "darkviolet", "unigram": "saddlebrown", "uniform": "dimgray",
     # Kernel HMC paper samplers
     "HMC": "navy", "KMC": "crimson", "KAMH": "darkorchid", "RW": "seagreen", "HABC": "teal",
 }

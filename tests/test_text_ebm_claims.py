@@ -1,0 +1,87 @@
+"""Claims of GWG App. J (gradmc.claims.text_ebm): the numbers on a real tiny run, and the verdicts on
+constructed metrics where the answer is known."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from _text_ebm_run import tiny_run
+from scipy import stats
+
+from gradmc.claims.base import _known, claims_frame
+from gradmc.claims.text_ebm import claims
+from gradmc.results import read_parquet
+
+Z = stats.norm.ppf(0.975)
+UNIGRAM = "the text EBM (GWG) beats the unigram baseline on PTB"
+UNIFORM = "the text EBM (GWG) beats the uniform distribution on PTB"
+LM = "the autoregressive LSTM language model outperforms the text EBM (GWG) on PTB (slightly, in the paper)"
+
+
+def _frame(values: dict, iterations: float = 50_000) -> pd.DataFrame:
+    """values: model -> (test log-likelihood per sentence, its SE); V = 10,000 words, L = 20 via the uniform."""
+    rows = []
+    for model, (ll, se) in values.items():
+        step = 300 if model == "EBM (GWG)" else 0
+        rows += [(model, step, "test_log_likelihood", ll), (model, step, "test_log_likelihood_se", se),
+                 (model, step, "test_log_likelihood_per_token", ll / 20)]
+    rows += [("EBM (GWG)", 300, "train_iterations", iterations), ("EBM (GWG)", 300, "ais_weights_ess", 30.0)]
+    return pd.DataFrame(rows, columns=["sampler", "step", "metric", "value"]).assign(experiment="text_ebm",
+                                                                                     target="ptb")
+
+
+def _by_claim(df: pd.DataFrame) -> dict:
+    return {c.claim: c for c in claims(df)}
+
+
+UNIFORM_LL = -20 * math.log(10_000)
+
+
+def test_known_verdicts_and_intervals():
+    out = _by_claim(_frame({"EBM (GWG)": (-95.0, 0.6), "LSTM LM": (-90.0, 0.5), "unigram": (-130.0, 0.8),
+                            "uniform": (UNIFORM_LL, 0.0)}))
+    assert list(out) == [UNIGRAM, UNIFORM, LM]
+    assert all(c.status == "PASS" and c.paper == "GWG App. J" and math.isnan(c.paper_value) for c in out.values())
+    c = out[UNIGRAM]
+    assert c.interval.effect == pytest.approx(35.0)
+    assert c.interval.high - c.interval.low == pytest.approx(2 * Z * 1.0)  # sqrt(0.6^2 + 0.8^2) = 1
+    assert out[UNIFORM].interval.half_width == pytest.approx(Z * 0.6)  # the uniform is exact
+    assert out[LM].interval.effect == pytest.approx(5.0)
+    assert "digits are lost" in c.note and "conservative" in c.note and "same sentences" in c.note
+    assert "V = 10,000 words (paper 10,000), L = 20 tokens" in c.note and "reduced sizes" not in c.note
+    # an EBM far worse than the unigram FAILs; far better than the LM makes the LM claim FAIL; close: INCONCLUSIVE
+    out = _by_claim(_frame({"EBM (GWG)": (-150.0, 0.6), "LSTM LM": (-90.0, 0.5), "unigram": (-130.0, 0.8),
+                            "uniform": (UNIFORM_LL, 0.0)}, iterations=1000))
+    assert out[UNIGRAM].status == "FAIL" and out[LM].status == "PASS" and out[UNIFORM].status == "PASS"
+    assert "1,000 training iterations (paper 50,000): reduced sizes" in out[UNIGRAM].note
+    out = _by_claim(_frame({"EBM (GWG)": (-80.0, 0.6), "LSTM LM": (-90.0, 0.5), "unigram": (-80.5, 0.8),
+                            "uniform": (-70.0, 0.0)}))
+    assert out[LM].status == "FAIL" and out[UNIFORM].status == "FAIL" and out[UNIGRAM].status == "INCONCLUSIVE"
+
+
+def test_partial_runs_make_only_the_claims_they_support():
+    assert claims(_frame({"LSTM LM": (-90.0, 0.5), "unigram": (-130.0, 0.8), "uniform": (UNIFORM_LL, 0.0)})) == []
+    out = _by_claim(_frame({"EBM (GWG)": (-95.0, 0.6), "unigram": (-130.0, 0.8)}))
+    assert list(out) == [UNIGRAM]
+
+
+def test_real_run_through_the_claims_framework(tmp_path):
+    assert "text_ebm" in _known()
+    metrics, _, _ = tiny_run(tmp_path)
+    df, _ = read_parquet(metrics)
+    frame, inputs = claims_frame({"text_ebm": metrics})
+    assert list(frame["claim"]) == [UNIGRAM, UNIFORM, LM] and inputs["text_ebm"]["path"] == str(metrics)
+
+    def ll(model):
+        (v,) = df[(df["sampler"] == model) & (df["metric"] == "test_log_likelihood")]["value"].tolist()
+        return v
+
+    effects = dict(zip(frame["claim"], frame["effect"], strict=True))
+    assert effects[UNIGRAM] == pytest.approx(ll("EBM (GWG)") - ll("unigram"))
+    assert effects[UNIFORM] == pytest.approx(ll("EBM (GWG)") + 3 * math.log(4))
+    assert effects[LM] == pytest.approx(ll("LSTM LM") - ll("EBM (GWG)"))
+    assert set(frame["status"]) <= {"PASS", "FAIL", "INCONCLUSIVE"}
+    assert (frame["ci_low"] < frame["effect"]).all() and (frame["effect"] < frame["ci_high"]).all()
+    assert frame["note"].str.contains("V = 4 words").all() and frame["note"].str.contains("reduced sizes").all()
