@@ -3,11 +3,11 @@ metrics Parquet with provenance, as the pipeline does; shared by the figure and 
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 from gradmc.data.ptb import prepare_text
 from gradmc.experiments import text_ebm as exp
+from gradmc.experiments import text_lm
 from gradmc.results import provenance, write_parquet
 
 TRAIN = ["a b", "a", "b a a", "a c", "c", "a b c", "b", "a a"]
@@ -26,11 +26,6 @@ def tiny_config() -> dict:
         "ais": {"num_intermediate": 6, "num_chains": 8, "convergence": [3, 6]}}}
 
 
-def _train_lm():
-    """The LM stage: in the experiment module here, in gradmc.experiments.text_lm once the pipeline moves it."""
-    return getattr(exp, "train_lm_stage", None) or importlib.import_module("gradmc.experiments.text_lm").train_lm_stage
-
-
 def tiny_run(folder: Path) -> tuple[Path, Path, dict]:
     """Run the stages in ``folder``; return (metrics Parquet, samples file, config)."""
     config = tiny_config()
@@ -40,7 +35,7 @@ def tiny_run(folder: Path) -> tuple[Path, Path, dict]:
     prepare_text(folder / "train.txt", folder / "test.txt", data, vocab_size=4, max_length=3)
     ebm, lm = folder / "ebm.pt", folder / "lm.pt"
     exp.train_ebm_stage(config, str(data), str(ebm), progress=None)
-    _train_lm()(config, str(data), str(lm), progress=None)
+    text_lm.train_lm_stage(config, str(data), str(lm), progress=None)
     df = exp.evaluate_stage(config, str(data), str(ebm), str(lm), progress=None)
     metrics = folder / "metrics.parquet"
     write_parquet(df, metrics, provenance(config), validate=True)

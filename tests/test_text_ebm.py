@@ -88,6 +88,7 @@ def test_the_stages_train_evaluate_and_score_the_baselines_exactly(prepared, tmp
     data = load_prepared_text(prepared)
     test = torch.as_tensor(data.splits["test"])
     n = test.shape[0]
+    assert value("uniform", "test_sentences") == n
     assert value("uniform", "test_log_likelihood") == pytest.approx(-3 * math.log(4))
     assert value("uniform", "test_log_likelihood_se") == 0.0
     log_pi = unigram_log_probs(torch.as_tensor(data.splits["train"]), 4, 1.0)

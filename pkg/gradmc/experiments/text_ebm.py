@@ -191,7 +191,8 @@ def evaluate_stage(config: dict, data_path: str, ebm_path: str, lm_path: str, *,
     Metrics: ``test_log_likelihood`` (nats per sentence), ``test_log_likelihood_se``,
     ``test_log_likelihood_per_token`` (nats per token, / L), for the EBM also ``log_z``, ``log_z_se``,
     ``ais_weights_ess``, ``train_iterations``, ``train_seconds`` and ``convergence_log_likelihood`` /
-    ``convergence_log_z_se`` at each ``ais.convergence`` level count.
+    ``convergence_log_z_se`` at each ``ais.convergence`` level count; ``test_sentences`` (on the uniform model's rows):
+    the number of test sentences every mean is over.
 
     Raises:
         InputError: unreadable checkpoints or data (named).
@@ -236,6 +237,7 @@ def evaluate_stage(config: dict, data_path: str, ebm_path: str, lm_path: str, *,
         add_ll("LSTM LM", torch.cat([lm.log_prob(test[i:i + 256]) for i in range(0, test.shape[0], 256)]))
     add_ll("unigram", unigram_log_likelihood(test, unigram_log_probs(train, V, UNIGRAM_ALPHA)))
     add_ll("uniform", uniform_log_likelihood(test, V))
+    add("uniform", "test_sentences", test.shape[0])  # the replicates of every model's mean (the claims' n)
     if progress:
         progress(f"[text_ebm] test log-likelihood per sentence: EBM (GWG) {ll:.2f} nats (AIS se {result.log_z_se:.2f})")
     return tidy_frame(rows, EXPERIMENT, "ptb")
