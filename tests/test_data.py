@@ -345,9 +345,12 @@ def test_catalog_names_what_each_config_reads(tmp_path):
     from gradmc.data import catalog
 
     quick = load_config(Path(__file__).resolve().parents[1] / "config" / "quick.yaml")
-    assert catalog.config_datasets(quick) == ["static_mnist", "frey", "glass", "pf00018", "potts_synthetic"]
+    assert catalog.config_datasets(quick) == ["static_mnist", "frey", "glass", "pf00018", "potts_synthetic",
+                                              "ptb_heldout"]
     smoke = load_config(Path(__file__).resolve().parents[1] / "config" / "smoke.yaml")
-    assert catalog.config_datasets(smoke) == ["mnist_test", "glass", "potts_synthetic"]
+    assert catalog.config_datasets(smoke) == ["mnist_test", "glass", "potts_synthetic", "ptb_heldout"]
+    paper = load_config(Path(__file__).resolve().parents[1] / "config" / "paper.yaml")
+    assert catalog.config_datasets(paper)[-1] == "ptb"  # train_split: train reads ptb.train.txt too
     files = {f.relpath for f in catalog.config_files(quick, tmp_path)}  # empty folder: the canonical files
     assert {"binarized_mnist_train.amat", "frey_rawface.mat", "glass/glass.data"} <= files
     (tmp_path / "frey_faces_uint8.npz").write_bytes(b"")  # an accepted conversion present: it is read instead
