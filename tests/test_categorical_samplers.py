@@ -391,16 +391,17 @@ class NoReverseTerm(GWGCategorical):
 class UnmaskedReverse(GWGCategorical):
     """WRONG: the reverse logits at x' keep the current values (logit d_ii = 0) instead of -inf."""
 
-    def _reverse_log_q(self, x_new, grad_new):
+    def _reverse_log_q(self, x_new, grad_new, rev_idx):
         d = grad_new - (grad_new * x_new).sum(-1, keepdim=True)
-        return torch.log_softmax((d / self.temperature).flatten(1), -1)
+        return torch.log_softmax((d / self.temperature).flatten(1), -1).gather(1, rev_idx[:, None]).squeeze(1)
 
 
 class ReverseTemperature(GWGCategorical):
     """WRONG: the reverse logits use temperature 1 while the forward ones use self.temperature (2)."""
 
-    def _reverse_log_q(self, x_new, grad_new):
-        return torch.log_softmax(GWGCategorical(1.0).proposal_logits(x_new, grad_new), -1)
+    def _reverse_log_q(self, x_new, grad_new, rev_idx):
+        log_q = torch.log_softmax(GWGCategorical(1.0).proposal_logits(x_new, grad_new), -1)
+        return log_q.gather(1, rev_idx[:, None]).squeeze(1)
 
 
 MUTANTS = [NoReverseTerm, UnmaskedReverse, ReverseTemperature]

@@ -99,6 +99,46 @@ def test_sample_categorical_frequencies_and_log_probs(dtype):
     torch.testing.assert_close(log_p, torch.log_softmax(logits, -1).gather(1, idx[:, None]).squeeze(1))
 
 
+@pytest.mark.parametrize("length", [16385, 20_000, 200_000])
+def test_blocked_draw_is_the_flat_draw(monkeypatch, length):
+    """Rows longer than BLOCKED_DRAW_MIN are drawn from in two levels: the same index as the flat inverse CDF
+    from the same uniforms (masked and -inf entries, the short tail block, and rows whose mass sits in one
+    entry of the tail or one entry at the front included), and the same log-probabilities to float rounding."""
+    from gradmc.samplers import base
+
+    assert length > base.BLOCKED_DRAW_MIN
+    g = torch.Generator().manual_seed(length)
+    logits = torch.randn(64, length, generator=g) * 4.0
+    logits[:, ::7] = -1e30  # categorical GWG's masked logit
+    logits[:, -3:] = -torch.inf
+    logits[0] = -torch.inf
+    logits[0, length - 4] = 0.0  # all mass in the tail block's last drawable entry
+    logits[1] = -torch.inf
+    logits[1, 0] = 0.0  # all mass in the first entry
+    blocked = base.sample_categorical(logits, torch.Generator().manual_seed(7), return_log_prob=True)
+    monkeypatch.setattr(base, "BLOCKED_DRAW_MIN", 10**9)
+    flat = base.sample_categorical(logits, torch.Generator().manual_seed(7), return_log_prob=True)
+    assert torch.equal(blocked[0], flat[0]) and int(blocked[0][0]) == length - 4 and int(blocked[0][1]) == 0
+    assert bool(torch.isfinite(logits.gather(1, blocked[0][:, None])).all())
+    torch.testing.assert_close(blocked[1], flat[1], rtol=0, atol=2e-6)
+
+
+def test_blocked_draw_follows_softmax():
+    """Frequencies of two-level draws over a long row with a few heavy entries, spread over blocks, match
+    softmax(logits) (the flat draw's own test above, at a length that takes the blocked path)."""
+    from gradmc.samplers.base import BLOCKED_DRAW_MIN, DRAW_BLOCK, sample_categorical
+
+    length = BLOCKED_DRAW_MIN + DRAW_BLOCK // 2
+    heavy = torch.tensor([0, DRAW_BLOCK - 1, DRAW_BLOCK, 5 * DRAW_BLOCK + 3, length - 1])
+    row = torch.full((length,), -torch.inf)
+    row[heavy] = torch.log(torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0]))
+    g = torch.Generator().manual_seed(2)
+    idx = torch.cat([sample_categorical(row.expand(10_000, length), g) for _ in range(10)])  # 100,000 draws
+    freq = (idx[:, None] == heavy).double().mean(0)
+    assert bool(torch.isin(idx, heavy).all())
+    assert torch.allclose(freq, torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], dtype=torch.float64) / 15.0, atol=5e-3)
+
+
 def test_fast_exp_helpers_match_torch():
     """exp_below_max / log_normaliser / log_softmax equal torch's on -inf, very negative and ordinary logits."""
     from gradmc.samplers.base import EXP_FLOOR, exp_below_max, log_normaliser, log_softmax

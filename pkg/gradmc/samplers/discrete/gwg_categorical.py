@@ -19,6 +19,7 @@ from gradmc.samplers.base import (
     Info,
     acceptance_probability,
     check_finite,
+    log_normaliser,
     log_softmax,
     metropolis_hastings_accept,
     sample_categorical,
@@ -103,13 +104,11 @@ class GWGCategorical:
         logits = torch.addcmul(grad, x, grad.new_tensor(MASKED_LOGIT * self.temperature)).sub_(current)
         return logits.div_(self.temperature).flatten(1)
 
-    def _forward_log_q(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
-        """(C, D * K) log q(. | x) of the forward move."""
-        return log_softmax(self.proposal_logits(x, grad))
-
-    def _reverse_log_q(self, x_new: torch.Tensor, grad_new: torch.Tensor) -> torch.Tensor:
-        """(C, D * K) log q(. | x') of the reverse move: the same proposal, evaluated at x'."""
-        return log_softmax(self.proposal_logits(x_new, grad_new))
+    def _reverse_log_q(self, x_new: torch.Tensor, grad_new: torch.Tensor, rev_idx: torch.Tensor) -> torch.Tensor:
+        """(N,) log q(rev_idx | x') of the reverse move: the same proposal, evaluated at x', at one index per
+        chain (its logit minus the row's log-normaliser: the full log-softmax is never built)."""
+        logits = self.proposal_logits(x_new, grad_new)  # (N, D * K)
+        return logits.gather(1, rev_idx[:, None]).squeeze(1) - log_normaliser(logits)
 
     @staticmethod
     def _apply_move(x: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -135,11 +134,11 @@ class GWGCategorical:
         """(N,) log MH ratio f(x') - f(x) + log q(rev | x') - log q(fwd | x)."""
         return f_new - f_x + log_q_rev - log_q_fwd
 
-    def _propose_and_score(self, x, ev: Evaluation, log_q_x, idx, log_prob):
+    def _propose_and_score(self, x, ev: Evaluation, log_q_fwd, idx, log_prob):
         """Shared by :meth:`step` and :meth:`transition_probabilities`: move x by idx, evaluate x'.
 
         Args:
-            x: (N, D, K); ev: the evaluation at x; log_q_x: (N, D * K) forward log q at x; idx: (N,) int64.
+            x: (N, D, K); ev: the evaluation at x; log_q_fwd: (N,) forward log q(idx | x); idx: (N,) int64.
 
         Returns:
             x_new (N, D, K), ev_new (the evaluation at x'), log_q_fwd (N,), log_alpha (N,). One f+grad
@@ -148,9 +147,7 @@ class GWGCategorical:
         K = x.shape[2]
         x_new, rev_idx = self._apply_move(x, idx)
         ev_new = eval_change(log_prob, x, ev, idx // K, idx % K, grad=True)
-        log_q_new = self._reverse_log_q(x_new, ev_new.grad)  # (N, D * K)
-        log_q_fwd = log_q_x.gather(1, idx[:, None]).squeeze(1)
-        log_q_rev = log_q_new.gather(1, rev_idx[:, None]).squeeze(1)
+        log_q_rev = self._reverse_log_q(x_new, ev_new.grad, rev_idx)
         return x_new, ev_new, log_q_fwd, self._log_alpha(ev.log_prob, ev_new.log_prob, log_q_fwd, log_q_rev)
 
     def step(
@@ -175,9 +172,9 @@ class GWGCategorical:
         ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
         check_finite(self.name, state.num_steps + 1, ("log_prob at the current state", ev.log_prob),
                      ("gradient of log_prob at the current state", ev.grad))
-        log_q_x = self._forward_log_q(x, ev.grad)  # (C, D * K)
-        idx = sample_categorical(log_q_x, generator)  # (C,)
-        x_new, ev_new, _, log_alpha = self._propose_and_score(x, ev, log_q_x, idx, log_prob)
+        # one pass draws idx and gives log q(idx | x): the (C, D * K) log-softmax is never built
+        idx, log_q_fwd = sample_categorical(self.proposal_logits(x, ev.grad), generator, return_log_prob=True)
+        x_new, ev_new, _, log_alpha = self._propose_and_score(x, ev, log_q_fwd, idx, log_prob)
         accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
         x_out = torch.where(accepted[:, None, None], x_new, x)
         out = select(accepted, ev_new, ev)
@@ -207,11 +204,11 @@ class GWGCategorical:
         C, D, K = x.shape
         M = D * K
         ev = evaluate(log_prob, x, grad=True)
-        log_q_x = self._forward_log_q(x, ev.grad)  # (C, M)
+        log_q_x = log_softmax(self.proposal_logits(x, ev.grad))  # (C, M)
         idx = torch.arange(M, device=x.device).repeat(C)  # (C * M,): chain-major
         repeated = Evaluation(*(None if t is None else t.repeat_interleave(M, 0) for t in ev))
         x_new, _, log_q_fwd, log_alpha = self._propose_and_score(
-            x.repeat_interleave(M, 0), repeated, log_q_x.repeat_interleave(M, 0), idx, log_prob
+            x.repeat_interleave(M, 0), repeated, log_q_x.reshape(-1), idx, log_prob
         )
         acceptance_prob = acceptance_probability(log_alpha)  # what metropolis_hastings_accept accepts with
         move = (log_q_fwd.exp() * acceptance_prob).reshape(C, M)
