@@ -22,6 +22,7 @@ from gradmc.bench.catalog import (
     RBM_ESS_SUITE,
     RBM_SUITE,
     SCALING,
+    TEXT_EBM_SUITE,
     select_suites,
 )
 from gradmc.bench.rbm_ess import RBM_ESS_SAMPLERS, rbm_ess_suite
@@ -38,6 +39,7 @@ TINY = {
     ISING_SUITE: {"side": 4, "num_chains": 3},
     POTTS_SUITE: {"num_sites": 5, "num_states": 3, "num_chains": 4},
     LATTICE_POTTS_SUITE: {"side": 4, "num_chains": 4},
+    TEXT_EBM_SUITE: {"vocab_size": 7, "max_length": 3, "embed_dim": 2, "hidden": 3, "proj": 4, "num_chains": 2},
 }
 
 
@@ -85,6 +87,21 @@ def test_layout_every_sampler_has_median_and_spread(tmp_path):
     assert res["authors_reference"][POTTS_SUITE] == {"GWG": 64.0, "Gibbs-1": 26.0}
     assert res["authors_reference"][LATTICE_POTTS_SUITE] == {"GWG": 68.0}
     assert res["targets"][POTTS_SUITE]["GWG"] == 640.0
+
+
+def test_text_ebm_suite_caps_its_steps_and_times_the_energy_alone(tmp_path):
+    """The paper-size text suite takes about a second a step: at most 5 timed steps per run and 2 warm-up
+    steps, whatever the global settings; its settings add the energy's own forward + backward time."""
+    res = run_benchmark(tmp_path / "s.json", steps=50, repeats=5, warmup=20, suites=[TEXT_EBM_SUITE],
+                        suite_params={TEXT_EBM_SUITE: TINY[TEXT_EBM_SUITE]}, progress=None)
+    row, settings = res["suites"][TEXT_EBM_SUITE]["GWG"], res["suite_settings"][TEXT_EBM_SUITE]
+    _check_row(row, 5)
+    assert row["steps_per_run"] == settings["steps_per_run"] == 5 and settings["warmup"] == 2
+    assert settings["params"]["x0_shape"] == [2, 3, 7] and settings["state"] == "categorical"
+    assert 0 < settings["energy_grad_ms"] < math.inf
+    defaults = inspect.signature(SUITES[TEXT_EBM_SUITE].build).parameters
+    assert [defaults[k].default for k in ("vocab_size", "max_length", "embed_dim", "hidden", "proj")] == \
+        [10000, 20, 256, 512, 512]  # the paper's sizes (GWG App. J)
 
 
 def test_subset_run_keeps_the_other_suites(tmp_path):

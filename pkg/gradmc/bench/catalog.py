@@ -12,7 +12,8 @@ from collections.abc import Iterable
 
 from gradmc.errors import InputError
 
-__all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "RBM_ESS_SUITE", "KMC_SUITE",
+__all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "TEXT_EBM_SUITE", "RBM_ESS_SUITE",
+           "KMC_SUITE",
            "GPC_SUITE", "COMPILE_SUITE", "OPT_IN_HELP", "SCALING", "SUITES_HELP", "SUITE_NAMES",
            "AUTHORS_REFERENCE", "TARGETS",
            "DEFAULT_STEPS", "DEFAULT_REPEATS", "DEFAULT_WARMUP", "DEFAULT_ESS_STEPS", "DEFAULT_ESS_BURN_IN",
@@ -27,6 +28,7 @@ RBM_SUITE = "rbm_784x500_100chains"
 ISING_SUITE = "ising_40x40_theta0.25_32chains"
 POTTS_SUITE = "potts_48x21_100chains"
 LATTICE_POTTS_SUITE = "lattice_potts_20x20x3_theta1.0_100chains"
+TEXT_EBM_SUITE = "text_ebm_bilstm_20x10000_100chains"
 RBM_ESS_SUITE = "rbm_trained_784x500_ess"
 KMC_SUITE = "kmc_finite_banana8_m1000_L10-100"
 GPC_SUITE = "gpc_glass_estimate_100samples"
@@ -44,6 +46,8 @@ SUITES_HELP: dict[str, str] = {
                  "categorical GWG, Gibbs-1, " + ", ".join(LATER_CATEGORICAL),
     LATTICE_POTTS_SUITE: "steps/s, cyclic lattice Potts 20x20, 3 states, theta 1.0: categorical GWG, Gibbs-1, "
                          + ", ".join(LATER_CATEGORICAL),
+    TEXT_EBM_SUITE: "steps/s, categorical GWG on the text EBM's BiLSTM energy at the paper's size (GWG App. J: "
+                    "sentences of 20 tokens, 10,000 words, 100 chains; few steps: about 1 s each)",
     RBM_ESS_SUITE: "ESS/s of the Hamming statistic on an RBM trained on MNIST (CD-10, 1 epoch; needs "
                    "static_mnist in GRADMC_DATA_DIR), the RBM suite's samplers",
     KMC_SUITE: "one KMC-finite iteration on the 8-D banana (1 and 32 chains)",

@@ -16,6 +16,12 @@ side by side on the reference machine, idle, 2 threads, CPU; issue 14, medians o
   log p(x) = theta sum_edges [x_i == x_j], theta = 1.0 (near the critical point log(1 + sqrt 3) ~= 1.005 of
   the infinite 3-state lattice, as the Ising suite sits near its critical point), zero field, 100 chains,
   one-hot x (100, 400, 3): categorical GWG, Gibbs-1, DMALA, DULA and DLMC. Authors: GWG 68 steps/s.
+- ``text_ebm_bilstm_20x10000_100chains``: categorical GWG on the text EBM's energy (GWG App. J; EXPERIMENTS.md A8)
+  at the paper's size: a random BiLSTM energy (256-d embedding, 512 hidden units, projection 512) over one-hot
+  sentences (100, 20, 10000), uniform x0, so each proposal is a softmax over 200,000 (site, value) pairs per
+  chain. At most 5 steps per timed run and 2 warm-up steps (a step takes about a second); the suite's
+  settings also record the energy's own forward + backward time (``energy_grad_ms``), so the proposal's
+  share of a step is read off. No authors' figure.
 - ``rbm_trained_784x500_ess``: ESS/s of the Hamming statistic on an RBM trained on MNIST, the RBM suite's
   samplers (see :mod:`gradmc.bench.rbm_ess`; skipped when static_mnist is not in the data folder).
 - Kernel HMC: one KMC-finite iteration and one GPC estimate (see :mod:`gradmc.bench.kmc`).
@@ -80,6 +86,7 @@ from gradmc.bench.catalog import (
     SCALING,
     SUITE_NAMES,
     TARGETS,
+    TEXT_EBM_SUITE,
     select_suites,
 )
 from gradmc.bench.timing import spread, time_sampler
@@ -90,7 +97,7 @@ from gradmc.targets.ising import LatticeIsing
 from gradmc.targets.potts import LatticePotts, Potts
 from gradmc.targets.rbm import RBM
 
-__all__ = ["SamplerSuite", "SUITES", "build_rbm", "build_ising", "build_potts", "build_lattice_potts",
+__all__ = ["SamplerSuite", "SUITES", "build_rbm", "build_ising", "build_potts", "build_lattice_potts", "build_text_ebm",
            "run_benchmark"]
 
 
@@ -140,16 +147,42 @@ def build_lattice_potts(generator: torch.Generator, *, side: int = 20, num_state
     return target, _uniform_onehot(generator, num_chains, side * side, num_states)
 
 
+def build_text_ebm(generator: torch.Generator, *, vocab_size: int = 10000, max_length: int = 20,
+                   embed_dim: int = 256, hidden: int = 512, proj: int = 512,
+                   num_chains: int = 100) -> tuple[torch.nn.Module, torch.Tensor]:
+    """The text EBM's BiLSTM energy with random weights (parameters frozen) and uniform one-hot sentences
+    x0 (num_chains, max_length, vocab_size) float."""
+    from gradmc.models.text import BiLSTMEnergy
+
+    with torch.random.fork_rng(devices=[]):  # nn's initialisation draws from the global stream
+        torch.manual_seed(int(torch.randint(2**31, (), generator=generator)))
+        net = BiLSTMEnergy(vocab_size, embed_dim=embed_dim, hidden=hidden, proj=proj).requires_grad_(False)
+    return net, _uniform_onehot(generator, num_chains, max_length, vocab_size)
+
+
+def energy_grad_ms(log_prob, x0: torch.Tensor, repeats: int) -> float:
+    """Median ms of one f(x) + grad_x f(x) at x0 (one forward and backward pass), after one untimed call."""
+    times = []
+    for _ in range(repeats + 1):
+        start = time.perf_counter()
+        x = x0.clone().requires_grad_(True)
+        torch.autograd.grad(log_prob(x).sum(), x)
+        times.append(1000.0 * (time.perf_counter() - start))
+    return sorted(times[1:])[repeats // 2]
+
+
 @dataclass(frozen=True)
 class SamplerSuite:
     """A steps/s suite: ``build(generator, **params) -> (target, x0)`` and the sampler names to time.
 
-    ``state`` is the ``make_sampler`` state kind ("binary" or "categorical").
+    ``state`` is the ``make_sampler`` state kind ("binary" or "categorical"); ``max_steps`` caps the
+    benchmark's steps per run for suites whose steps take about a second.
     """
 
     build: Callable[..., tuple[object, torch.Tensor]]
     samplers: tuple[str, ...]
     state: str = "binary"
+    max_steps: int | None = None  # caps the steps per timed run (and the warm-up at max_steps // 2): slow steps
 
 
 #: steps/s suites: name -> SamplerSuite (the ESS, KMC and GPC suites are run by their own modules)
@@ -158,6 +191,7 @@ SUITES: dict[str, SamplerSuite] = {
     ISING_SUITE: SamplerSuite(build_ising, ("GWG", "Gibbs-1", *LATER_BINARY)),
     POTTS_SUITE: SamplerSuite(build_potts, ("GWG", "Gibbs-1", *LATER_CATEGORICAL), "categorical"),
     LATTICE_POTTS_SUITE: SamplerSuite(build_lattice_potts, ("GWG", "Gibbs-1", *LATER_CATEGORICAL), "categorical"),
+    TEXT_EBM_SUITE: SamplerSuite(build_text_ebm, ("GWG",), "categorical", max_steps=5),
 }
 
 
@@ -213,6 +247,8 @@ def _run_suite(suite: str, *, steps: int, repeats: int, warmup: int, ess_steps: 
         spec = SUITES[suite]
         gen = make_generator(seed_from("bench", suite))  # builds the target, then drives every sampler in turn
         target, x0 = spec.build(gen, **params)
+        if spec.max_steps is not None:
+            steps, warmup = min(steps, spec.max_steps), min(warmup, spec.max_steps // 2)
         out = {}
         for name in spec.samplers:
             row = time_sampler(make_sampler(name, state=spec.state), target, x0, gen, steps=steps, repeats=repeats,
@@ -224,7 +260,10 @@ def _run_suite(suite: str, *, steps: int, repeats: int, warmup: int, ess_steps: 
         defaults = {k: p.default for k, p in inspect.signature(spec.build).parameters.items()
                     if p.kind is inspect.Parameter.KEYWORD_ONLY}
         extra = {"params": {**defaults, **params, "x0_shape": list(x0.shape), "target": repr(target).splitlines()[0]},
-                 "samplers": list(spec.samplers), "state": spec.state}
+                 "samplers": list(spec.samplers), "state": spec.state, "steps_per_run": steps, "warmup": warmup}
+        if suite == TEXT_EBM_SUITE:
+            extra["energy_grad_ms"] = energy_grad_ms(target, x0, repeats)
+            say(f"[bench] {suite} energy forward + backward alone: {extra['energy_grad_ms']:.0f} ms")
         return out, extra
     if suite == RBM_ESS_SUITE:
         from gradmc.bench.rbm_ess import rbm_ess_suite
