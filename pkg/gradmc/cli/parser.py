@@ -80,24 +80,26 @@ def _add_data(sub) -> None:
     _add_out(prep, "prepared .npz")
 
 
+def _add_stage(run, name: str, help: str, inputs: dict[str, str], out: str):
+    """A hand-written stage: ``--config``, one required ``--FLAG PATH`` per entry of ``inputs``
+    (flag -> help), and ``--out`` (the output described by ``out``). Returns the subparser."""
+    p = run.add_parser(name, help=help)
+    _add_config(p)
+    for flag, text in inputs.items():
+        p.add_argument(f"--{flag}", required=True, help=text)
+    _add_out(p, out)
+    return p
+
+
 def _add_hand_written_stages(run) -> None:
-    train = run.add_parser("train_rbm", help="train the MNIST RBM with CD-k (GWG Fig. 3)")
-    _add_config(train)
-    train.add_argument("--data", required=True, help="prepared MNIST .npz")
-    _add_out(train, "RBM checkpoint (.pt)")
-    ref = run.add_parser("rbm_reference", help="block-Gibbs ground-truth samples of the RBM")
-    _add_config(ref)
-    ref.add_argument("--model", required=True, help="RBM checkpoint from train_rbm")
-    ref.add_argument("--data", required=True, help="prepared MNIST .npz (initial distribution)")
-    _add_out(ref, "reference samples (.npz)")
-    cost = run.add_parser("sampler_cost", help="cost per step of each sampler relative to Gibbs-1 (in-process timing)")
-    _add_config(cost)
-    cost.add_argument("--model", required=True, help="RBM checkpoint from train_rbm")
-    cost.add_argument("--data", required=True, help="prepared MNIST .npz (initial distribution)")
-    _add_out(cost, "metrics Parquet")
-    ipd = run.add_parser("ising_pcd_data", help="GWG Fig. 6 data: samples of the true Ising models (.npz)")
-    _add_config(ipd)
-    _add_out(ipd, "data .npz")
+    mnist = "prepared MNIST .npz"
+    _add_stage(run, "train_rbm", "train the MNIST RBM with CD-k (GWG Fig. 3)", {"data": mnist}, "RBM checkpoint (.pt)")
+    _add_stage(run, "rbm_reference", "block-Gibbs ground-truth samples of the RBM",
+               {"model": "RBM checkpoint from train_rbm", "data": f"{mnist} (initial distribution)"},
+               "reference samples (.npz)")
+    _add_stage(run, "sampler_cost", "cost per step of each sampler relative to Gibbs-1 (in-process timing)",
+               {"model": "RBM checkpoint from train_rbm", "data": f"{mnist} (initial distribution)"}, "metrics Parquet")
+    _add_stage(run, "ising_pcd_data", "GWG Fig. 6 data: samples of the true Ising models (.npz)", {}, "data .npz")
     tebm = run.add_parser("train_ebm", help="GWG Table 2: train one ResNet EBM by replay-buffer PCD (resumable)")
     _add_config(tebm)
     tebm.add_argument("--dataset", required=True, choices=IMAGE_DATASETS, help="data set name")
@@ -113,21 +115,15 @@ def _add_hand_written_stages(run) -> None:
     aebm.add_argument("--data", required=True, help="prepared image .npz")
     aebm.add_argument("--model", required=True, help="checkpoint from `gradmc run train_ebm`")
     _add_out(aebm, "metrics Parquet")
-    ttext = run.add_parser("train_text_ebm", help="GWG App. J: train the PTB text EBM by PCD with categorical GWG")
-    _add_config(ttext)
-    ttext.add_argument("--data", required=True, help="prepared PTB .npz from `gradmc data prepare ptb`")
-    _add_out(ttext, "checkpoint (.pt; the decoded buffer sentences go to OUT.samples.txt)")
-    tlm = run.add_parser("train_text_lm", help="GWG App. J: train the autoregressive LSTM language model baseline")
-    _add_config(tlm)
-    tlm.add_argument("--data", required=True, help="prepared PTB .npz from `gradmc data prepare ptb`")
-    _add_out(tlm, "language model weights (.pt)")
-    etext = run.add_parser("eval_text_ebm", help="GWG App. J: test log-likelihoods of the text EBM (AIS), the LSTM "
-                                                 "LM, the unigram and the uniform model")
-    _add_config(etext)
-    etext.add_argument("--data", required=True, help="prepared PTB .npz")
-    etext.add_argument("--model", required=True, help="checkpoint from `gradmc run train_text_ebm`")
-    etext.add_argument("--lm", required=True, help="weights from `gradmc run train_text_lm`")
-    _add_out(etext, "metrics Parquet")
+    ptb = "prepared PTB .npz from `gradmc data prepare ptb`"
+    _add_stage(run, "train_text_ebm", "GWG App. J: train the PTB text EBM by PCD with categorical GWG", {"data": ptb},
+               "checkpoint (.pt; the decoded buffer sentences go to OUT.samples.txt)")
+    _add_stage(run, "train_text_lm", "GWG App. J: train the autoregressive LSTM language model baseline",
+               {"data": ptb}, "language model weights (.pt)")
+    _add_stage(run, "eval_text_ebm",
+               "GWG App. J: test log-likelihoods of the text EBM (AIS), the LSTM LM, the unigram and the uniform model",
+               {"data": ptb, "model": "checkpoint from `gradmc run train_text_ebm`",
+                "lm": "weights from `gradmc run train_text_lm`"}, "metrics Parquet")
 
 
 def _add_standard_runs(run) -> None:
