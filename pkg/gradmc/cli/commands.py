@@ -211,13 +211,14 @@ def _run_hand_written(args) -> None:
 def _cmd_run(args) -> None:
     from gradmc.registry import experiments
 
-    check_output_file(args.out, "--out")  # before hours of work
-    if args.experiment == "train_text_ebm":  # its decoded samples go beside the checkpoint
-        from gradmc.experiments.text_ebm import samples_path
-
-        check_output_file(samples_path(args.out), "--out (its .samples.txt)")
+    check_writable_folder(os.path.dirname(os.path.abspath(args.out)), "--out")  # before hours of work
     entry = experiments().get(args.experiment)
     if entry is None:
+        check_output_file(args.out, "--out")
+        if args.experiment == "train_text_ebm":  # its decoded samples go beside the checkpoint
+            from gradmc.experiments.text_ebm import samples_path
+
+            check_output_file(samples_path(args.out), "--out (its .samples.txt)")
         _run_hand_written(args)
         return
     from gradmc.experiments.standard import job_config, run_experiment
