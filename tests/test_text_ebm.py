@@ -23,6 +23,7 @@ TEST = ["a", "b b", "c a", "a b", "d"]
 
 def _config(iterations=4):
     return {"device": "cpu", "text_ebm": {
+        "data": {"train_split": "valid", "vocab_size": 4, "max_length": 3},  # as `prepared` below
         "model": {"embed_dim": 4, "hidden": 4, "proj": 8},
         "train": {"iterations": iterations, "num_steps": 3, "batch_size": 4, "buffer_size": 8, "lr": 1e-3,
                   "warmup": 2, "ema_decay": 0.9, "energy_l2": 0.01, "log_every": 2, "num_samples": 5},

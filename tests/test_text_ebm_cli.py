@@ -61,9 +61,12 @@ def test_stages_and_figure_run_end_to_end_and_name_bad_inputs(data_dir, tmp_path
     assert main(["data", "prepare", "ptb", *c, "--out", data]) == 0
     assert main(["run", "train_text_ebm", *c, "--data", data, "--out", ebm]) == 0
     assert main(["run", "train_text_lm", *c, "--data", data, "--out", lm]) == 0
-    # the LM's weights where the EBM's checkpoint belongs, and a missing LM file: named, nothing written
+    # the LM's weights where the EBM's checkpoint belongs (and the reverse), and a missing LM file: named
     assert main(["run", "eval_text_ebm", *c, "--data", data, "--model", lm, "--lm", lm, "--out", metrics]) == 2
-    assert "cannot read the text EBM checkpoint" in capsys.readouterr().err
+    assert "is not a checkpoint from `gradmc run train_text_ebm`: its format is 'gradmc.text_lm/1'" in \
+        capsys.readouterr().err
+    assert main(["run", "eval_text_ebm", *c, "--data", data, "--model", ebm, "--lm", ebm, "--out", metrics]) == 2
+    assert "--lm" in (err := capsys.readouterr().err) and "not a checkpoint from `gradmc run train_text_lm`" in err
     assert main(["run", "eval_text_ebm", *c, "--data", data, "--model", ebm, "--lm", str(tmp_path / "no.pt"),
                  "--out", metrics]) == 2
     assert "--lm" in capsys.readouterr().err and not Path(metrics).exists()
@@ -75,3 +78,98 @@ def test_stages_and_figure_run_end_to_end_and_name_bad_inputs(data_dir, tmp_path
     assert main(["figure", "text_ebm", "--metrics", metrics, "--samples", ebm + ".samples.txt",
                  "--out", str(prefix), "--table-out", str(table)]) == 0
     assert (tmp_path / "fig.png").stat().st_size > 0 and "## Samples" in (tmp_path / "table.md").read_text()
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def _edited_smoke(tmp_path, name: str, **edits) -> str:
+    """config/smoke.yaml with text_ebm.<section>.<key> = value for each edits["section__key"]."""
+    config = yaml.safe_load(Path("config/smoke.yaml").read_text())
+    for path, value in edits.items():
+        section, key = path.split("__")
+        config["text_ebm"][section][key] = value
+    out = tmp_path / f"{name}.yaml"
+    out.write_text(yaml.safe_dump(config))
+    return str(out)
+
+
+def test_inputs_made_for_another_config_or_damaged_are_refused_in_one_line(data_dir, tmp_path, capsys):
+    """Data, checkpoints and config must agree (a mismatch would score the wrong sizes silently); damaged files,
+    config values the schema lets through and outputs that are folders are named before any work, exit 2, one
+    line, nothing written."""
+    c = ["--config", "config/smoke.yaml"]
+    data, ebm, lm, metrics = (str(tmp_path / n) for n in ("ptb.npz", "ebm.pt", "lm.pt", "metrics.parquet"))
+    assert main(["data", "prepare", "ptb", *c, "--out", data]) == 0
+    assert main(["run", "train_text_ebm", *c, "--data", data, "--out", ebm]) == 0
+    assert main(["run", "train_text_lm", *c, "--data", data, "--out", lm]) == 0
+    capsys.readouterr()
+    longer = _edited_smoke(tmp_path, "longer", data__max_length=6)
+    assert main(["data", "prepare", "ptb", "--config", longer, "--out", str(tmp_path / "long.npz")]) == 0
+    capsys.readouterr()
+    evaluate = ["run", "eval_text_ebm", "--data", data, "--model", ebm, "--lm", lm, "--out", metrics]
+    # data prepared for another length, under this config
+    assert main(["run", "eval_text_ebm", *c, "--data", str(tmp_path / "long.npz"), "--model", ebm, "--lm", lm,
+                 "--out", metrics]) == 2
+    assert "prepared for another config: max_length 6 (config 4)" in _one_line_error(capsys)
+    # the EBM and the LM trained with other sizes than the config asks for
+    wider = _edited_smoke(tmp_path, "wider", model__hidden=8)
+    assert main([*evaluate, "--config", wider]) == 2
+    assert "--model" in (err := _one_line_error(capsys)) and "trained with other sizes: model" in err
+    lm_wider = _edited_smoke(tmp_path, "lm_wider", lm__hidden=16)
+    assert main([*evaluate, "--config", lm_wider]) == 2
+    assert "--lm" in (err := _one_line_error(capsys)) and "does not fit text_ebm.lm" in err
+    # a damaged .npz (still a zip, its compressed bytes flipped)
+    raw = bytearray(Path(data).read_bytes())
+    raw[200:260] = bytes(b ^ 0xFF for b in raw[200:260])
+    (tmp_path / "flip.npz").write_bytes(bytes(raw))
+    flipped = ["--data", str(tmp_path / "flip.npz"), "--out", str(tmp_path / "x.pt")]
+    assert main(["run", "train_text_lm", *c, *flipped]) == 2
+    assert "could not be read" in _one_line_error(capsys)
+    # config values the schema accepts but training cannot use
+    for name, edit, message in (("batch", {"train__batch_size": 32}, "exceeds text_ebm.train.buffer_size 16"),
+                                ("nan", {"train__lr": float("nan")}, "text_ebm.train.lr is nan")):
+        bad = _edited_smoke(tmp_path, name, **edit)
+        assert main(["run", "train_text_ebm", "--config", bad, "--data", data, "--out", str(tmp_path / "x.pt")]) == 2
+        assert message in _one_line_error(capsys)
+    # outputs that are existing folders, the samples file beside the checkpoint too
+    (tmp_path / "dir.pt").mkdir()
+    assert main(["run", "train_text_lm", *c, "--data", data, "--out", str(tmp_path / "dir.pt")]) == 2
+    assert "is an existing folder" in _one_line_error(capsys)
+    (tmp_path / "y.pt.samples.txt").mkdir()
+    assert main(["run", "train_text_ebm", *c, "--data", data, "--out", str(tmp_path / "y.pt")]) == 2
+    assert ".samples.txt" in _one_line_error(capsys)
+    assert main(["data", "prepare", "ptb", *c, "--out", str(tmp_path / "dir.pt")]) == 2
+    assert "is an existing folder" in _one_line_error(capsys)
+    assert not any(p.exists() for p in (tmp_path / "x.pt", tmp_path / "y.pt", Path(metrics)))
+
+
+def test_figure_writes_nothing_until_every_input_and_output_is_good(data_dir, tmp_path, capsys):
+    """Concatenated metrics of two runs, or a figure path in a folder that cannot exist, are refused before the
+    table is written."""
+    import pandas as pd
+
+    from gradmc.results import write_parquet
+
+    c = ["--config", "config/smoke.yaml"]
+    data, ebm, lm, metrics = (str(tmp_path / n) for n in ("ptb.npz", "ebm.pt", "lm.pt", "metrics.parquet"))
+    for command in (["data", "prepare", "ptb", *c, "--out", data],
+                    ["run", "train_text_ebm", *c, "--data", data, "--out", ebm],
+                    ["run", "train_text_lm", *c, "--data", data, "--out", lm],
+                    ["run", "eval_text_ebm", *c, "--data", data, "--model", ebm, "--lm", lm, "--out", metrics]):
+        assert main(command) == 0
+    capsys.readouterr()
+    df, prov = read_parquet(metrics)
+    write_parquet(pd.concat([df, df], ignore_index=True), tmp_path / "twice.parquet", prov)
+    table = tmp_path / "table"
+    assert main(["figure", "text_ebm", "--metrics", str(tmp_path / "twice.parquet"), "--out", str(tmp_path / "f"),
+                 "--table-out", str(table)]) == 2
+    assert "repeat a (model, metric, step)" in _one_line_error(capsys)
+    (tmp_path / "file").write_text("")
+    assert main(["figure", "text_ebm", "--metrics", metrics, "--out", str(tmp_path / "file" / "f"),
+                 "--table-out", str(table)]) == 2
+    assert "--out" in _one_line_error(capsys)
+    assert not list(tmp_path.glob("table.*")) and not list(tmp_path.glob("f.*"))

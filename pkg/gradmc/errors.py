@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 
 __all__ = ["UserError", "ConfigError", "InputError", "MissingInputError", "OutputError", "DataError",
@@ -112,11 +113,25 @@ def check_readable(path: str | Path, what: str) -> Path:
             import pyarrow.parquet as pq
 
             pq.read_metadata(path)
-    except (OSError, EOFError, zipfile.BadZipFile, ValueError) as err:
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error, ValueError) as err:  # zlib: a damaged member
         if isinstance(err, InputError):
             raise
         raise InputError(f"{what}{sep}{path} could not be read ({type(err).__name__}: {err}); delete and rebuild "
                          "it (rerun the stage that makes it)") from None
+    return path
+
+
+def check_output_file(path: str | Path, what: str) -> Path:
+    """Check, before any work starts, that output file ``path`` can be written: its folder is writable
+    (:func:`check_writable_folder`) and ``path`` itself is not an existing folder.
+
+    Raises:
+        InputError: either is not the case (named, with what was expected).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{what} {path} is an existing folder: expected the path of a file to write")
+    check_writable_folder(path.parent if str(path.parent) else Path("."), what)
     return path
 
 

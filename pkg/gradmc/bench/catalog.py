@@ -47,7 +47,8 @@ SUITES_HELP: dict[str, str] = {
     LATTICE_POTTS_SUITE: "steps/s, cyclic lattice Potts 20x20, 3 states, theta 1.0: categorical GWG, Gibbs-1, "
                          + ", ".join(LATER_CATEGORICAL),
     TEXT_EBM_SUITE: "steps/s, categorical GWG on the text EBM's BiLSTM energy at the paper's size (GWG App. J: "
-                    "sentences of 20 tokens, 10,000 words, 100 chains; few steps: about 1 s each)",
+                    "sentences of 20 tokens, 10,000 words, 100 chains; about 1 s a step, so --steps is capped at 5 and "
+                    "--warmup at 2; also records the energy's own forward + backward, energy_grad_ms)",
     RBM_ESS_SUITE: "ESS/s of the Hamming statistic on an RBM trained on MNIST (CD-10, 1 epoch; needs "
                    "static_mnist in GRADMC_DATA_DIR), the RBM suite's samplers",
     KMC_SUITE: "one KMC-finite iteration on the 8-D banana (1 and 32 chains)",

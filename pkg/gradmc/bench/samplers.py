@@ -246,9 +246,15 @@ def _run_suite(suite: str, *, steps: int, repeats: int, warmup: int, ess_steps: 
     if suite in SUITES:
         spec = SUITES[suite]
         gen = make_generator(seed_from("bench", suite))  # builds the target, then drives every sampler in turn
+        defaults = {k: p.default for k, p in inspect.signature(spec.build).parameters.items()
+                    if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        if unknown := sorted(set(params) - set(defaults)):
+            raise ValueError(f"suite {suite!r} takes no parameters {unknown}; it takes {sorted(defaults)}")
         target, x0 = spec.build(gen, **params)
-        if spec.max_steps is not None:
+        if spec.max_steps is not None and (steps > spec.max_steps or warmup > spec.max_steps // 2):
             steps, warmup = min(steps, spec.max_steps), min(warmup, spec.max_steps // 2)
+            say(f"[bench] {suite}: a step takes about a second, so {steps} steps per run after {warmup} warm-up "
+                "steps (capped)")
         out = {}
         for name in spec.samplers:
             row = time_sampler(make_sampler(name, state=spec.state), target, x0, gen, steps=steps, repeats=repeats,
@@ -257,9 +263,9 @@ def _run_suite(suite: str, *, steps: int, repeats: int, warmup: int, ess_steps: 
             say(f"[bench] {suite} {name}: {row['steps_per_s']:.1f} steps/s ({row['ms_per_step']:.2f} ms/step; "
                 f"runs {row['steps_per_s_min']:.0f}-{row['steps_per_s_max']:.0f}, spread "
                 f"{100 * row['steps_per_s_rel_spread']:.0f}%{_compare(suite, name, row['steps_per_s'])})")
-        defaults = {k: p.default for k, p in inspect.signature(spec.build).parameters.items()
-                    if p.kind is inspect.Parameter.KEYWORD_ONLY}
-        extra = {"params": {**defaults, **params, "x0_shape": list(x0.shape), "target": repr(target).splitlines()[0]},
+        name = repr(target).splitlines()[0]
+        extra = {"params": {**defaults, **params, "x0_shape": list(x0.shape),
+                            "target": type(target).__name__ if name.endswith("(") else name},
                  "samplers": list(spec.samplers), "state": spec.state, "steps_per_run": steps, "warmup": warmup}
         if suite == TEXT_EBM_SUITE:
             extra["energy_grad_ms"] = energy_grad_ms(target, x0, repeats)

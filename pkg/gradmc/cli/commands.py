@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from gradmc.cli.parser import IMAGE_DATASETS
-from gradmc.errors import InputError, check_readable, check_writable_folder
+from gradmc.errors import InputError, check_output_file, check_readable, check_writable_folder
 
 __all__ = ["COMMANDS", "log"]
 
@@ -114,6 +114,8 @@ def _prepare_ptb(args) -> None:
         raise InputError("--opt and --allow-pickle do not apply to ptb (set text_ebm.data in the config)")
     from gradmc.data.ptb import prepare_from_config
 
+    check_output_file(args.out, "--out")
+
     manifest = prepare_from_config(_full_config(args.config, needs_device=False), args.out, data_dir=args.data_dir,
                              allow_download=args.download, progress=log)
     log(f"[data] wrote {args.out}: PTB, vocabulary {manifest['vocabulary_size']}, "
@@ -212,6 +214,11 @@ def _cmd_run(args) -> None:
     check_writable_folder(os.path.dirname(os.path.abspath(args.out)), "--out")  # before hours of work
     entry = experiments().get(args.experiment)
     if entry is None:
+        check_output_file(args.out, "--out")
+        if args.experiment == "train_text_ebm":  # its decoded samples go beside the checkpoint
+            from gradmc.experiments.text_ebm import samples_path
+
+            check_output_file(samples_path(args.out), "--out (its .samples.txt)")
         _run_hand_written(args)
         return
     from gradmc.experiments.standard import job_config, run_experiment

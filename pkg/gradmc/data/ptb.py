@@ -61,7 +61,8 @@ def read_sentences(path: str | os.PathLike) -> list[list[str]]:
     if path.is_dir():
         raise InputError(f"{path} is a folder, not a text file of sentences")
     if not path.exists():
-        raise MissingInputError(f"text file {path} not found (PTB: `gradmc data fetch ptb`)")
+        raise MissingInputError(f"text file {path} not found (PTB: `gradmc data fetch ptb_heldout` for valid and test, "
+                                "`gradmc data fetch ptb` for train too)")
     try:
         raw = path.read_bytes()
     except OSError as err:

@@ -24,6 +24,7 @@ log-likelihoods compare directly (the padding tokens are scored by every model).
 
 from __future__ import annotations
 
+import ast
 import math
 import time
 from collections.abc import Callable
@@ -34,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from gradmc.atomic import atomic_path
-from gradmc.data.ptb import TextData, decode, load_prepared_text
+from gradmc.data.ptb import TextData, decode
 from gradmc.errors import InputError
 from gradmc.evaluation.ais import ais_log_partition, linear_schedule
 from gradmc.evaluation.text_baselines import (
@@ -44,13 +45,13 @@ from gradmc.evaluation.text_baselines import (
     unigram_log_probs,
 )
 from gradmc.experiments.runner import tidy_frame
-from gradmc.experiments.text_lm import EXPERIMENT, read_lm
+from gradmc.experiments.text_lm import EXPERIMENT, load_checkpoint, load_data, load_weights, read_lm
 from gradmc.experiments.text_lm import spec as _spec
 from gradmc.experiments.text_lm import tokens as _tokens
 from gradmc.models.text import BiLSTMEnergy
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
-from gradmc.training.ebm import EBMTrainer
+from gradmc.training.ebm import CHECKPOINT_FORMAT, EBMTrainer
 
 __all__ = ["EXPERIMENT", "META", "MODELS", "TextEBM", "build_ebm", "train_ebm_stage", "evaluate_stage",
            "read_ebm", "samples_path", "sample_lines", "ebm_log_z"]
@@ -126,7 +127,7 @@ def train_ebm_stage(config: dict, data_path: str, out: str, *,
         InputError: no ``text_ebm`` section, or a data file without a train split.
     """
     spec, device = _spec(config), config["device"]
-    data = load_prepared_text(data_path)
+    data = load_data(spec, data_path)
     V, L = len(data.vocabulary), data.max_length
     model = build_ebm(spec, data, device)
     train = _tokens(data, "train", device)
@@ -156,13 +157,26 @@ def read_ebm(path: str | Path, spec: dict, data: TextData, device: str = "cpu") 
     Raises:
         InputError: an unreadable file, or one whose weights do not fit ``spec`` and ``data``.
     """
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        model = build_ebm(spec, data, device)
-        model.load_state_dict({k.removeprefix("module."): v for k, v in state["ema"].items()
-                               if k.startswith("module.")})
-    except Exception as err:  # noqa: BLE001 - torch raises many types for corrupt or mismatched files
-        raise InputError(f"cannot read the text EBM checkpoint {path}: {type(err).__name__}: {err}") from err
+    maker = "`gradmc run train_text_ebm`"
+    state = load_checkpoint(path, "--model", CHECKPOINT_FORMAT, maker)
+    settings = state.get("settings")
+    tag = settings.get("tag") if isinstance(settings, dict) else None
+    try:  # EBMTrainer stores its caller's tag as repr(dict)
+        tag = ast.literal_eval(tag) if isinstance(tag, str) else tag
+    except (ValueError, SyntaxError):
+        tag = None
+    if not isinstance(tag, dict) or tag.get("experiment") != EXPERIMENT:
+        got = tag.get("experiment") if isinstance(tag, dict) else None
+        raise InputError(f"--model {path} is an EBM checkpoint of experiment {got!r}, not the text EBM's "
+                         f"(expected one from {maker})")
+    want = {"model": dict(spec["model"]), "vocab": len(data.vocabulary), "length": data.max_length}
+    if diff := [f"{k} {tag.get(k)!r} (now {want[k]!r})" for k in want if tag.get(k) != want[k]]:
+        raise InputError(f"--model {path} was trained with other sizes: {', '.join(diff)}; retrain it with this "
+                         "config and data")
+    model = build_ebm(spec, data, device)
+    ema = state["ema"] if isinstance(state.get("ema"), dict) else {}
+    load_weights(model, {k.removeprefix("module."): v for k, v in ema.items() if k.startswith("module.")}, path,
+                 "--model", f"text_ebm.model {want['model']}")
     return model, state
 
 
@@ -198,7 +212,7 @@ def evaluate_stage(config: dict, data_path: str, ebm_path: str, lm_path: str, *,
         InputError: unreadable checkpoints or data (named).
     """
     spec, device = _spec(config), config["device"]
-    data = load_prepared_text(data_path)
+    data = load_data(spec, data_path)
     V, L = len(data.vocabulary), data.max_length
     train, test = _tokens(data, "train", device), _tokens(data, "test", device)
     start = time.perf_counter()

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from gradmc.atomic import atomic_path
-from gradmc.errors import InputError
+from gradmc.errors import InputError, check_output_file
 from gradmc.figures.style import plt, sampler_color, save_figure
 from gradmc.results import read_parquet
 
@@ -64,6 +64,12 @@ def _check(df: pd.DataFrame, path) -> None:
     found = sorted(set(df["experiment"].astype(str))) if "experiment" in df else []
     if found != [EXPERIMENT]:
         raise InputError(f"{path} holds metrics of {found}, not of {EXPERIMENT!r} (GWG App. J text EBM)")
+    repeated = df[df.duplicated(["sampler", "metric", "step"], keep=False)]
+    if len(repeated):
+        first = repeated.iloc[0]
+        raise InputError(f"{path} holds {len(repeated)} rows that repeat a (model, metric, step), e.g. "
+                         f"{first['sampler']} {first['metric']} at step {first['step']}: the metrics of two runs "
+                         "concatenated? Expected one eval_text_ebm output")
     ll = set(df.loc[df["metric"] == "test_log_likelihood", "sampler"])
     missing = [m for m in MODELS if m not in ll]
     if missing:
@@ -133,7 +139,8 @@ def _samples_section(samples: str | Path) -> list[str]:
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"cannot read the text EBM samples file {path}: {err}") from None
     shown = lines[:MAX_SAMPLES]
-    body = [line if line.strip() else "(empty: the sentence starts with <eos>)" for line in shown]
+    body = ["".join(ch if ch.isprintable() else "\ufffd" for ch in line) if line.strip()
+            else "(empty: the sentence starts with <eos>)" for line in shown]  # no control bytes in the report
     return ["", "## Samples", "",
             f"{len(shown)} of the {len(lines)} decoded replay-buffer sentences written after training ({path.name}; "
             "padding `<eos>` tokens dropped):", "", "```text", *body, "```"]
@@ -192,8 +199,11 @@ def figure(metrics: str | Path, out: str | Path, table_out: str | Path, *, confi
     if samples is not None:
         md_lines += _samples_section(samples)
     csv, md = Path(f"{table_out}.csv"), Path(f"{table_out}.md")
+    for path in (csv, md, Path(f"{out}.png"), Path(f"{out}.pdf")):  # before any write: a bad path loses nothing
+        check_output_file(path, "--table-out" if path in (csv, md) else "--out")
+    figures = _figure(df, out, suffix)
     with atomic_path(csv) as tmp:
         tab.to_csv(tmp, index=False)
     with atomic_path(md) as tmp:
         tmp.write_text("\n".join(md_lines) + "\n")
-    return [*_figure(df, out, suffix), csv, md]
+    return [*figures, csv, md]
