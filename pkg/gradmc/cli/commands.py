@@ -215,10 +215,6 @@ def _cmd_run(args) -> None:
     entry = experiments().get(args.experiment)
     if entry is None:
         check_output_file(args.out, "--out")
-        if args.experiment == "train_text_ebm":  # its decoded samples go beside the checkpoint
-            from gradmc.experiments.text_ebm import samples_path
-
-            check_output_file(samples_path(args.out), "--out (its .samples.txt)")
         _run_hand_written(args)
         return
     from gradmc.experiments.standard import job_config, run_experiment

@@ -36,7 +36,7 @@ import torch.nn.functional as F
 
 from gradmc.atomic import atomic_path
 from gradmc.data.ptb import TextData, decode
-from gradmc.errors import InputError
+from gradmc.errors import InputError, check_output_file
 from gradmc.evaluation.ais import ais_log_partition, linear_schedule
 from gradmc.evaluation.text_baselines import (
     uniform_log_likelihood,
@@ -126,6 +126,7 @@ def train_ebm_stage(config: dict, data_path: str, out: str, *,
     Raises:
         InputError: no ``text_ebm`` section, or a data file without a train split.
     """
+    check_output_file(samples_path(out), "--out (its .samples.txt)")  # written last: checked before the work
     spec, device = _spec(config), config["device"]
     data = load_data(spec, data_path)
     V, L = len(data.vocabulary), data.max_length
