@@ -30,7 +30,7 @@ SMK     := $(BIN)/snakemake --workflow-profile $(PROFILE) --cores $(CORES)
 # a CONFIG that names no file stops with one line, not a Snakemake traceback
 CHECK_CONFIG = @test -f config/$(CONFIG).yaml || { echo "make: config file config/$(CONFIG).yaml not found (CONFIG names a file in config/: $$(ls config | sed -n 's/\.yaml$$//p' | tr '\n' ' '))" >&2; exit 2; }
 
-.PHONY: help venv data test test-full lint reproduce reproduce-paper reproduce-smoke plan-paper stage-times bench gpu-check report unlock clean-results
+.PHONY: help venv data test test-full lint reproduce why reproduce-paper reproduce-smoke plan-paper stage-times bench gpu-check report unlock clean-results
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -71,9 +71,17 @@ lint: $(STAMP)  ## ruff and snakemake --lint (less its conda/container lint: wor
 	$(BIN)/ruff check .
 	$(BIN)/python workflow/lint.py
 
+RERUN   := $(BIN)/python workflow/rerun.py
+
 reproduce: $(STAMP)  ## run the whole pipeline with config/$(CONFIG).yaml (CONFIG=quick by default) into results/
 	$(CHECK_CONFIG)
-	$(SMK) --configfile config/$(CONFIG).yaml
+	@$(RERUN) plan --configfile config/$(CONFIG).yaml --cores $(CORES) --workflow-profile $(PROFILE)
+	@$(SMK) --configfile config/$(CONFIG).yaml; status=$$?; \
+	  $(RERUN) report --configfile config/$(CONFIG).yaml; exit $$status
+
+why: $(STAMP)  ## what `make reproduce` would run now and why (code files, config keys, inputs), and cached shards
+	$(CHECK_CONFIG)
+	@$(RERUN) plan --configfile config/$(CONFIG).yaml --cores $(CORES) --workflow-profile $(PROFILE)
 
 reproduce-paper: $(STAMP)  ## run the whole pipeline with the papers' settings (GPU cluster scale)
 	$(SMK) --configfile config/paper.yaml

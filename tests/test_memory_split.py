@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 import torch
 
-from gradmc.codedigest import source_digest
 from gradmc.config import fill_defaults
 from gradmc.distributed import machine_memory, memory_split
 from gradmc.distributed.memory import shard_sizes
@@ -28,8 +27,7 @@ from gradmc.distributed.ray_runner import _label
 from gradmc.distributed.shard_cache import ShardCache
 from gradmc.errors import ConfigError, InputError
 from gradmc.experiments import ising_sampling
-from gradmc.experiments.standard import collect, run_experiment
-from gradmc.registry import standard
+from gradmc.experiments.standard import collect, run_experiment, shard_code_digest
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.samplers.streams import ChainStreams, bernoulli, rand, randint
 from gradmc.targets import LatticeIsing, LatticePotts
@@ -196,8 +194,7 @@ def test_split_sweep_rows_equal_the_unsplit_sweep(ray_session, tmp_path):
     assert f"[ising_sampling] shard cache {tmp_path / 'whole'}: 0 of 3 shards stored, 3 to run" in lines
     # one path for both: unsplit shards run through run_unit, are stored under the shard's own key (as when
     # they ran through the module's run), and give the module's own rows
-    entry = standard("ising_sampling")
-    cache = ShardCache(tmp_path / "whole", "ising_sampling", source_digest(entry.module, *entry.uses))
+    cache = ShardCache(tmp_path / "whole", "ising_sampling", shard_code_digest("ising_sampling"))
     shards = ising_sampling.shards(config, {})
     assert {p.stem for p in (tmp_path / "whole").glob("*.parquet")} == {cache.key(s) for s in shards}
     in_process = collect("ising_sampling", [ising_sampling.run(s) for s in shards])
@@ -237,8 +234,7 @@ def test_killed_split_sweep_reruns_only_the_missing_part(ray_session, tmp_path):
                         "num_chains=4; chains 2..3)",
                         "[ising_sampling] shard 1 (side=4, theta=0.3, sampler=GWG, seed=0, chain_start=4, "
                         "num_chains=2)"]
-    entry = standard("ising_sampling")
-    cache = ShardCache(folder, "ising_sampling", source_digest(entry.module, *entry.uses))
+    cache = ShardCache(folder, "ising_sampling", shard_code_digest("ising_sampling"))
     assert {p.stem for p in folder.glob("*.parquet")} == {cache.key(u) for u in units}
     cache.path(units[1]).unlink()
     again, lines = sweep()

@@ -2,7 +2,7 @@
 
 The pipeline runs in a copy of the workflow (Snakefile, workflow/, config/, pkg/) in a temporary
 folder, so editing a copied source file shows which jobs the source digests schedule, without
-touching this checkout. Jobs execute the installed gradmc; digests are read from the copy.
+touching this checkout. Jobs run the copy's gradmc (PYTHONPATH), so a shard's cache key sees an edit too.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from _localdata import SHARED_DATA, serve, write_canonical_mirror
 
@@ -28,6 +29,7 @@ def _snakemake(workdir: Path, *args: str, timeout: int = 1200) -> subprocess.Com
     cmd = [*SNAKEMAKE, "-s", str(workdir / "Snakefile"), "--directory", str(workdir),
            "--configfile", str(workdir / "config" / "smoke.yaml"), "--cores", "2", *args]
     env = dict(os.environ, **DATA_ENV)  # the data folder (and mirror) of the smoke run
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(workdir / "pkg"), env.get("PYTHONPATH")]))
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, env=env)
 
 
@@ -164,9 +166,10 @@ def test_touching_a_source_file_schedules_nothing(smoke_run):
     assert _scheduled(smoke_run) == set()
 
 
-def _edited(path: Path):
+def _edited(path: Path, edit: str = "\n_EDITED_FOR_A_TEST = 1\n"):
+    """Append ``edit`` to ``path`` (by default a line of code); returns the original text."""
     original = path.read_text()
-    path.write_text(original + "\n# an edit that changes the file's content\n")
+    path.write_text(original + edit)
     return original
 
 
@@ -179,6 +182,27 @@ SAMPLER_JOBS = RBM_JOBS | {"rbm_relaxed", "figure_rbm_relaxed", "fhmm_sampling",
                            "ising_sampling", "figure_ising_sampling", "ising_pcd", "figure_ising_pcd",
                            "potts_proteins", "figure_potts_proteins", "train_ebm", "ais_ebm", "figure_ebm",
                            "train_text_ebm", "eval_text_ebm", "figure_text_ebm"}
+
+
+def test_comment_docstring_and_layout_edits_schedule_nothing(smoke_run):
+    """Digests of meaning, not bytes: the most imported sampler and a figure module, edited in every way that leaves
+    their code alone, schedule no job (every stored shard stays valid)."""
+    edits = {
+        "samplers/discrete/gwg.py": lambda t: "# a new first line\n" + t.replace('"""', '"""A docstring edit. ', 1),
+        "figures/style.py": lambda t: t.replace("\n\n\n", "\n\n\n# a comment between definitions\n\n\n", 1),
+        "samplers/base.py": lambda t: t.replace('    """', '    """An edited function docstring. ', 1) + "\n\n",
+    }
+    originals = {}
+    try:
+        for rel, edit in edits.items():
+            path = smoke_run / "pkg" / "gradmc" / rel
+            originals[path] = path.read_text()
+            path.write_text(edit(originals[path]))
+            assert path.read_text() != originals[path], rel
+        assert _scheduled(smoke_run) == set()
+    finally:
+        for path, text in originals.items():
+            path.write_text(text)
 
 
 def test_editing_a_sampler_reruns_sampling_and_figure_only(smoke_run):
@@ -290,3 +314,60 @@ def test_snakemake_lint_is_clean():
                           "--directory", str(REPO)], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Congratulations" in out.stdout + out.stderr
+
+
+_SHARD_LINE = re.compile(r"^\[(\S+)\] shards: (\d+) computed, (\d+) from the cache", flags=re.M)
+#: the factorised kernels (samplers/discrete/factorised.py): what an edit to that file changes
+FACTORISED = {"DMALA", "DULA", "DLMC", "DLMC-Euler"}
+SAMPLING = ("ising_sampling", "fhmm_sampling", "rbm_sampling")
+
+
+def _shard_counts(workdir: Path, name: str) -> tuple[int, int]:
+    found = _SHARD_LINE.findall((workdir / "results" / "smoke" / "logs" / f"{name}.log").read_text())
+    assert found, f"no shard line in the {name} log"
+    return int(found[-1][1]), int(found[-1][2])
+
+
+def _shard_samplers(workdir: Path, name: str) -> list[str]:
+    from gradmc.config import load_config
+    from gradmc.experiments.standard import job_config
+    from gradmc.registry import standard
+
+    entry = standard(name)
+    module = __import__(entry.module, fromlist=["shards"])
+    inputs = {key: str(workdir / "results" / "smoke" / rel) for key, rel in entry.inputs.items()}
+    config = job_config(name, load_config(workdir / "config" / "smoke.yaml"))
+    return [shard.sampler for shard in module.shards(config, inputs)]
+
+
+@pytest.mark.slow
+def test_editing_one_sampler_recomputes_only_its_shards(smoke_run):
+    """A real edit to the factorised kernels (DMALA, DULA, DLMC, DLMC-Euler) reruns the sampling jobs, and inside
+    them only those samplers' shards are computed; the other shards come from the cache with identical rows.
+    Restoring the file finds every shard in the cache. Last in the module: it reruns jobs."""
+    res = smoke_run / "results" / "smoke"
+    targets = [str(res / name / "metrics.parquet") for name in SAMPLING]
+    before = {name: read_parquet(res / name / "metrics.parquet")[0] for name in SAMPLING}
+    path = smoke_run / "pkg" / "gradmc" / "samplers" / "discrete" / "factorised.py"
+    original = _edited(path)
+    try:
+        assert {"ising_sampling", "fhmm_sampling", "rbm_sampling"} <= _scheduled(smoke_run)
+        out = _snakemake(smoke_run, *targets)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        for name in SAMPLING:
+            samplers = _shard_samplers(smoke_run, name)
+            edited = sum(s in FACTORISED for s in samplers)
+            assert edited > 0 and edited < len(samplers), name
+            assert _shard_counts(smoke_run, name) == (edited, len(samplers) - edited), name
+            after = read_parquet(res / name / "metrics.parquet")[0]
+            kept = sorted(set(samplers) - FACTORISED)
+            old = before[name][before[name]["sampler"].isin(kept)].reset_index(drop=True)
+            new = after[after["sampler"].isin(kept)].reset_index(drop=True)
+            pd.testing.assert_frame_equal(new, old)  # wall times too: the rows are the cached ones
+            assert set(after["sampler"]) >= set(samplers)
+    finally:
+        path.write_text(original)
+    out = _snakemake(smoke_run, *targets)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    for name in SAMPLING:
+        assert _shard_counts(smoke_run, name) == (0, len(_shard_samplers(smoke_run, name))), name

@@ -1,22 +1,41 @@
-"""Digests of the gradmc source a pipeline stage uses, so Snakemake reruns exactly what a code edit affects.
+"""Digests of the gradmc code a pipeline stage or a shard runs, so a rerun recomputes exactly what an edit affects.
 
 Snakemake reruns a job when its params change but does not see edits to imported library code. Each
 rule therefore carries ``source_digest(<stage module>)`` as a param: a SHA-256 over the stage module
 and every gradmc module it imports, transitively (found by parsing ``import`` statements, not by
 importing). A package's ``__init__`` counts only when code imports from the package itself, so
 ``from gradmc.samplers.discrete.block_gibbs import X`` does not pull in every other sampler.
-Touching a file without changing its content changes nothing.
+
+Digests are of meaning, not bytes: each module enters as its normalised syntax tree
+(:func:`normalised_source`): comments, docstrings, other bare string statements and formatting do not
+change it, so a typo fixed in a comment reruns nothing and keeps every cached shard. Any change to code
+(a name, a constant, an operator, an import) changes it.
+
+``opaque`` modules are hashed themselves but their imports are not followed. The shard cache uses this for
+the sampler registry (:func:`gradmc.samplers.discrete.registry.sampler_modules`): a shard's key covers the
+experiment's code with the registry itself, plus the modules of the samplers that shard declares, not every
+sampler the registry could build.
+
+:func:`code_manifest` gives the per-file digests behind a digest (``gradmc why`` names the files whose
+code changed between two runs from them).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
+import json
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["PACKAGE_ROOT", "module_file", "stage_modules", "source_digest"]
+__all__ = ["PACKAGE_ROOT", "DIGEST_PREFIX", "code_manifest", "digest_of_manifest", "load_manifest", "module_file",
+           "normalised_source", "record_manifest", "source_digest", "stage_modules"]
 
 PACKAGE_ROOT = Path(__file__).resolve().parent  # .../pkg/gradmc
+#: Prefix of every code digest string (``code:<16 hex>``), so a digest is recognisable among a rule's params.
+DIGEST_PREFIX = "code:"
 
 
 def module_file(name: str, root: Path = PACKAGE_ROOT) -> Path | None:
@@ -32,22 +51,70 @@ def module_file(name: str, root: Path = PACKAGE_ROOT) -> Path | None:
     return None
 
 
+def _is_string_statement(node: ast.AST) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _dump(node) -> object:
+    """A JSON-ready form of an AST node: its type and its non-empty fields, positions left out. Empty fields are
+    omitted so that a field a newer Python adds empty (``type_params``) does not change the digest."""
+    if isinstance(node, ast.AST):
+        fields = {}
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                value = [v for v in value if not _is_string_statement(v)] if name in ("body", "orelse",
+                                                                                        "finalbody") else value
+            if value is None or (isinstance(value, list) and not value):
+                continue
+            fields[name] = _dump(value)
+        return [type(node).__name__, fields]
+    if isinstance(node, list):
+        return [_dump(v) for v in node]
+    if isinstance(node, (bytes, complex, float)) or node is Ellipsis:
+        return [type(node).__name__, repr(node)]  # JSON cannot hold these exactly; repr keeps 1 != 1.0
+    return node
+
+
+def normalised_source(text: str, filename: str = "<source>") -> bytes:
+    """The meaning of Python source ``text``, as bytes: its syntax tree without comments, docstrings and other
+    bare string statements (no-ops), positions or formatting.
+
+    Raises:
+        SyntaxError: ``text`` is not valid Python.
+    """
+    tree = ast.parse(text, filename=filename)
+    return json.dumps(_dump(tree), separators=(",", ":")).encode("utf-8")
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(data: bytes, filename: str) -> tuple[str, tuple[ast.stmt, ...]]:
+    """(SHA-256 of the normalised source, the module's statements) of a file's bytes, memoised on the bytes (not
+    on the mtime, which a quick edit of the same size may leave unchanged)."""
+    text = data.decode("utf-8")
+    tree = ast.parse(text, filename=filename)
+    return hashlib.sha256(normalised_source(text, filename)).hexdigest(), tuple(tree.body)
+
+
+def _file_info(path: Path) -> tuple[str, tuple[ast.stmt, ...]]:
+    return _parsed(path.read_bytes(), str(path))
+
+
 def _imports(path: Path, root: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     name = _module_name(path, root)
     package = name.rsplit(".", 1)[0] if path.name != "__init__.py" else name
     found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative import
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)  # submodules imported by name
+    for statement in _file_info(path)[1]:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative import
+                    anchor = package.split(".")
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
+                    base = ".".join(anchor + ([base] if base else []))
+                found.add(base)
+                found.update(f"{base}.{alias.name}" for alias in node.names)  # submodules imported by name
     return {name for name in found if name == "gradmc" or name.startswith("gradmc.")}
 
 
@@ -59,12 +126,19 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def stage_modules(*modules: str, root: Path = PACKAGE_ROOT) -> list[Path]:
+def stage_modules(*modules: str, root: Path = PACKAGE_ROOT, opaque: Iterable[str] = ()) -> list[Path]:
     """All gradmc source files under ``root`` that ``modules`` depend on (themselves included), sorted.
+
+    Args:
+        modules: dotted gradmc module names, the roots.
+        root: the gradmc package folder to read.
+        opaque: dotted module names whose own file counts but whose imports are not followed.
 
     Raises:
         ValueError: if a named module is not a gradmc source file.
     """
+    root = Path(root)
+    stop = {path for name in opaque if (path := module_file(name, root)) is not None}
     todo, seen = [], set()
     for name in modules:
         path = module_file(name, root)
@@ -76,6 +150,8 @@ def stage_modules(*modules: str, root: Path = PACKAGE_ROOT) -> list[Path]:
         if path in seen:
             continue
         seen.add(path)
+        if path in stop:
+            continue
         for name in _imports(path, root):
             dep = module_file(name, root)
             if dep is not None and dep not in seen:
@@ -83,15 +159,72 @@ def stage_modules(*modules: str, root: Path = PACKAGE_ROOT) -> list[Path]:
     return sorted(seen)
 
 
-def source_digest(*modules: str, root: Path = PACKAGE_ROOT) -> str:
-    """First 16 hex digits of a SHA-256 over the relative paths and contents of :func:`stage_modules`.
+def code_manifest(*modules: str, root: Path = PACKAGE_ROOT, opaque: Iterable[str] = (),
+                  extra: Iterable[str] = ()) -> dict[str, str]:
+    """Relative path -> first 16 hex digits of the normalised-source SHA-256 of each file that
+    :func:`stage_modules` finds for ``modules`` (with ``opaque``), plus the full closures of ``extra``.
+
+    Raises:
+        ValueError: a named module is not a gradmc source file.
+        SyntaxError: a file that is not valid Python.
+    """
+    root = Path(root)
+    files = set(stage_modules(*modules, root=root, opaque=opaque))
+    if extra:
+        files |= set(stage_modules(*extra, root=root))
+    return {path.relative_to(root).as_posix(): _file_info(path)[0][:16] for path in sorted(files)}
+
+
+def digest_of_manifest(manifest: dict[str, str]) -> str:
+    """``code:`` and the first 16 hex digits of a SHA-256 over a :func:`code_manifest` (sorted paths)."""
+    h = hashlib.sha256()
+    for rel in sorted(manifest):
+        h.update(rel.encode())
+        h.update(b"\0")
+        h.update(manifest[rel].encode())
+        h.update(b"\0")
+    return DIGEST_PREFIX + h.hexdigest()[:16]
+
+
+def source_digest(*modules: str, root: Path = PACKAGE_ROOT, opaque: Iterable[str] = (),
+                  extra: Iterable[str] = ()) -> str:
+    """The digest (``code:<16 hex>``) of the code of ``modules``: :func:`digest_of_manifest` of
+    :func:`code_manifest`. Equal for any two trees whose files differ only in comments, docstrings or layout.
 
     ``root`` is the gradmc package folder to read (default: the imported package's own).
     """
-    root = Path(root)
-    h = hashlib.sha256()
-    for path in stage_modules(*modules, root=root):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(b"\0")
-        h.update(hashlib.sha256(path.read_bytes()).digest())
-    return h.hexdigest()[:16]
+    return digest_of_manifest(code_manifest(*modules, root=root, opaque=opaque, extra=extra))
+
+
+_DIGEST = re.compile(r"code:[0-9a-f]{16}")
+
+
+def record_manifest(folder: str | Path, manifest: dict[str, str]) -> str | None:
+    """Store ``manifest`` as ``<folder>/<digest>.json`` (atomically, once per digest) and return its digest; None
+    when it cannot be written (the record only explains later reruns: a read-only folder costs nothing else)."""
+    from gradmc.atomic import atomic_path
+
+    digest = digest_of_manifest(manifest)
+    path = Path(folder) / f"{digest}.json"
+    if path.is_file():
+        return digest
+    try:
+        with atomic_path(path) as tmp:
+            tmp.write_text(json.dumps(manifest, sort_keys=True, indent=0), encoding="utf-8")
+    except OSError:
+        return None
+    return digest
+
+
+def load_manifest(folder: str | Path, digest: str) -> dict[str, str] | None:
+    """The manifest :func:`record_manifest` stored for ``digest``; None if there is none or it is damaged (its
+    content no longer gives ``digest``)."""
+    if not _DIGEST.fullmatch(digest):
+        return None
+    try:
+        manifest = json.loads((Path(folder) / f"{digest}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or digest_of_manifest(manifest) != digest:
+        return None
+    return manifest

@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, str(REPO / "pkg"))  # gradmc from this checkout, even outside the venv
 
 from gradmc import registry as _registry  # noqa: E402
-from gradmc.codedigest import source_digest  # noqa: E402
+from gradmc.codedigest import code_manifest, digest_of_manifest, record_manifest  # noqa: E402
 from gradmc.config import for_dataset, load_config, select  # noqa: E402
 from gradmc.errors import UserError  # noqa: E402
 
@@ -81,9 +81,15 @@ def all_cores():
     return cores if cores is not None and cores != sys.maxsize else 1
 
 
+#: Where each code digest's per-file digests are recorded, so `make why` can name the files an edit changed.
+CODE_RECORDS = Path(".snakemake") / "gradmc-code"
+
+
 def digest(*modules):
-    """Source digest of the gradmc modules a stage runs (see gradmc.codedigest)."""
-    return source_digest(*modules, root=REPO / "pkg" / "gradmc")
+    """Code digest (comments, docstrings and layout left out) of the gradmc modules a stage runs and all they
+    import (gradmc.codedigest), its per-file digests recorded under CODE_RECORDS."""
+    manifest = code_manifest(*modules, root=REPO / "pkg" / "gradmc")
+    return record_manifest(CODE_RECORDS, manifest) or digest_of_manifest(manifest)
 
 
 def data_inputs(*datasets):

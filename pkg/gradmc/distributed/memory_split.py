@@ -220,10 +220,26 @@ def unit_noun(units: list[Any]) -> str:
 def run_unit(unit: Any) -> pd.DataFrame:
     """Run one unit of :func:`split_for_memory`: ``run_part`` of the shard's module for a part, else ``run`` of
     the module that defines the shard's type (the experiment's own module, which
-    :func:`gradmc.experiments.standard.run_experiment` checks). Module-level, so Ray pickles it by reference."""
-    if isinstance(unit, ShardPart):
-        return importlib.import_module(type(unit.shard).__module__).run_part(unit)
-    return importlib.import_module(type(unit).__module__).run(unit)
+    :func:`gradmc.experiments.standard.run_experiment` checks). Module-level, so Ray pickles it by reference.
+
+    Raises:
+        gradmc.samplers.discrete.registry.UndeclaredSamplerError: the module declares ``shard_samplers(shard)``
+            (its shards' cache keys cover only those samplers' code) and the unit built a sampler it does not
+            name; no frame is returned, so nothing is cached under a key that misses that sampler's code.
+    """
+    from gradmc.samplers.discrete.registry import UndeclaredSamplerError, recording_samplers
+
+    shard = unit.shard if isinstance(unit, ShardPart) else unit
+    module = importlib.import_module(type(shard).__module__)
+    with recording_samplers() as built:
+        frame = module.run_part(unit) if isinstance(unit, ShardPart) else module.run(unit)
+    declared = getattr(module, "shard_samplers", None)
+    if declared is not None and not built <= set(declared(shard)):
+        raise UndeclaredSamplerError(
+            f"{module.__name__}: a shard built the samplers {sorted(built)}, but shard_samplers(shard) declares "
+            f"{sorted(declared(shard))}; declare every sampler the shard builds (its cache key covers only their "
+            f"code): {shard!r}")
+    return frame
 
 
 def merge_results(module: ModuleType, shards: list[Any], units: list[Any], groups: list[list[int]],

@@ -15,8 +15,11 @@ The key (first 32 hex digits of a SHA-256) hashes everything a shard's rows depe
   added, another section edited) reuses it;
 - the content digest of every file a field names (model checkpoints, reference samples, prepared data;
   also the fields of the shard a part of a split shard holds), so a retrained model never meets a stale shard;
-- the code digest of the experiment's modules (:func:`gradmc.codedigest.source_digest`, all gradmc
-  modules they import) and the versions of the libraries that compute rows (:data:`KEY_LIBRARIES`).
+- the digest of the code the shard runs (:func:`gradmc.codedigest.source_digest`, comments and docstrings
+  left out): the experiment's modules and all gradmc modules they import, or, for an experiment that declares
+  each shard's samplers (``shard_samplers``, :func:`gradmc.experiments.standard.shard_code_digest`), the
+  experiment's modules without the samplers the registry could build, plus the declared samplers' modules;
+  and the versions of the libraries that compute rows (:data:`KEY_LIBRARIES`).
 
 Each file also records its key, its shard and a SHA-256 of its rows (:func:`frame_digest`) in its Parquet
 footer, and is written with Parquet page checksums. A file whose recorded key differs from its name, whose
@@ -105,11 +108,12 @@ class ShardCache:
     Args:
         folder: the cache folder (created on the first store).
         experiment: the experiment's name (part of every key).
-        code_digest: digest of the code that computes a shard (e.g. ``source_digest(module)``).
+        code_digest: digest of the code that computes a shard (e.g. ``source_digest(module)``), or a function of
+            the shard (a unit of the sweep) giving the digest of the code that shard runs.
         progress: receives a line for each ignored file (wrong key, unreadable); None for silence.
     """
 
-    def __init__(self, folder: str | os.PathLike, experiment: str, code_digest: str,
+    def __init__(self, folder: str | os.PathLike, experiment: str, code_digest: str | Callable[[Any], str],
                  progress: Callable[[str], None] | None = print):
         self.folder = Path(folder)
         self.experiment = experiment
@@ -142,7 +146,8 @@ class ShardCache:
         for name, value in _string_fields(shard):
             if (digest := self._file_digest(value)) is not None:
                 files[name] = digest
-        return {"experiment": self.experiment, "shard": identity, "files": files, "code": self.code_digest,
+        code = self.code_digest(shard) if callable(self.code_digest) else self.code_digest
+        return {"experiment": self.experiment, "shard": identity, "files": files, "code": code,
                 "libraries": _library_versions()}
 
     def key(self, shard: Any) -> str:

@@ -30,7 +30,7 @@ from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets import FactorialHMM
 
-__all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "make_problem", "run"]
+__all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "make_problem", "run", "shard_samplers"]
 
 EXPERIMENT = "fhmm_sampling"
 META = {
@@ -81,6 +81,14 @@ def make_problem(shard: Shard) -> tuple[FactorialHMM, torch.Tensor, torch.Tensor
     x_true = model.sample_prior(1, generator=gen)
     y = model.sample_observations(x_true, generator=gen)[0]
     return model.to(shard.device), x_true.to(shard.device), y.to(shard.device)
+
+
+def shard_samplers(shard: Shard) -> tuple[str, ...]:
+    """The sampler a shard builds: ``shard.sampler``.
+
+    The shard cache keys the shard by these samplers' code (:func:`gradmc.experiments.standard.shard_code_digest`).
+    """
+    return (shard.sampler,)
 
 
 def run(shard: Shard) -> pd.DataFrame:

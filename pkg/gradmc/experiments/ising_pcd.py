@@ -42,7 +42,7 @@ from gradmc.seeding import make_generator, seed_from
 from gradmc.training.ising_models import IsingModel
 from gradmc.training.pcd import PCD, Penalty
 
-__all__ = ["EXPERIMENT", "META", "Shard", "shards", "run"]
+__all__ = ["EXPERIMENT", "META", "Shard", "shards", "run", "shard_samplers"]
 
 EXPERIMENT = "ising_pcd"
 META = {
@@ -130,6 +130,14 @@ def _checkpoint_path(shard: Shard) -> Path | None:
         return None
     digest = hashlib.sha256(repr(shard).encode()).hexdigest()[:16]
     return Path(shard.checkpoint_dir) / f"{shard.target}_{shard.sampler}_K{shard.K}_seed{shard.seed}_{digest}.pt"
+
+
+def shard_samplers(shard: Shard) -> tuple[str, ...]:
+    """The sampler a shard trains with: ``shard.sampler``.
+
+    The shard cache keys the shard by these samplers' code (:func:`gradmc.experiments.standard.shard_code_digest`).
+    """
+    return (shard.sampler,)
 
 
 def run(shard: Shard) -> pd.DataFrame:

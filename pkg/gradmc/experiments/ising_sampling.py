@@ -48,7 +48,7 @@ from gradmc.seeding import make_generator, seed_from
 from gradmc.targets import LatticeIsing
 
 __all__ = ["EXPERIMENT", "META", "Shard", "merge_parts", "reference_configuration", "run", "run_part",
-           "shard_chains", "shard_memory_bytes", "shards"]
+           "shard_chains", "shard_samplers", "shard_memory_bytes", "shards"]
 
 EXPERIMENT = "ising_sampling"
 META = {
@@ -137,6 +137,14 @@ def shard_memory_bytes(shard: Shard, num_chains: int) -> int:
     tensors of the kernel."""
     T, D = shard.num_steps, shard.side ** 2
     return int(num_chains) * (BYTES_PER_STEP * (T + 1) + 4 * D * WORKING_TENSORS)
+
+
+def shard_samplers(shard: Shard) -> tuple[str, ...]:
+    """The sampler a shard builds: ``shard.sampler``.
+
+    The shard cache keys the shard by these samplers' code (:func:`gradmc.experiments.standard.shard_code_digest`).
+    """
+    return (shard.sampler,)
 
 
 def run(shard: Shard) -> pd.DataFrame:

@@ -70,13 +70,13 @@ from gradmc.proteins import (
     sequence_weights,
 )
 from gradmc.proteins.scoring import coupling_rmse, k_grid, top_l_precision_apc
-from gradmc.samplers.discrete import make_sampler
+from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.training.pcd import PCD, Penalty
 from gradmc.training.plm import fit_plm
 from gradmc.training.potts_models import PottsModel, profile_fields, systematic_resample
 
-__all__ = ["EXPERIMENT", "META", "PCD_SAMPLERS", "Shard", "shards", "run"]
+__all__ = ["EXPERIMENT", "META", "PCD_SAMPLERS", "Shard", "shards", "run", "shard_samplers"]
 
 EXPERIMENT = "potts_proteins"
 META = {
@@ -219,6 +219,14 @@ def _fit_pcd(shard: Shard, data: ProteinData, weights: np.ndarray):
     info = {k: last[k] for k in ("train_time_s", "sampler_time_s", "energy_evals", "grad_evals")}
     info["num_iterations"] = last["iteration"]
     return model.h.detach().cpu(), model.J.detach().cpu(), info, history
+
+
+def shard_samplers(shard: Shard) -> tuple[str, ...]:
+    """The sampler a shard trains with: its PCD method's, none for PLM.
+
+    The shard cache keys the shard by these samplers' code (:func:`gradmc.experiments.standard.shard_code_digest`).
+    """
+    return (PCD_SAMPLERS[shard.method],) if shard.method in PCD_SAMPLERS else ()
 
 
 def run(shard: Shard) -> pd.DataFrame:

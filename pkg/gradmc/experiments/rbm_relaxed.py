@@ -43,7 +43,7 @@ from gradmc.seeding import make_generator, seed_from
 from gradmc.targets import RBM
 
 __all__ = ["EXPERIMENT", "META", "RELAXED_GRIDS", "Shard", "build_rbm", "reference_samples", "shards", "run",
-           "setting_label"]
+           "setting_label", "shard_samplers"]
 
 EXPERIMENT = "rbm_relaxed"
 META = {
@@ -135,6 +135,14 @@ def reference_samples(rbm: RBM, num_samples: int, num_steps: int, generator: tor
     for _ in range(num_steps):
         state, _ = gibbs.step(state, rbm, generator)
     return state.x
+
+
+def shard_samplers(shard: Shard) -> tuple[str, ...]:
+    """The samplers a shard builds: ``shard.sampler`` and the block Gibbs of its reference samples.
+
+    The shard cache keys the shard by these samplers' code (:func:`gradmc.experiments.standard.shard_code_digest`).
+    """
+    return (shard.sampler, "BlockGibbs")
 
 
 def run(shard: Shard) -> pd.DataFrame:

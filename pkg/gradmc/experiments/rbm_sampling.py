@@ -31,7 +31,7 @@ from gradmc.experiments.runner import StepClock, ess_rows, tidy_frame
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 
-__all__ = ["EXPERIMENT", "META", "Shard", "shards", "run", "target_rows", "finalize"]
+__all__ = ["EXPERIMENT", "META", "Shard", "shards", "run", "shard_samplers", "target_rows", "finalize"]
 
 EXPERIMENT = "rbm_sampling"  # also the seed namespace shared with rbm_reference
 META = {
@@ -78,6 +78,14 @@ def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
               device=config["device"])
         for name in spec["samplers"] for seed in spec["seeds"]
     ]
+
+
+def shard_samplers(shard: Shard) -> tuple[str, ...]:
+    """The sampler a shard builds: ``shard.sampler``.
+
+    The shard cache keys the shard by these samplers' code (:func:`gradmc.experiments.standard.shard_code_digest`).
+    """
+    return (shard.sampler,)
 
 
 def run(shard: Shard) -> pd.DataFrame:

@@ -15,7 +15,10 @@ import pandas as pd
 from gradmc.codedigest import source_digest
 from gradmc.registry import standard
 
-__all__ = ["collect", "job_config", "run_experiment"]
+__all__ = ["SAMPLER_REGISTRY", "collect", "job_config", "run_experiment", "shard_code_digest"]
+
+#: The module that builds samplers by name; opaque in a per-shard code digest (see :func:`shard_code_digest`).
+SAMPLER_REGISTRY = "gradmc.samplers.discrete.registry"
 
 
 def job_config(name: str, config: dict) -> dict:
@@ -38,6 +41,47 @@ def collect(name: str, results: list[pd.DataFrame], inputs: dict[str, str] | Non
     if finalize is not None:
         df = finalize(df, dict(inputs or {}))
     return df.sort_values(list(entry.sort_by), kind="stable").reset_index(drop=True)
+
+
+def shard_code_digest(name: str, root: str | os.PathLike | None = None) -> Callable[[object], str]:
+    """The function giving the code digest of each shard (or shard part) of experiment ``name``, for its cache key.
+
+    Without ``shard_samplers`` in the module, every shard's digest is that of the module, its ``META`` ``uses``
+    and every gradmc module they import (so every sampler the registry can build). A module that defines
+    ``shard_samplers(shard) -> names`` (the :func:`~gradmc.samplers.discrete.registry.make_sampler` names the
+    shard builds; :func:`gradmc.distributed.memory_split.run_unit` checks it at run time) gets per-shard digests:
+    the same modules with the sampler registry opaque (its own code counts, not the samplers it imports), plus
+    the modules of the shard's samplers (:func:`~gradmc.samplers.discrete.registry.sampler_modules`) and all they
+    import. An edit to one sampler's file then changes the keys of only the shards that run it.
+
+    ``root``: the gradmc package folder whose files are hashed (default: the imported package's own).
+
+    Raises:
+        ValueError: (when called) a declared name the sampler registry does not know.
+    """
+    from gradmc.codedigest import PACKAGE_ROOT
+    from gradmc.distributed.memory_split import ShardPart
+
+    root = PACKAGE_ROOT if root is None else root
+    entry = standard(name)
+    roots = (entry.module, *entry.uses)
+    declared = getattr(importlib.import_module(entry.module), "shard_samplers", None)
+    if declared is None:
+        whole = source_digest(*roots, root=root)
+        return lambda unit: whole
+    from gradmc.samplers.discrete.registry import sampler_modules
+
+    memo: dict[tuple[str, ...], str] = {}
+
+    def digest(unit) -> str:
+        shard = unit.shard if isinstance(unit, ShardPart) else unit
+        samplers = tuple(sorted(set(declared(shard))))
+        if samplers not in memo:
+            extra = sorted({m for sampler in samplers for m in sampler_modules(sampler)})
+            memo[samplers] = source_digest(*roots, root=root, opaque=(SAMPLER_REGISTRY,), extra=extra)
+        return memo[samplers]
+
+    return digest
 
 
 def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: int | None = None,
@@ -101,7 +145,7 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
     gpus = part["gpus_per_shard"] if part["device"] == "cuda" else 0.0
     cache = None
     if shard_cache is not None:
-        cache = ShardCache(shard_cache, name, source_digest(entry.module, *entry.uses), progress=progress)
+        cache = ShardCache(shard_cache, name, shard_code_digest(name), progress=progress)
 
     def on_ray(fn, todo, **kwargs):
         ensure_ray(num_cpus=workers)  # a private instance gets only the job's cores
@@ -112,6 +156,30 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
 
     say = (lambda line: progress(f"[{name}] {line}")) if progress is not None else None
     units, groups = split_for_memory(module, shards, memory_budget, progress=say)
-    frames, _ = run_cached(run_unit, units, cache, on_ray, progress=progress, desc=name,
-                           names=unit_names(units, groups), noun=unit_noun(units))
+    frames, computed = run_cached(run_unit, units, cache, on_ray, progress=progress, desc=name,
+                                  names=unit_names(units, groups), noun=unit_noun(units))
+    if progress is not None:
+        progress(f"[{name}] shards: {computed} computed, {len(units) - computed} from the cache (of {len(units)} "
+                 f"{unit_noun(units)})")
     return collect(name, merge_results(module, shards, units, groups, frames), inputs)
+
+
+def cache_status(name: str, config: dict, inputs: dict[str, str], out: str | os.PathLike,
+                 workers: int | None = None) -> tuple[int, int]:
+    """(stored, total): how many of the units :func:`run_experiment` would run for ``name`` (shards, or parts of
+    shards over the default memory budget for ``workers``) the shard cache beside ``out`` already holds. Reads
+    the cache; computes nothing.
+
+    Raises:
+        KeyError, gradmc.errors.UserError: as :func:`run_experiment` would for this config and these inputs.
+    """
+    from gradmc.distributed.memory_split import resolve_budget_with_source, split_for_memory
+    from gradmc.distributed.shard_cache import ShardCache, cache_folder_for
+
+    module = importlib.import_module(standard(name).module)
+    shards = module.shards(job_config(name, config), dict(inputs))
+    budget, _ = resolve_budget_with_source(None, workers)
+    units, _ = split_for_memory(module, shards, budget, progress=None)
+    cache = ShardCache(cache_folder_for(out), name, shard_code_digest(name), progress=None)
+    stored = sum(cache.path(unit).is_file() for unit in units)
+    return stored, len(units)

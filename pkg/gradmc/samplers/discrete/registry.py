@@ -33,6 +33,8 @@ ACS takes its hyper-parameters optionally too (defaults: the authors' RBM-sampli
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from gradmc.samplers.discrete.acs import ACS
 from gradmc.samplers.discrete.block_gibbs import RBMBlockGibbs
@@ -55,7 +57,8 @@ from gradmc.samplers.discrete.pas import PAS
 from gradmc.samplers.discrete.rwm import RandomWalkMetropolis
 from gradmc.samplers.relaxed import DSVGD, RHMC, RMALA
 
-__all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "LATER_SAMPLERS", "is_later_sampler", "make_sampler"]
+__all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "LATER_SAMPLERS", "UndeclaredSamplerError", "is_later_sampler",
+           "make_sampler", "recording_samplers", "sampler_modules"]
 
 #: Names accepted by :func:`make_sampler` for binary states (patterns; X, Y, N positive integers).
 SAMPLERS = ("Gibbs-X", "Gibbs-X-systematic", "GWG", "GWG-N", "PAS-L", "HB-X-Y", "Block-HB", "RWM", "BlockGibbs",
@@ -82,6 +85,58 @@ def is_later_sampler(name: str) -> bool:
     """Whether ``name`` (binary or categorical) is one of :data:`LATER_SAMPLERS` (PAS-L for any path length L),
     a sampler the GWG paper did not compare."""
     return name in LATER_SAMPLERS or re.fullmatch(r"PAS-[1-9][0-9]*", name) is not None
+
+
+def _kernel_classes(name: str) -> tuple[type, ...]:
+    """The kernel classes :func:`make_sampler` may build for ``name``, binary or categorical; () for an unknown
+    name."""
+    classes: list[type] = []
+    for table in (_RELAXED, _FACTORISED, _FACTORISED_CATEGORICAL):
+        if name in table:
+            classes.append(table[name][0])
+    fixed = {"ACS": (ACS,), "GWG": (GWG, GWGCategorical), "BlockGibbs": (RBMBlockGibbs,),
+             "RWM": (RandomWalkMetropolis,), "Block-HB": (BlockHammingBall,)}
+    classes.extend(fixed.get(name, ()))
+    patterns = ((r"Gibbs-\d+(-systematic)?", (Gibbs, CategoricalGibbs)), (r"GWG-\d+", (GWGMulti,)),
+                (r"PAS-\d+", (PAS,)), (r"HB-\d+-\d+", (HammingBall,)))
+    for pattern, found in patterns:
+        if re.fullmatch(pattern, name):
+            classes.extend(found)
+    return tuple(classes)
+
+
+def sampler_modules(name: str) -> tuple[str, ...]:
+    """Dotted names of the modules defining the kernels :func:`make_sampler` builds for ``name`` (binary or
+    categorical), sorted: with their imports, the code a shard running ``name`` runs. The shard cache keys a
+    shard by these modules (:mod:`gradmc.codedigest`), so an edit to one sampler recomputes only its shards.
+
+    Raises:
+        ValueError: ``name`` is no sampler :func:`make_sampler` knows.
+    """
+    classes = _kernel_classes(name)
+    if not classes:
+        raise ValueError(f"unknown sampler {name!r}; expected one of {', '.join(SAMPLERS)}")
+    return tuple(sorted({cls.__module__ for cls in classes}))
+
+
+class UndeclaredSamplerError(RuntimeError):
+    """A shard built a sampler that its experiment's ``shard_samplers(shard)`` does not name: its cached rows would
+    outlive an edit to that sampler. The message names the experiment, the shard's samplers and the declared ones."""
+
+
+_recording: list[set[str]] = []
+
+
+@contextmanager
+def recording_samplers() -> Iterator[set[str]]:
+    """Collect the names :func:`make_sampler` is called with inside the block (nested blocks each see them):
+    ``with recording_samplers() as built: ...``."""
+    built: set[str] = set()
+    _recording.append(built)
+    try:
+        yield built
+    finally:
+        _recording.remove(built)
 
 
 def _binary(name: str, target, hyper: dict):
@@ -146,6 +201,8 @@ def make_sampler(name: str, *, state: str = "binary", target=None, **hyper):
         ValueError: for an unknown name or state (listing the accepted ones), missing or unexpected
             hyper-parameters, or Block-HB without a blocked target.
     """
+    for built in _recording:
+        built.add(name)
     if state == "binary":
         return _binary(name, target, hyper)
     if state != "categorical":
