@@ -10,6 +10,8 @@ endif
 ifndef CORES
 CORES := $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 endif
+# pytest-xdist workers of `make test` (one torch thread each, tests/conftest.py): the cores, at most 4
+TEST_WORKERS ?= $(shell n=$(CORES); [ "$$n" -gt 4 ] && n=4; echo $$n)
 TORCH   ?= cpu
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' constraints.txt)
 # PyPI's Linux torch wheel is the CUDA build (several GB); the CPU-only and the other CUDA builds live on the
@@ -61,11 +63,11 @@ venv: $(STAMP)  ## create .venv and install gradmc with the pinned versions (TOR
 data: $(STAMP)  ## fetch the data files config/$(CONFIG).yaml reads into $GRADMC_DATA_DIR (default ~/.cache/gradmc)
 	$(BIN)/gradmc data fetch --config config/$(CONFIG).yaml
 
-test: $(STAMP)  ## run the test suite (about 16 minutes on 2 cores)
-	$(BIN)/python -m pytest -q --durations=15
+test: $(STAMP)  ## the default suite: unit, exactness and CLI tests, slow ones excluded (about 4 minutes on 2 cores)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=15
 
-test-full: $(STAMP)  ## run every test, the slow ones too
-	$(BIN)/python -m pytest -q -m ''
+test-full: $(STAMP)  ## every test, the slow ones too (the smoke pipeline, interrupts, multi-node, cache resume)
+	$(BIN)/python -m pytest -q -m '' --durations=15
 
 lint: $(STAMP)  ## ruff and snakemake --lint (less its conda/container lint: workflow/lint.py)
 	$(BIN)/ruff check .

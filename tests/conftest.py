@@ -12,6 +12,25 @@ from _localdata import SHARED_DATA
 
 from gradmc.data import download
 
+#: set in a pytest-xdist worker (``make test`` runs the suite in ``-n 2`` workers): each gets one torch / OpenMP thread,
+#: since OpenMP's spinning threads of two workers sharing 2 cores run 10-40x slower than one thread each.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def pytest_configure(config):
+    if XDIST_WORKER:
+        os.environ["OMP_NUM_THREADS"] = "1"  # the gradmc subprocesses and Ray workers a test starts inherit it
+
+
+@pytest.fixture(autouse=True)
+def _one_thread_per_xdist_worker():
+    """In an xdist worker, one torch thread for every test (some test modules set their own at import)."""
+    if XDIST_WORKER:
+        import torch
+
+        torch.set_num_threads(1)
+    yield
+
 
 def _missing(reason: str) -> None:
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):

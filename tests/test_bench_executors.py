@@ -7,6 +7,7 @@ import json
 import pytest
 
 
+@pytest.mark.slow
 def test_run_executors_writes_consistent_timings(tmp_path, monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     from gradmc.bench.executors import run_executors

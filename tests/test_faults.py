@@ -49,6 +49,7 @@ def assert_complete(df: pd.DataFrame, seeds) -> None:
 # --- dead workers ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_worker_killed_from_outside_mid_sweep(ray_session, tmp_path):
     """SIGKILL the worker of shard 3 while it runs; Ray re-runs that shard once, the sweep completes."""
     pid_file = tmp_path / "pids"
@@ -63,6 +64,7 @@ def test_worker_killed_from_outside_mid_sweep(ray_session, tmp_path):
     assert_complete(pd.concat(results, ignore_index=True), range(6))
 
 
+@pytest.mark.slow
 def test_worker_that_dies_on_its_first_attempt(ray_session, tmp_path):
     marker = tmp_path / "deaths"
     shards = [ToyShard(seed=i) for i in range(6)]
@@ -72,6 +74,7 @@ def test_worker_that_dies_on_its_first_attempt(ray_session, tmp_path):
     assert_complete(pd.concat(results, ignore_index=True), range(6))
 
 
+@pytest.mark.slow
 def test_shard_that_always_dies_is_named_after_max_retries(ray_session, tmp_path):
     marker = tmp_path / "deaths"
     shards = [ToyShard(seed=0, sleep_s=0.5), ToyShard(seed=9, crash_marker=str(marker), crashes=99)]
@@ -159,6 +162,7 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_cli_with_nothing_at_ray_address(tmp_path):
     port = closed_port()
     proc, elapsed = run_cli(tmp_path, f"127.0.0.1:{port}", "2")
@@ -168,6 +172,7 @@ def test_cli_with_nothing_at_ray_address(tmp_path):
     assert "unset RAY_ADDRESS" in proc.stderr
 
 
+@pytest.mark.slow
 def test_cli_with_a_silent_server_at_ray_address(tmp_path):
     """Something listens but is not Ray: before the HTTP/2 check, ray.init waited there forever."""
     with socket.socket() as server:

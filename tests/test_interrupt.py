@@ -39,6 +39,7 @@ def _cmd(work: Path, *args: str) -> list[str]:
             "--configfile", str(work / "config" / "smoke.yaml"), "--cores", "2", "--rerun-incomplete", *args]
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_only_unfinished_jobs(tmp_path):
     _copy_workflow(tmp_path)
     first_output = tmp_path / "results/smoke/data/mnist.npz"

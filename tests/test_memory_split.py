@@ -209,6 +209,7 @@ def test_split_sweep_rows_equal_the_unsplit_sweep(ray_session, tmp_path):
     pd.testing.assert_frame_equal(untimed(again), untimed(whole))
 
 
+@pytest.mark.slow
 def test_killed_split_sweep_reruns_only_the_missing_part(ray_session, tmp_path):
     """Shard 0 split in two parts, shard 1 whole: progress names each part after its shard; with one part's
     file lost (as after a kill), the rerun runs just that part, and the rows are the in-process unsplit rows."""

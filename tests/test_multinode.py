@@ -64,6 +64,7 @@ def first_line(path: Path) -> str:
     return text.split("\n")[0] if "\n" in text else ""
 
 
+@pytest.mark.slow
 def test_cli_sweep_runs_on_both_worker_nodes_and_equals_a_local_run(cluster, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "GRADMC_RAY"))}
     env["RAY_ADDRESS"] = cluster.address
@@ -86,6 +87,7 @@ def test_cli_sweep_runs_on_both_worker_nodes_and_equals_a_local_run(cluster, tmp
     pd.testing.assert_frame_equal(df.drop(columns=ignore), expected.drop(columns=["wall_time_s"]))
 
 
+@pytest.mark.slow
 def test_worker_node_dies_mid_sweep(cluster, tmp_path, monkeypatch):
     """Kill the worker node that runs shard 1, while it runs. Runs last: that node stays dead."""
     monkeypatch.setenv("RAY_ADDRESS", cluster.address)

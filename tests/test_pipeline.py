@@ -83,6 +83,7 @@ def _run_smoke(work: Path) -> Path:
     return work
 
 
+@pytest.mark.slow
 def test_smoke_run_fetched_exactly_its_data(smoke_run):
     if "GRADMC_DATA_BASE_URL" not in DATA_ENV and DATA_ENV["GRADMC_DATA_DIR"] != str(smoke_run / "fetched-data"):
         pytest.skip("no ../shared/data: the smoke run read an existing data folder, nothing was fetched")
@@ -96,6 +97,7 @@ def test_smoke_run_fetched_exactly_its_data(smoke_run):
         assert "downloaded" in (logs / f"fetch_{name}.log").read_text(), name
 
 
+@pytest.mark.slow
 def test_report_collects_figures_tables_and_claims(smoke_run):
     out = _snakemake(smoke_run, "--report", str(smoke_run / "results" / "report.html"))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
@@ -112,6 +114,7 @@ def _smoke_config() -> dict:
     return yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
 
 
+@pytest.mark.slow
 def test_smoke_dag_produces_figure_and_metrics(smoke_run):
     res = smoke_run / "results" / "smoke"  # each config writes under results/<config name>/
     for rel in ("figures/fig3_rbm_sampling.pdf", "figures/fig3_rbm_sampling.png",
@@ -156,10 +159,12 @@ def test_smoke_dag_produces_figure_and_metrics(smoke_run):
         assert figure in claims
 
 
+@pytest.mark.slow
 def test_complete_run_schedules_nothing(smoke_run):
     assert _scheduled(smoke_run) == set()
 
 
+@pytest.mark.slow
 def test_touching_a_source_file_schedules_nothing(smoke_run):
     (smoke_run / "pkg" / "gradmc" / "samplers" / "discrete" / "gwg.py").touch()
     (smoke_run / "pkg" / "gradmc" / "figures" / "rbm_sampling.py").touch()
@@ -184,6 +189,7 @@ SAMPLER_JOBS = RBM_JOBS | {"rbm_relaxed", "figure_rbm_relaxed", "fhmm_sampling",
                            "train_text_ebm", "eval_text_ebm", "figure_text_ebm"}
 
 
+@pytest.mark.slow
 def test_comment_docstring_and_layout_edits_schedule_nothing(smoke_run):
     """Digests of meaning, not bytes: the most imported sampler and a figure module, edited in every way that leaves
     their code alone, schedule no job (every stored shard stays valid)."""
@@ -205,6 +211,7 @@ def test_comment_docstring_and_layout_edits_schedule_nothing(smoke_run):
             path.write_text(text)
 
 
+@pytest.mark.slow
 def test_editing_a_sampler_reruns_sampling_and_figure_only(smoke_run):
     path = smoke_run / "pkg" / "gradmc" / "samplers" / "discrete" / "gwg.py"
     original = _edited(path)
@@ -215,6 +222,7 @@ def test_editing_a_sampler_reruns_sampling_and_figure_only(smoke_run):
     assert _scheduled(smoke_run) == set()
 
 
+@pytest.mark.slow
 def test_editing_a_figure_module_reruns_only_that_figure(smoke_run):
     path = smoke_run / "pkg" / "gradmc" / "figures" / "rbm_sampling.py"
     original = _edited(path)
@@ -224,6 +232,7 @@ def test_editing_a_figure_module_reruns_only_that_figure(smoke_run):
         path.write_text(original)
 
 
+@pytest.mark.slow
 def test_editing_training_code_reruns_training_and_downstream(smoke_run):
     path = smoke_run / "pkg" / "gradmc" / "training" / "cd.py"
     original = _edited(path)
@@ -249,6 +258,7 @@ def _config_edited(workdir: Path, edit):
         path.write_text(original)
 
 
+@pytest.mark.slow
 def test_editing_a_config_key_reruns_exactly_the_jobs_that_read_it(smoke_run):
     def more_iterations(c):
         c["kmc_banana"]["num_iterations"] += 1
@@ -270,6 +280,7 @@ def test_editing_a_config_key_reruns_exactly_the_jobs_that_read_it(smoke_run):
     assert _scheduled(smoke_run) == set()
 
 
+@pytest.mark.slow
 def test_writing_a_default_explicitly_or_reordering_keys_reruns_nothing(smoke_run):
     """Defaults live in the schema and are filled in when the config loads, so spelling one out is no change;
     a job's config part is compared with its keys sorted."""
@@ -317,8 +328,9 @@ def test_snakemake_lint_is_clean():
 
 
 _SHARD_LINE = re.compile(r"^\[(\S+)\] shards: (\d+) computed, (\d+) from the cache", flags=re.M)
-#: the factorised kernels (samplers/discrete/factorised.py): what an edit to that file changes
-FACTORISED = {"DMALA", "DULA", "DLMC", "DLMC-Euler"}
+#: the samplers whose code includes samplers/discrete/factorised.py: its own kernels (DMALA, DULA, DLMC,
+#: DLMC-Euler) and ACS, whose kernel builds on factorised.IndependentFlipMH
+FACTORISED = {"DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS"}
 SAMPLING = ("ising_sampling", "fhmm_sampling", "rbm_sampling")
 
 
@@ -342,11 +354,17 @@ def _shard_samplers(workdir: Path, name: str) -> list[str]:
 
 @pytest.mark.slow
 def test_editing_one_sampler_recomputes_only_its_shards(smoke_run):
-    """A real edit to the factorised kernels (DMALA, DULA, DLMC, DLMC-Euler) reruns the sampling jobs, and inside
-    them only those samplers' shards are computed; the other shards come from the cache with identical rows.
-    Restoring the file finds every shard in the cache. Last in the module: it reruns jobs."""
+    """A real edit to the factorised kernels (DMALA, DULA, DLMC, DLMC-Euler; ACS imports them) reruns the sampling
+    jobs, and inside them only those samplers' shards are computed; the other shards come from the cache with
+    identical rows. Restoring the file finds every shard in the cache. Last in the module: it reruns jobs."""
+    from gradmc.codedigest import code_manifest
+    from gradmc.samplers.discrete.registry import sampler_modules
+
+    run = {s for name in SAMPLING for s in _shard_samplers(smoke_run, name)}
+    users = {s for s in run if "samplers/discrete/factorised.py" in code_manifest(*sampler_modules(s))}
+    assert users == FACTORISED & run and {"DMALA", "ACS"} <= users
     res = smoke_run / "results" / "smoke"
-    targets = [str(res / name / "metrics.parquet") for name in SAMPLING]
+    targets = [f"results/smoke/{name}/metrics.parquet" for name in SAMPLING]  # relative to --directory
     before = {name: read_parquet(res / name / "metrics.parquet")[0] for name in SAMPLING}
     path = smoke_run / "pkg" / "gradmc" / "samplers" / "discrete" / "factorised.py"
     original = _edited(path)

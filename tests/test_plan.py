@@ -253,6 +253,7 @@ def test_plan_on_the_smoke_config(tmp_path, monkeypatch):
     assert not list(tmp_path.glob(".plan.*.tmp"))  # atomic writes leave no temporary file
 
 
+@pytest.mark.slow
 def test_text_ebm_chain_on_the_smoke_config(tmp_path, monkeypatch, real_data):
     monkeypatch.setenv("GRADMC_DATA_DIR", str(real_data("ptb_heldout")))  # smoke: train_split valid
     plan = make_plan(SMOKE, tmp_path, only=("eval_text_ebm",), budget_s=120, timeout_s=60, progress=None)

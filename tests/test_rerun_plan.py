@@ -48,6 +48,16 @@ Reason: Missing output files: results/smoke/data/mnist.npz
 Shell command: gradmc data prepare mnist 2>&1 | joblog results/smoke/logs/prepare_mnist.log prepare_mnist
 
 [Sun Dec  6 02:22:41 2026]
+rule claims:
+Job 5: Measuring the claims
+Reason: Missing output files: results/smoke/claims.md
+Shell command: gradmc claims --out results/smoke/claims.md
+
+[Sun Dec  6 02:22:41 2026]
+Job 0: All figures and tables of the 'smoke' config are up to date
+Reason: Input files updated by another job: results/smoke/claims.md
+
+[Sun Dec  6 02:22:41 2026]
 localrule all:
     input: results/smoke/claims.md
 Job 0: All figures and tables of the 'smoke' config are up to date
@@ -58,7 +68,7 @@ This was a dry-run (flag -n). The order of jobs does not reflect the order of ex
 
 def test_dry_run_jobs_are_parsed_by_their_log_names(tmp_path):
     jobs = rerun.parse_dry_run(_dry_run(tmp_path))
-    assert [job.name for job in jobs] == ["ising_sampling", "figure_ising_sampling", "prepare_mnist"]
+    assert [job.name for job in jobs] == ["ising_sampling", "figure_ising_sampling", "prepare_mnist", "claims"]
     assert jobs[2].reason == "Missing output files: results/smoke/data/mnist.npz"
 
 

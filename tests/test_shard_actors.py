@@ -30,6 +30,7 @@ def test_actors_return_what_tasks_return_in_shard_order(ray_session):
     pd.testing.assert_frame_equal(pd.concat(tasks, ignore_index=True), fault_free(range(6)))
 
 
+@pytest.mark.slow
 def test_actor_killed_mid_shard_is_restarted_and_its_shard_redone(ray_session, tmp_path):
     pid_file = tmp_path / "pids"
     shards = [ToyShard(seed=i, sleep_s=0.05) for i in range(6)]
@@ -44,6 +45,7 @@ def test_actor_killed_mid_shard_is_restarted_and_its_shard_redone(ray_session, t
     pd.testing.assert_frame_equal(df, fault_free(range(6)))
 
 
+@pytest.mark.slow
 def test_actor_that_keeps_dying_names_its_shard(ray_session, tmp_path):
     shards = [ToyShard(seed=0), ToyShard(seed=1, crash_marker=str(tmp_path / "deaths"), crashes=10)]
     with pytest.raises(RuntimeError, match=r"shard 1 .*seed=1.*after 1 retries"):

@@ -62,6 +62,7 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_killed_sweep_reruns_exactly_the_missing_shards(ray_session, tmp_path):
     n = 8
     folder = tmp_path / "cache"
@@ -218,6 +219,7 @@ def _untimed(path: Path) -> pd.DataFrame:
     return df.drop(columns=["wall_time_s", *PROVENANCE_COLUMNS]).reset_index(drop=True)
 
 
+@pytest.mark.slow
 def test_gradmc_run_resumes_from_its_shard_cache(tmp_path):
     config = _ising_config(tmp_path, seeds=[0])
     out = tmp_path / "ising_sampling" / "metrics.parquet"

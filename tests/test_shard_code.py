@@ -165,3 +165,12 @@ def test_cache_status_counts_stored_shards(tmp_path):
     cache.store(first, pd.DataFrame({"x": [1.0]}))
     assert cache_status("ising_sampling", config, {}, out, workers=2) == (1, total)
 
+
+
+def test_the_runner_code_every_rule_digests_imports_no_sampler():
+    """Every standard experiment's rule digests gradmc.experiments.standard: it must not cover every sampler, or an
+    edit to one sampler would rerun the Kernel HMC jobs too."""
+    from gradmc.codedigest import stage_modules
+
+    files = {p.relative_to(PACKAGE_ROOT).as_posix() for p in stage_modules("gradmc.experiments.standard")}
+    assert not {f for f in files if f.startswith(("samplers/discrete/", "samplers/relaxed/"))}

@@ -25,7 +25,7 @@ import ast
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,6 +35,7 @@ from gradmc.codedigest import DIGEST_PREFIX, load_manifest  # noqa: E402
 
 CODE_RECORDS = Path(".snakemake") / "gradmc-code"
 _JOB = re.compile(r"^(?:local)?[Jj]ob (\d+): (.*)$")
+_RULE = re.compile(r"^(?:local)?rule (\S+):$")
 _LOG = re.compile(r"\| joblog (\S+) ")
 _PARAMS = "Params have changed since last execution: "
 _SHARDS = re.compile(r"^\[(\S+)\] shards: (\d+) computed, (\d+) from the cache")
@@ -47,23 +48,31 @@ class Job:
     name: str
     message: str
     reason: str = ""
-    extra: list[str] = field(default_factory=list)
+    shell: bool = False
 
 
 def parse_dry_run(text: str) -> list[Job]:
-    """The jobs of Snakemake's dry-run output, in its order (the ``all`` target left out)."""
+    """The jobs of Snakemake's dry-run output (run with ``--printshellcmds``), in its order. A job is named by the
+    stem of its log file (``joblog <log>`` in its shell command), else by its rule (a ``rule R:`` line before
+    it), else ``job <N>``. Jobs without a shell command (the ``all`` target, which only collects outputs) are
+    left out."""
     jobs: list[Job] = []
     current: Job | None = None
+    rule = None
     for line in text.splitlines():
-        if m := _JOB.match(line):
-            current = Job(name="", message=m.group(2))
+        if m := _RULE.match(line):
+            rule = m.group(1)
+        elif m := _JOB.match(line):
+            current = Job(name=rule or f"job {m.group(1)}", message=m.group(2))
             jobs.append(current)
+            rule = None
         elif current is not None and line.startswith("Reason: "):
             current.reason = line[len("Reason: "):]
         elif current is not None and line.startswith("Shell command: "):
+            current.shell = True
             if m := _LOG.search(line):
                 current.name = Path(m.group(1)).stem
-    return [job for job in jobs if job.name]
+    return [job for job in jobs if job.shell]
 
 
 def _values(text: str) -> list:
@@ -196,7 +205,7 @@ def shard_status(name: str, configfile: Path, cores: int) -> str | None:
 
 def plan(configfile: Path, cores: int, profile: str | None, snakemake: list[str]) -> int:
     """Print the plan (see the module docstring); returns Snakemake's dry-run status."""
-    cmd = [*snakemake, "--dry-run", "--configfile", str(configfile), "--cores", str(cores)]
+    cmd = [*snakemake, "--dry-run", "--printshellcmds", "--configfile", str(configfile), "--cores", str(cores)]
     if profile:
         cmd += ["--workflow-profile", profile]
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -206,7 +215,10 @@ def plan(configfile: Path, cores: int, profile: str | None, snakemake: list[str]
         return out.returncode
     jobs = parse_dry_run(text)
     if not jobs:
-        print("[rerun] nothing to do: every output is up to date")
+        if "Nothing to be done" in text:
+            print("[rerun] nothing to do: every output is up to date")
+        else:
+            print("[rerun] could not read the jobs of Snakemake's dry run; it printed:\n" + text[-3000:])
         return 0
     print(f"[rerun] {len(jobs)} job{'s' if len(jobs) != 1 else ''} to run:")
     width = max(len(job.name) for job in jobs)
@@ -234,7 +246,8 @@ def report(configfile: Path, log: Path | None) -> int:
     if log is None:
         print("[rerun] no Snakemake log of a run that executed jobs")
         return 0
-    ran = set(re.findall(r"Finished jobid: \d+ \(Rule: (\S+)\)", log.read_text(errors="replace")))
+    finished = re.findall(r"Finished jobid: \d+ \(Rule: (\S+)\)", log.read_text(errors="replace"))
+    ran = set(finished)
     logs = Path("results") / load_config(configfile)["name"] / "logs"
     total_computed = total_cached = 0
     lines = []
@@ -248,9 +261,11 @@ def report(configfile: Path, log: Path | None) -> int:
         computed, cached = int(found[-1].group(2)), int(found[-1].group(3))
         total_computed, total_cached = total_computed + computed, total_cached + cached
         lines.append(f"  {name:<24} {computed} computed, {cached} from the cache")
-    print(f"[rerun] {len(ran)} job{'s' if len(ran) != 1 else ''} ran ({log}); shards of the standard experiments: "
+    print(f"[rerun] {len(finished)} job{'s' if len(finished) != 1 else ''} ran ({log}); shards of the standard "
+          "experiments: "
           f"{total_computed} computed, {total_cached} from the cache")
-    print("\n".join(lines)) if lines else None
+    if lines:
+        print("\n".join(lines))
     return 0
 
 

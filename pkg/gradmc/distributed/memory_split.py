@@ -223,11 +223,11 @@ def run_unit(unit: Any) -> pd.DataFrame:
     :func:`gradmc.experiments.standard.run_experiment` checks). Module-level, so Ray pickles it by reference.
 
     Raises:
-        gradmc.samplers.discrete.registry.UndeclaredSamplerError: the module declares ``shard_samplers(shard)``
+        gradmc.samplers.recording.UndeclaredSamplerError: the module declares ``shard_samplers(shard)``
             (its shards' cache keys cover only those samplers' code) and the unit built a sampler it does not
             name; no frame is returned, so nothing is cached under a key that misses that sampler's code.
     """
-    from gradmc.samplers.discrete.registry import UndeclaredSamplerError, recording_samplers
+    from gradmc.samplers.recording import UndeclaredSamplerError, recording_samplers
 
     shard = unit.shard if isinstance(unit, ShardPart) else unit
     module = importlib.import_module(type(shard).__module__)

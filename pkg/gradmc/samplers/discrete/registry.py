@@ -33,8 +33,6 @@ ACS takes its hyper-parameters optionally too (defaults: the authors' RBM-sampli
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from gradmc.samplers.discrete.acs import ACS
 from gradmc.samplers.discrete.block_gibbs import RBMBlockGibbs
@@ -55,6 +53,7 @@ from gradmc.samplers.discrete.gwg_multi import GWGMulti
 from gradmc.samplers.discrete.hamming_ball import BlockHammingBall, HammingBall
 from gradmc.samplers.discrete.pas import PAS
 from gradmc.samplers.discrete.rwm import RandomWalkMetropolis
+from gradmc.samplers.recording import UndeclaredSamplerError, note, recording_samplers
 from gradmc.samplers.relaxed import DSVGD, RHMC, RMALA
 
 __all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "LATER_SAMPLERS", "UndeclaredSamplerError", "is_later_sampler",
@@ -119,26 +118,6 @@ def sampler_modules(name: str) -> tuple[str, ...]:
     return tuple(sorted({cls.__module__ for cls in classes}))
 
 
-class UndeclaredSamplerError(RuntimeError):
-    """A shard built a sampler that its experiment's ``shard_samplers(shard)`` does not name: its cached rows would
-    outlive an edit to that sampler. The message names the experiment, the shard's samplers and the declared ones."""
-
-
-_recording: list[set[str]] = []
-
-
-@contextmanager
-def recording_samplers() -> Iterator[set[str]]:
-    """Collect the names :func:`make_sampler` is called with inside the block (nested blocks each see them):
-    ``with recording_samplers() as built: ...``."""
-    built: set[str] = set()
-    _recording.append(built)
-    try:
-        yield built
-    finally:
-        _recording.remove(built)
-
-
 def _binary(name: str, target, hyper: dict):
     if name in _RELAXED:
         cls, rate = _RELAXED[name]
@@ -201,8 +180,7 @@ def make_sampler(name: str, *, state: str = "binary", target=None, **hyper):
         ValueError: for an unknown name or state (listing the accepted ones), missing or unexpected
             hyper-parameters, or Block-HB without a blocked target.
     """
-    for built in _recording:
-        built.add(name)
+    note(name)
     if state == "binary":
         return _binary(name, target, hyper)
     if state != "categorical":
