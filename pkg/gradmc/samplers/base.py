@@ -31,9 +31,9 @@ import torch
 
 import gradmc.samplers.streams as streams
 
-__all__ = ["Info", "NonFiniteError", "check_finite", "check_conditional", "acceptance_probability",
-           "metropolis_hastings_accept", "hamiltonian_accept", "sample_categorical", "log_prob_and_grad",
-           "EXP_FLOOR", "exp_below_max", "log_normaliser", "log_softmax", "own_method"]
+__all__ = ["Info", "NonFiniteError", "check_finite", "check_current_gradient", "check_conditional",
+           "acceptance_probability", "metropolis_hastings_accept", "hamiltonian_accept", "sample_categorical",
+           "log_prob_and_grad", "EXP_FLOOR", "exp_below_max", "log_normaliser", "log_softmax", "own_method"]
 
 #: How many affected chain indices a :class:`NonFiniteError` message lists.
 MAX_LISTED_CHAINS = 8
@@ -130,6 +130,17 @@ def check_finite(sampler: str, step: int | None, *checks: tuple[str, torch.Tenso
         first = t.reshape(t.shape[0], -1)[bad[0]] if t.dim() else t.reshape(1)
         value = float(first[~good(first)][0])
         raise NonFiniteError(sampler, what, step, bad, per_chain.numel(), value)
+
+
+def check_current_gradient(sampler: str, state, f_x: torch.Tensor, grad_x: torch.Tensor) -> None:
+    """The current-state check of the gradient-informed kernels (GWG, PAS, DMALA, DLMC, ...): f(x) (C,) and
+    grad f(x) (C, D) or (C, D, K), hence the proposal logits, finite at step ``state.num_steps + 1``.
+
+    Raises:
+        NonFiniteError: either holds NaN or +-inf; the message names the sampler, the step and the chains.
+    """
+    check_finite(sampler, state.num_steps + 1, ("log_prob at the current state", f_x),
+                 ("gradient of log_prob at the current state", grad_x))
 
 
 def check_conditional(sampler: str, step: int | None, logits: torch.Tensor) -> None:

@@ -66,11 +66,11 @@ import gradmc.samplers.streams as streams
 from gradmc.samplers.base import (
     Info,
     acceptance_probability,
+    check_current_gradient,
     check_finite,
     metropolis_hastings_accept,
     sample_categorical,
 )
-from gradmc.samplers.discrete.gwg import _check_current
 from gradmc.samplers.discrete.onehot import check_onehot, enumerate_onehot
 from gradmc.samplers.incremental import (
     CacheKey,
@@ -226,7 +226,7 @@ class IndependentFlipMH(_FactorisedMH):
         """
         x = state.x  # (C, D)
         ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
-        _check_current(self.name, state, ev.log_prob, ev.grad)
+        check_current_gradient(self.name, state, ev.log_prob, ev.grad)
         log_p, log_keep = self.log_flip_probabilities(x, ev.grad)  # (C, D) each
         # compared in logs and float64 whatever x's dtype: a float32 uniform has steps of 2^-24, so u < p would
         # flip bits of p < 6e-8 about 6e-8 of the time and never keep bits of p > 1 - 2^-25, while the MH
@@ -483,7 +483,7 @@ class IndependentSiteMH(_FactorisedMH):
         """
         x = state.x  # (C, D, K)
         ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
-        _check_current(self.name, state, ev.log_prob, ev.grad)
+        check_current_gradient(self.name, state, ev.log_prob, ev.grad)
         log_q = self.log_site_probabilities(x, ev.grad)  # (C, D, K)
         values = sample_categorical(log_q, generator)  # (C, D)
         x_new = F.one_hot(values, x.shape[2]).to(x.dtype)

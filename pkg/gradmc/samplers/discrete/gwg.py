@@ -18,6 +18,7 @@ import torch
 from gradmc.samplers.base import (
     Info,
     acceptance_probability,
+    check_current_gradient,
     check_finite,
     log_normaliser,
     log_prob_and_grad,
@@ -129,7 +130,7 @@ class GradientFlipMH:
                 rejected instead)."""
         x = state.x  # (C, D)
         ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
-        _check_current(self.name, state, ev.log_prob, ev.grad)
+        check_current_gradient(self.name, state, ev.log_prob, ev.grad)
         log_q_x = self.log_proposal(x, ev.grad)  # (C, D)
         draws, counts = draw_flips(log_q_x, self.num_draws, generator)  # (C, N), (C, D)
         sites, mask = distinct_draws(draws)
@@ -215,7 +216,7 @@ class GWG(GradientFlipMH):
         x = state.x  # (C, D)
         rows = torch.arange(x.shape[0], device=x.device)
         ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
-        _check_current(self.name, state, ev.log_prob, ev.grad)
+        check_current_gradient(self.name, state, ev.log_prob, ev.grad)
         logits = self.proposal_logits(x, ev.grad)  # (C, D)
         idx, log_q_fwd = sample_categorical(logits, generator, return_log_prob=True)  # (C,), (C,)
         sites = idx[:, None]
@@ -235,8 +236,3 @@ class GWG(GradientFlipMH):
         return bind_state(GWGState(x=x_new, log_prob=out.log_prob, num_steps=state.num_steps + 1,
                         cache=out if key is not None else None, cache_key=key)), info
 
-
-def _check_current(name: str, state, f_x: torch.Tensor, grad_x: torch.Tensor) -> None:
-    """The current-state check of the gradient kernels: f and grad f (hence the proposal logits) finite."""
-    check_finite(name, state.num_steps + 1, ("log_prob at the current state", f_x),
-                 ("gradient of log_prob at the current state", grad_x))

@@ -45,13 +45,14 @@ import torch
 from gradmc.samplers.base import (
     Info,
     acceptance_probability,
+    check_current_gradient,
     log_normaliser,
     log_prob_and_grad,
     metropolis_hastings_accept,
     sample_categorical,
 )
 from gradmc.samplers.discrete.flips import distinct_draws
-from gradmc.samplers.discrete.gwg import GradientFlipMH, GWGState, _check_current
+from gradmc.samplers.discrete.gwg import GradientFlipMH, GWGState
 from gradmc.samplers.incremental import bind_state, current_evaluation, eval_flips, select
 
 __all__ = ["PAS", "path_signs", "path_end"]
@@ -186,7 +187,7 @@ class PAS(GradientFlipMH):
         """
         x = state.x  # (C, D)
         ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
-        _check_current(self.name, state, ev.log_prob, ev.grad)
+        check_current_gradient(self.name, state, ev.log_prob, ev.grad)
         sites = self.draw_path(x, ev.grad, self.path_length, generator)  # (C, L)
         x_new = path_end(x, sites)
         flipped = x_new != x
