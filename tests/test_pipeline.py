@@ -318,6 +318,20 @@ def test_invalid_config_stops_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_a_module_that_is_not_valid_python_stops_planning_with_its_file_and_line(tmp_path):
+    for name in ("Snakefile", "workflow", "config", "pkg"):
+        (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, tmp_path / name)
+    path = tmp_path / "pkg" / "gradmc" / "samplers" / "discrete" / "gwg.py"
+    lines = path.read_text().count("\n")
+    path.write_text(path.read_text() + "def broken(:\n")
+    out = subprocess.run([*SNAKEMAKE, "-s", str(tmp_path / "Snakefile"), "--directory", str(tmp_path), "--configfile",
+                          str(tmp_path / "config" / "smoke.yaml"), "--cores", "1", "--dry-run"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert f"{path}, line {lines + 1}: invalid syntax" in out.stdout + out.stderr
+    assert not (tmp_path / "results").exists()
+
+
 def test_snakemake_lint_is_clean():
     """`make lint`'s check: every Snakemake lint except "specify a conda environment or container" (the rules
     name none on purpose: environment.yml is for a conda env made by hand)."""

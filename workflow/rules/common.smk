@@ -88,7 +88,11 @@ CODE_RECORDS = Path(".snakemake") / "gradmc-code"
 def digest(*modules):
     """Code digest (comments, docstrings and layout left out) of the gradmc modules a stage runs and all they
     import (gradmc.codedigest), its per-file digests recorded under CODE_RECORDS."""
-    manifest = code_manifest(*modules, root=REPO / "pkg" / "gradmc")
+    try:
+        manifest = code_manifest(*modules, root=REPO / "pkg" / "gradmc")
+    except SyntaxError as err:
+        raise WorkflowError(f"{err.filename}, line {err.lineno}: {err.msg} (a gradmc module must be valid Python "
+                            "before any job can be planned: its code digest reads its syntax tree)") from None
     return record_manifest(CODE_RECORDS, manifest) or digest_of_manifest(manifest)
 
 
