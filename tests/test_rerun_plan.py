@@ -56,6 +56,7 @@ Shell command: gradmc claims --out results/smoke/claims.md
 [Sun Dec  6 02:22:41 2026]
 Job 0: All figures and tables of the 'smoke' config are up to date
 Reason: Input files updated by another job: results/smoke/claims.md
+Shell command: None
 
 [Sun Dec  6 02:22:41 2026]
 localrule all:

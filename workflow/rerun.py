@@ -69,7 +69,7 @@ def parse_dry_run(text: str) -> list[Job]:
         elif current is not None and line.startswith("Reason: "):
             current.reason = line[len("Reason: "):]
         elif current is not None and line.startswith("Shell command: "):
-            current.shell = True
+            current.shell = line != "Shell command: None"  # the all target prints None
             if m := _LOG.search(line):
                 current.name = Path(m.group(1)).stem
     return [job for job in jobs if job.shell]
