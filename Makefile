@@ -78,8 +78,8 @@ RERUN   := $(BIN)/python workflow/rerun.py
 reproduce: $(STAMP)  ## run the whole pipeline with config/$(CONFIG).yaml (CONFIG=quick by default) into results/
 	$(CHECK_CONFIG)
 	@$(RERUN) plan --configfile config/$(CONFIG).yaml --cores $(CORES) --workflow-profile $(PROFILE)
-	@$(SMK) --configfile config/$(CONFIG).yaml; status=$$?; \
-	  $(RERUN) report --configfile config/$(CONFIG).yaml; exit $$status
+	@start=$$(date +%s); $(SMK) --configfile config/$(CONFIG).yaml; status=$$?; \
+	  $(RERUN) report --configfile config/$(CONFIG).yaml --since $$start; exit $$status
 
 why: $(STAMP)  ## what `make reproduce` would run now and why (code files, config keys, inputs), and cached shards
 	$(CHECK_CONFIG)

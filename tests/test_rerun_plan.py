@@ -76,8 +76,8 @@ def test_dry_run_jobs_are_parsed_by_their_log_names(tmp_path):
 def test_reasons_name_the_changed_files_and_config_keys(tmp_path):
     jobs = rerun.parse_dry_run(_dry_run(tmp_path))
     lines = [rerun.explain(job.reason, records=tmp_path) for job in jobs]
-    assert lines[0] == ("code of samplers/discrete/gwg.py, samplers/discrete/pas.py (newly used) changed; "
-                        "config key ising_sampling.samplers changed")
+    assert lines[0] == ("code of pkg/gradmc/samplers/discrete/gwg.py, pkg/gradmc/samplers/discrete/pas.py (newly used) "
+                        "changed; config key ising_sampling.samplers changed")
     assert lines[1] == "input rebuilt first (metrics.parquet)"
     assert lines[2] == "output missing (mnist.npz)"
 
@@ -114,3 +114,21 @@ def test_report_sums_the_shard_lines_of_jobs_that_ran(tmp_path, monkeypatch):
     assert rerun.report(config, log) == 0
     assert "2 jobs ran" in out[0] and "4 computed, 8 from the cache" in out[0]  # fhmm_sampling did not run
     assert "ising_sampling" in out[1]
+
+
+def test_report_of_a_run_that_executed_nothing_names_no_earlier_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "smoke.yaml"
+    config.write_text((Path(__file__).parents[1] / "config" / "smoke.yaml").read_text())
+    folder = tmp_path / ".snakemake" / "log"
+    folder.mkdir(parents=True)
+    earlier = folder / "2026-01-01T000000.snakemake.log"
+    earlier.write_text("Finished jobid: 3 (Rule: ising_sampling)\n")
+    import os
+    import time
+
+    os.utime(earlier, (time.time() - 100, time.time() - 100))
+    out = []
+    monkeypatch.setattr("builtins.print", lambda *a, **k: out.append(" ".join(map(str, a))))
+    assert rerun.report(config, None, since=time.time() - 10) == 0
+    assert out == ["[rerun] no job ran"]

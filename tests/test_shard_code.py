@@ -174,3 +174,14 @@ def test_the_runner_code_every_rule_digests_imports_no_sampler():
 
     files = {p.relative_to(PACKAGE_ROOT).as_posix() for p in stage_modules("gradmc.experiments.standard")}
     assert not {f for f in files if f.startswith(("samplers/discrete/", "samplers/relaxed/"))}
+
+
+def test_a_mid_shard_checkpoint_is_named_by_the_shards_code(monkeypatch):
+    """A run resumed after a code change must not continue the old code's chains from its checkpoint."""
+    from gradmc.experiments import standard
+
+    shard = _smoke_ising_shards()[0]
+    tag = standard.checkpoint_tag("ising_pcd", shard)
+    assert tag == standard.checkpoint_tag("ising_pcd", shard) and len(tag) == 16
+    monkeypatch.setattr(standard, "shard_code_digest", lambda name: lambda unit: "code:0000000000000000")
+    assert standard.checkpoint_tag("ising_pcd", shard) != tag

@@ -110,13 +110,14 @@ def changed_keys(old, new, prefix: str = "") -> list[str]:
 
 
 def changed_files(old_digest: str, new_digest: str, records: Path = CODE_RECORDS) -> list[str] | None:
-    """The gradmc files (relative to the package) whose code differs between two code digests, from their recorded
+    """The gradmc files (relative to the repository) whose code differs between two code digests, from their recorded
     manifests; None when either record is missing (a run from before records were kept)."""
     old, new = load_manifest(records, old_digest), load_manifest(records, new_digest)
     if old is None or new is None:
         return None
     changed = [f for f in sorted(set(old) | set(new)) if old.get(f) != new.get(f)]
-    return [f + ("" if f in new else " (no longer used)") + ("" if f in old else " (newly used)") for f in changed]
+    return [f"pkg/gradmc/{f}" + ("" if f in new else " (no longer used)") + ("" if f in old else " (newly used)")
+            for f in changed]
 
 
 def _is_digest(value) -> bool:
@@ -195,7 +196,8 @@ def shard_status(name: str, configfile: Path, cores: int) -> str | None:
     inputs = {key: str(results / rel) for key, rel in entry.inputs.items()}
     missing = [path for path in inputs.values() if not Path(path).is_file()]
     if missing:
-        return f"shards: not counted until {', '.join(Path(p).name for p in missing)} exist"
+        names = ", ".join(Path(p).name for p in missing)
+        return f"shards: not counted until {names} exist{'s' if len(missing) == 1 else ''}"
     try:
         stored, total = cache_status(name, config, inputs, results / entry.output, workers=cores)
     except Exception as err:  # noqa: BLE001 (an estimate only: the job itself reports real errors)
@@ -230,21 +232,25 @@ def plan(configfile: Path, cores: int, profile: str | None, snakemake: list[str]
     return 0
 
 
-def _last_log(folder: Path = Path(".snakemake") / "log") -> Path | None:
-    for log in sorted(folder.glob("*.snakemake.log"), key=lambda p: p.stat().st_mtime, reverse=True):
+def _last_log(since: float, folder: Path = Path(".snakemake") / "log") -> Path | None:
+    """The newest Snakemake log written at or after ``since`` (seconds since the epoch) that finished a job."""
+    logs = [log for log in folder.glob("*.snakemake.log") if log.stat().st_mtime >= since]
+    for log in sorted(logs, key=lambda p: p.stat().st_mtime, reverse=True):
         if "Finished jobid" in log.read_text(errors="replace"):
             return log
     return None
 
 
-def report(configfile: Path, log: Path | None) -> int:
-    """Print the shards each standard experiment of the last run computed and took from the cache."""
+def report(configfile: Path, log: Path | None, since: float = 0.0) -> int:
+    """Print the shards each standard experiment of a run computed and took from the cache: the run of ``log``,
+    else the newest Snakemake log written since ``since`` (``make reproduce`` passes its start time, so a run that
+    executed nothing reports nothing, not an earlier run)."""
     from gradmc.config import load_config
     from gradmc.registry import experiments
 
-    log = log or _last_log()
+    log = log or _last_log(since)
     if log is None:
-        print("[rerun] no Snakemake log of a run that executed jobs")
+        print("[rerun] no job ran")
         return 0
     finished = re.findall(r"Finished jobid: \d+ \(Rule: (\S+)\)", log.read_text(errors="replace"))
     ran = set(finished)
@@ -279,13 +285,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workflow-profile", default=None)
     r = sub.add_parser("report", help="shards computed and taken from the cache in the last run")
     r.add_argument("--configfile", type=Path, default=Path("config/quick.yaml"))
+    r.add_argument("--since", type=float, default=0.0,
+                   help="only a Snakemake log written at or after this time (seconds since the epoch)")
     r.add_argument("log", nargs="?", type=Path, default=None)
     args = parser.parse_args(argv)
     if not args.configfile.is_file():
         parser.error(f"--configfile {args.configfile} not found")
     if args.command == "plan":
         return plan(args.configfile, args.cores, args.workflow_profile, [sys.executable, "-m", "snakemake"])
-    return report(args.configfile, args.log)
+    return report(args.configfile, args.log, args.since)
 
 
 if __name__ == "__main__":

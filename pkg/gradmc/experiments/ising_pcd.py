@@ -128,7 +128,9 @@ def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
 def _checkpoint_path(shard: Shard) -> Path | None:
     if not shard.checkpoint_dir:
         return None
-    digest = hashlib.sha256(repr(shard).encode()).hexdigest()[:16]
+    from gradmc.experiments.standard import checkpoint_tag  # its code digest names the checkpoint
+
+    digest = checkpoint_tag(EXPERIMENT, shard)
     return Path(shard.checkpoint_dir) / f"{shard.target}_{shard.sampler}_K{shard.K}_seed{shard.seed}_{digest}.pt"
 
 

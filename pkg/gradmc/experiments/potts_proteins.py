@@ -47,7 +47,6 @@ evaluations; ``wall_time_s``: the fit time.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -208,7 +207,9 @@ def _fit_pcd(shard: Shard, data: ProteinData, weights: np.ndarray):
 
     checkpoint = None
     if shard.checkpoint_dir:
-        digest = hashlib.sha256(repr(shard).encode()).hexdigest()[:16]
+        from gradmc.experiments.standard import checkpoint_tag  # its code digest names the checkpoint
+
+        digest = checkpoint_tag(EXPERIMENT, shard)
         checkpoint = (Path(shard.checkpoint_dir)
                       / f"{EXPERIMENT}_{shard.protein}_{shard.method}_seed{shard.seed}_{digest}.pt")
     history = trainer.train(int(opts["num_iterations"]), callback=progress, callback_every=int(opts["log_every"]),

@@ -15,7 +15,7 @@ import pandas as pd
 from gradmc.codedigest import source_digest
 from gradmc.registry import standard
 
-__all__ = ["SAMPLER_REGISTRY", "collect", "job_config", "run_experiment", "shard_code_digest"]
+__all__ = ["SAMPLER_REGISTRY", "checkpoint_tag", "collect", "job_config", "run_experiment", "shard_code_digest"]
 
 #: The module that builds samplers by name; opaque in a per-shard code digest (see :func:`shard_code_digest`).
 SAMPLER_REGISTRY = "gradmc.samplers.discrete.registry"
@@ -82,6 +82,16 @@ def shard_code_digest(name: str, root: str | os.PathLike | None = None) -> Calla
         return memo[samplers]
 
     return digest
+
+
+def checkpoint_tag(name: str, shard) -> str:
+    """16 hex digits naming a mid-shard checkpoint of experiment ``name``'s ``shard``: a SHA-256 over the shard's
+    fields and the digest of the code it runs (:func:`shard_code_digest`), so a run resumed after a code change
+    starts afresh instead of continuing the old code's chains."""
+    import hashlib
+
+    text = f"{shard!r}\0{shard_code_digest(name)(shard)}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: int | None = None,
