@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 
 from gradmc.claims import Claim, Interval, agreement, summary, write_claims
-from gradmc.claims.base import CLAIM_COLUMNS
+from gradmc.claims.base import (CLAIM_COLUMNS, NOT_DECIDABLE_HARDWARE, NOT_DECIDABLE_SCALE, NOT_RUN, at_least,
+                                hardware)
+from gradmc.errors import InputError
 from gradmc.figures.claims_dashboard import figure, scaled_rows
 from gradmc.results import PROVENANCE_COLUMNS, read_parquet
 
@@ -35,8 +38,10 @@ def test_claim_rows_carry_the_verdict_and_every_column():
     assert table2["effect"] == pytest.approx(-82.0 + 80.01)
     assert (table2["ci_low"], table2["ci_high"]) == pytest.approx((-83.0 + 80.01, -81.0 + 80.01))
     assert table2["paper_value"] == -80.01 and table2["tolerance"] == 3.0 and table2["direction"] == 0
-    assert "AIS bias" in table2["note"]
-    assert summary(rows) == "2 PASS, 1 FAIL, 1 INCONCLUSIVE of 4 claims"
+    assert "AIS bias" in table2["margin_why"] and table2["test"] == "agreement"
+    assert list(rows["origin"]) == ["GWG", "GWG", "KMC", "GWG"] and list(rows["test"])[:3] == ["superiority"] * 3
+    assert summary(rows) == ("GWG: 2 of 3 decidable claims PASS (1 FAIL, 0 INCONCLUSIVE); "
+                             "KMC: 0 of 1 decidable claims PASS (0 FAIL, 1 INCONCLUSIVE)")
 
 
 def test_write_claims_with_provenance_and_dashboard(tmp_path):
@@ -44,7 +49,7 @@ def test_write_claims_with_provenance_and_dashboard(tmp_path):
     inputs = {"x": {"path": "m.parquet", "git_commit": "abc", "config_hash": "0123"}}
     md, csv, parquet = write_claims(frame, tmp_path / "claims", "quick", inputs, figure="figures/dash.png")
     text = md.read_text()
-    assert "2 PASS, 1 FAIL, 1 INCONCLUSIVE of 4 claims" in text and "![claims dashboard](figures/dash.png)" in text
+    assert "GWG: 2 of 3 decidable claims PASS" in text and "![claims dashboard](figures/dash.png)" in text
     assert "## GWG" in text and "## KMC" in text and "-80.01 (GWG Table 2)" in text
     back, prov = read_parquet(parquet)
     assert prov["config"] == {"name": "quick", "inputs": inputs}
@@ -71,3 +76,43 @@ def test_dashboard_refuses_an_empty_claims_file(tmp_path):
     _, _, parquet = write_claims(pd.DataFrame(columns=CLAIM_COLUMNS), tmp_path / "claims", "")
     with pytest.raises(ValueError, match="no claims"):
         figure(parquet, tmp_path / "dash")
+
+
+def test_a_claim_the_config_cannot_decide_is_not_decidable_whatever_its_interval():
+    """Needs come from the config: an unmet scale need or a missing hardware need overrides a clear interval;
+    without a config they are unchecked; a NOT RUN claim names why."""
+    config = {"ebm": {"train": {"iterations": 1800}}, "seeds": [0, 1, 2]}
+    few = at_least(config, "ebm.train.iterations", 50_000, "training iterations", "the paper's 50,000")
+    enough = at_least(config, "seeds", 3, "seeds", reduce=len)
+    clear = Interval(1.0, 0.5, 1.5, 100, "chains", "bootstrap")
+    base = Claim("x", "GWG Table 2", "GWG beats Gibbs", "nats", clear, +1)
+    assert base.status == "PASS" and enough.met and not few.met
+    assert replace(base, needs=(enough, few)).status == NOT_DECIDABLE_SCALE
+    assert "training iterations >= 50,000 (config ebm.train.iterations = 1,800: unmet" in \
+        replace(base, needs=(few,)).row()["note"]
+    gpu = hardware("timings of the paper's GPU code", False, config=config)
+    assert replace(base, needs=(few, gpu)).status == NOT_DECIDABLE_HARDWARE  # hardware named first
+    assert replace(base, needs=(at_least(None, "ebm.train.iterations", 50_000, "it"),)).status == "PASS"
+    assert replace(base, not_run="needs OPSD_BOVIN.a2m (ask the authors)").status == NOT_RUN
+    with pytest.raises(InputError, match="no 'ebm.eval'"):
+        at_least(config, "ebm.eval.levels", 1, "AIS levels")
+    rows = pd.DataFrame([c.row() for c in (base, replace(base, needs=(few,)), replace(base, origin="other"))])
+    assert summary(rows) == ("GWG: 1 of 1 decidable claims PASS (0 FAIL, 0 INCONCLUSIVE), "
+                             "1 not decidable at this scale; other: 1 of 1 decidable claims PASS (0 FAIL, 0 INCONCLUSIVE)")
+
+
+def test_claims_md_shows_quotes_and_keeps_undecidable_claims_apart(tmp_path):
+    clear = Interval(1.0, 0.5, 1.5, 100, "chains", "bootstrap")
+    quote = "GWG ... is able to sample more efficiently than Gibbs"
+    config = {"steps": 100}
+    rows = pd.DataFrame([c.row() for c in (
+        Claim("x", "GWG Fig. 4", "GWG beats Gibbs", "log ratio", clear, +1, quote=quote),
+        Claim("x", "GWG Fig. 4", "GWG beats Gibbs at scale", "log ratio", clear, +1,
+              needs=(at_least(config, "steps", 10_000, "steps"),)),
+        Claim("x", "DMALA Sec. 5", "DMALA beats GWG", "log ratio", clear, +1))])
+    md, _, parquet = write_claims(rows, tmp_path / "claims", "quick")
+    text = md.read_text()
+    assert quote in text and "## other:" in text
+    decided, rest = text.index("### Decided by this config (1)"), text.index("### Not decidable by this config")
+    assert decided < text.index("GWG beats Gibbs |") < rest < text.index("GWG beats Gibbs at scale")
+    assert figure(parquet, tmp_path / "dash", "quick")[1].stat().st_size > 1000

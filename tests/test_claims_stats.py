@@ -150,3 +150,27 @@ def test_bad_verdict_arguments():
         decide(_iv(1.0, 0.0, 2.0), 0)
     with pytest.raises(ValueError, match="NaN"):
         decide(_iv(math.nan, 0.0, 2.0), 1)
+
+
+@pytest.mark.parametrize(("interval", "status"), [
+    (_iv(-0.05, -0.08, 0.1), "PASS"),        # "at least as": within the margin 0.1 below the null
+    (_iv(-0.3, -0.4, -0.2), "FAIL"),         # wholly worse than the margin
+    (_iv(-0.1, -0.2, 0.0), "INCONCLUSIVE"),  # straddles -0.1
+])
+def test_non_inferiority_verdicts(interval, status):
+    assert decide(interval, +1, tolerance=0.1, test="non-inferiority").status == status
+    flipped = _iv(-interval.effect, -interval.high, -interval.low)  # direction -1: the mirror image
+    assert decide(flipped, -1, tolerance=0.1, test="non-inferiority").status == status
+
+
+def test_equivalence_is_two_one_sided_tests_and_superiority_is_unchanged():
+    assert decide(_iv(0.006, -0.01, 0.02), 0, tolerance=0.05, test="equivalence").status == "PASS"
+    assert decide(_iv(0.2, 0.1, 0.3), 0, tolerance=0.05, test="equivalence").status == "FAIL"
+    assert "equivalence margin" in decide(_iv(0.04, 0.0, 0.08), 0, tolerance=0.05, test="equivalence").note
+    assert decide(_iv(1.0, 0.2, 1.8), +1, test="superiority") == decide(_iv(1.0, 0.2, 1.8), +1)
+    with pytest.raises(ValueError, match="needs direction 0"):
+        decide(_iv(1.0, 0.2, 1.8), +1, tolerance=0.1, test="equivalence")
+    with pytest.raises(ValueError, match="margin"):
+        decide(_iv(1.0, 0.2, 1.8), +1, test="non-inferiority")
+    with pytest.raises(ValueError, match="test must be one of"):
+        decide(_iv(1.0, 0.2, 1.8), +1, test="comparable")

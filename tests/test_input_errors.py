@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 import torch
@@ -13,6 +15,8 @@ from gradmc.experiments.ebm import read_checkpoint
 from gradmc.results import provenance, write_parquet
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.training.ebm import EBMTrainer
+
+SMOKE = str(Path(__file__).resolve().parents[1] / "config" / "smoke.yaml")
 
 
 def _metrics(tmp_path, experiment: str):
@@ -130,11 +134,11 @@ def test_claims_cli_refuses_bad_metrics_and_outputs_before_writing_anything(tmp_
              (["kmc_abc=" + str(tmp_path)], [], "is a folder, not a file"),
              (["kmc_abc=" + str(good)], ["--dashboard", str(blocker / "dash")], "--dashboard: cannot create")]
     for metrics, extra, message in cases:
-        assert main(["claims", "--metrics", *metrics, "--out", str(out), *extra]) == 2
+        assert main(["claims", "--metrics", *metrics, "--config", SMOKE, "--out", str(out), *extra]) == 2
         assert message in capsys.readouterr().err
         assert not list(tmp_path.glob("out/claims.*"))
     # a well-formed file whose claims need rows it lacks: written, with a warning naming the experiment
-    assert main(["claims", "--metrics", "kmc_abc=" + str(good), "--out", str(out)]) == 0
+    assert main(["claims", "--metrics", "kmc_abc=" + str(good), "--config", SMOKE, "--out", str(out)]) == 0
     assert "warning: kmc_abc" in capsys.readouterr().out and (tmp_path / "out" / "claims.md").exists()
 
 

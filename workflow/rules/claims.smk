@@ -21,11 +21,14 @@ rule claims:
         prefix=lambda wildcards, output: output.md.removesuffix(".md"),
         metrics=lambda wildcards, input: " ".join(f"{name}={path}" for name, path in input.items()),
         name=config["name"],
+        # each claim reads its needs (sizes, hardware) from the config: any config change re-judges them (seconds)
+        config=_canonical(config),
     log:
         f"{LOGS}/claims.log",
     message:
         "Checking the papers' claims against the measured metrics"
     shell:
-        "gradmc claims --metrics {params.metrics} --config-name {params.name} --out {params.prefix} "
+        f"gradmc claims --metrics {{params.metrics}} --config {CONFIG_FILE} --config-name {{params.name}} "
+        "--out {params.prefix} "
         "--dashboard {params.dashboard} "
         "2>&1 | joblog {log} claims"

@@ -1,10 +1,20 @@
 """A claim of a paper as a measured effect with a 95% interval and a verdict; assembled into claims.md/.csv/.parquet.
 
-Each claim states its effect in words and as a number with a sign convention (``effect_name``), an
-:class:`~gradmc.claims.stats.Interval` over independent replicates, the paper's side of the null
-(``direction``) or, for agreement with a number the paper prints, a tolerance band around the paper's
-value. The verdict (PASS / FAIL / INCONCLUSIVE) is never set by hand: :func:`gradmc.claims.stats.decide`
-computes it from the interval.
+Each claim quotes its source (``paper``: paper and figure; ``quote``: the sentence or table cell it tests;
+``origin``: GWG, KMC, or "other" for sanity checks and the later samplers' own papers, which never count as a
+reproduction of GWG or KMC), states its effect in words and as a number with a sign convention
+(``effect_name``), an :class:`~gradmc.claims.stats.Interval` over independent replicates, and the test its
+words call for (``test``: superiority, non-inferiority, equivalence or agreement with a printed number, with
+its margin ``tolerance`` justified in ``margin_why``).
+
+A claim also declares what it needs to be decided (:class:`Need`: a minimum size read from the config, e.g.
+training iterations, or hardware the run does not have, e.g. timings of the paper's GPU code). The verdict
+is never set by hand:
+
+- NOT RUN: its inputs could not be had (``not_run`` says which and how to obtain them);
+- NOT DECIDABLE ON THIS HARDWARE / AT THIS SCALE: a need is unmet, decided from the config alone, never
+  from the result (our value still shows beside the paper's);
+- otherwise PASS / FAIL / INCONCLUSIVE, computed from the interval by :func:`gradmc.claims.stats.decide`.
 """
 
 from __future__ import annotations
@@ -23,14 +33,99 @@ from gradmc.errors import InputError
 from gradmc.results import PROVENANCE_COLUMNS, provenance, read_parquet, write_parquet
 from gradmc.results.schema import validate_metrics
 
-__all__ = ["Claim", "CLAIM_COLUMNS", "STATUSES", "agreement", "claims_frame", "summary", "write_claims"]
+__all__ = ["Claim", "CLAIM_COLUMNS", "DECIDED", "NOT_DECIDABLE_HARDWARE", "NOT_DECIDABLE_SCALE", "NOT_RUN", "Need",
+           "ORIGINS", "STATUSES", "agreement", "at_least", "claims_frame", "config_value", "hardware", "summary",
+           "write_claims"]
 
-STATUSES = ("PASS", "FAIL", "INCONCLUSIVE")
+DECIDED = ("PASS", "FAIL", "INCONCLUSIVE")
+"""Verdicts of a claim the config can decide."""
+NOT_DECIDABLE_SCALE = "NOT DECIDABLE AT THIS SCALE"
+NOT_DECIDABLE_HARDWARE = "NOT DECIDABLE ON THIS HARDWARE"
+NOT_RUN = "NOT RUN"
+STATUSES = (*DECIDED, NOT_DECIDABLE_SCALE, NOT_DECIDABLE_HARDWARE, NOT_RUN)
 
-CLAIM_COLUMNS = ["experiment", "paper", "claim", "effect_name", "effect", "ci_low", "ci_high", "replicates",
-                 "replicate_unit", "interval_method", "direction", "null", "tolerance", "paper_value",
-                 "paper_source", "status", "measured", "note"]
-"""Columns of claims.csv / claims.parquet (plus the provenance columns)."""
+ORIGINS = {"GWG": "Grathwohl et al. 2021, Oops I Took A Gradient (Gibbs-With-Gradients)",
+           "KMC": "Strathmann et al. 2015, Gradient-free Hamiltonian Monte Carlo (Kernel HMC)",
+           "other": "not a claim of GWG or KMC: sanity checks, and the later samplers' own papers"}
+"""Where a claim comes from; only GWG and KMC claims count as a reproduction of those papers."""
+
+CLAIM_COLUMNS = ["experiment", "origin", "paper", "quote", "claim", "test", "effect_name", "effect", "ci_low",
+                 "ci_high", "replicates", "replicate_unit", "interval_method", "direction", "null", "tolerance",
+                 "margin_why", "paper_value", "paper_source", "needs", "status", "measured", "note"]
+"""Columns of claims.csv / claims.parquet (plus the provenance columns). ``tolerance`` is the test's margin
+(band half-width of an equivalence/agreement test, or a non-inferiority margin; NaN for superiority)."""
+
+
+@dataclass(frozen=True)
+class Need:
+    """What a claim needs to be decided, with what the config gives.
+
+    Attributes:
+        what: in words, e.g. "training iterations".
+        needed: the least value that decides the claim (scale), or a description (hardware).
+        have: the config's value (scale), True/False (hardware: whether this run has it), or None when no
+            config was given (then the need is reported as unchecked and does not block the verdict).
+        kind: "scale" or "hardware".
+        key: the dotted config key ``have`` was read from ("" for hardware).
+        why: where the requirement comes from (the paper's setting, a power estimate, ...).
+    """
+
+    what: str
+    needed: float | str
+    have: float | bool | None
+    kind: str = "scale"
+    key: str = ""
+    why: str = ""
+
+    @property
+    def met(self) -> bool:
+        """True when the config meets the need, or when no config was given to check it."""
+        if self.have is None:
+            return True
+        if self.kind == "hardware":
+            return bool(self.have)
+        return float(self.have) >= float(self.needed)
+
+    def text(self) -> str:
+        """E.g. "training iterations >= 50,000 (config ebm.train.iterations = 1,800: unmet; the paper's setting)"."""
+        if self.kind == "hardware":
+            state = "unchecked" if self.have is None else ("available" if self.have else "not available here")
+            return f"{self.what} ({state}" + (f"; {self.why})" if self.why else ")")
+        have = "no config given: unchecked" if self.have is None else (
+            f"config {self.key} = {self.have:,g}: {'met' if self.met else 'unmet'}")
+        return f"{self.what} >= {float(self.needed):,g} ({have}" + (f"; {self.why})" if self.why else ")")
+
+
+def config_value(config: dict | None, key: str) -> object:
+    """The value at dotted ``key`` of ``config`` (e.g. "ebm.train.iterations"); None when config is None.
+
+    Raises:
+        InputError: a config was given but lacks the key (naming the key and the part that is missing).
+    """
+    if config is None:
+        return None
+    node = config
+    for i, part in enumerate(key.split(".")):
+        if not isinstance(node, dict) or part not in node:
+            raise InputError(f"the config has no {'.'.join(key.split('.')[:i + 1])!r} (a claim reads {key!r})")
+        node = node[part]
+    return node
+
+
+def at_least(config: dict | None, key: str, needed: float, what: str, why: str = "",
+             reduce=None) -> Need:
+    """A scale need read from the config: the value at ``key`` (``reduce`` applied, e.g. ``len`` of a seed list or
+    ``max`` of a grid) must be >= ``needed``."""
+    value = config_value(config, key)
+    if value is not None and reduce is not None:
+        value = reduce(value)
+    return Need(what, float(needed), None if value is None else float(value), "scale", key, why)
+
+
+def hardware(what: str, available: bool, why: str = "", config: dict | None = None) -> Need:
+    """A hardware need, e.g. ``hardware("timings of the paper's GPU code", False)``; unchecked when ``config`` is
+    None."""
+    return Need(what, what, None if config is None else bool(available), "hardware", "", why)
 
 
 @dataclass(frozen=True)
@@ -53,6 +148,15 @@ class Claim:
         paper_value: the paper's printed number where it prints one (NaN otherwise), in the units of
             ``measured``.
         paper_source: where the paper's value or threshold is printed, e.g. "GWG Table 2".
+        quote: the paper's sentence (or table cell) this claim tests, verbatim.
+        origin: "GWG", "KMC" or "other" (:data:`ORIGINS`); "" takes the first word of ``paper`` when that is
+            GWG or KMC, else "other".
+        test: "superiority", "non-inferiority", "equivalence" or "agreement"
+            (:data:`gradmc.claims.stats.TESTS`); "" infers superiority (direction +-1) or agreement (0).
+        margin_why: the justification of ``tolerance`` (the paper's error bars, the effect size it calls
+            meaningful, or the measured run-to-run spread).
+        needs: what deciding the claim needs (:class:`Need`), read from the config.
+        not_run: why the claim could not be run (inputs that cannot be had, and how to obtain them); "" if run.
     """
 
     experiment: str
@@ -67,16 +171,49 @@ class Claim:
     tolerance: float | None = None
     paper_value: float = math.nan
     paper_source: str = ""
+    quote: str = ""
+    origin: str = ""
+    test: str = ""
+    margin_why: str = ""
+    needs: tuple[Need, ...] = ()
+    not_run: str = ""
+
+    @property
+    def source(self) -> str:
+        """"GWG", "KMC" or "other"."""
+        if self.origin:
+            if self.origin not in ORIGINS:
+                raise ValueError(f"claim origin must be one of {', '.join(ORIGINS)}; got {self.origin!r}")
+            return self.origin
+        first = self.paper.split()[0] if self.paper else ""
+        return first if first in ("GWG", "KMC") else "other"
+
+    @property
+    def kind(self) -> str:
+        """The test (:data:`gradmc.claims.stats.TESTS`)."""
+        return self.test or ("agreement" if self.direction == 0 else "superiority")
 
     @property
     def verdict(self) -> Verdict:
-        """PASS / FAIL / INCONCLUSIVE from the interval (:func:`gradmc.claims.stats.decide`)."""
-        return decide(self.interval, self.direction, self.null, self.tolerance)
+        """NOT RUN, NOT DECIDABLE (from the needs, i.e. the config), or PASS / FAIL / INCONCLUSIVE from the
+        interval (:func:`gradmc.claims.stats.decide`)."""
+        if self.not_run:
+            return Verdict(NOT_RUN, self.not_run)
+        for kind, status in (("hardware", NOT_DECIDABLE_HARDWARE), ("scale", NOT_DECIDABLE_SCALE)):
+            unmet = [n.text() for n in self.needs if n.kind == kind and not n.met]
+            if unmet:
+                return Verdict(status, "needs " + "; ".join(unmet))
+        return decide(self.interval, self.direction, self.null, self.tolerance, self.kind)
 
     @property
     def status(self) -> str:
         """"PASS", "FAIL" or "INCONCLUSIVE"."""
         return self.verdict.status
+
+    @property
+    def decidable(self) -> bool:
+        """True when the verdict is PASS, FAIL or INCONCLUSIVE."""
+        return self.status in DECIDED
 
     @property
     def passed(self) -> bool:
@@ -88,34 +225,37 @@ class Claim:
         verdict = self.verdict
         iv = self.interval
         note = "; ".join(p for p in (self.note, verdict.note) if p)
-        return {"experiment": self.experiment, "paper": self.paper, "claim": self.claim,
-                "effect_name": self.effect_name, "effect": iv.effect, "ci_low": iv.low, "ci_high": iv.high,
-                "replicates": iv.replicates, "replicate_unit": iv.unit, "interval_method": iv.method,
-                "direction": self.direction, "null": self.null,
+        return {"experiment": self.experiment, "origin": self.source, "paper": self.paper, "quote": self.quote,
+                "claim": self.claim, "test": self.kind, "effect_name": self.effect_name, "effect": iv.effect,
+                "ci_low": iv.low, "ci_high": iv.high, "replicates": iv.replicates, "replicate_unit": iv.unit,
+                "interval_method": iv.method, "direction": self.direction, "null": self.null,
                 "tolerance": math.nan if self.tolerance is None else float(self.tolerance),
-                "paper_value": float(self.paper_value), "paper_source": self.paper_source,
+                "margin_why": self.margin_why, "paper_value": float(self.paper_value),
+                "paper_source": self.paper_source, "needs": "; ".join(n.text() for n in self.needs),
                 "status": verdict.status, "measured": self.measured, "note": note}
 
 
 def agreement(experiment: str, paper: str, what: str, ours: Interval, paper_value: float, tolerance: float,
-              paper_source: str, units: str, why_tolerance: str, note: str = "") -> Claim:
+              paper_source: str, units: str, why_tolerance: str, note: str = "", *, quote: str = "",
+              needs: tuple[Need, ...] = (), origin: str = "") -> Claim:
     """A claim that our value of ``what`` agrees with the number the paper prints.
 
     Args:
         ours: our value's interval (effect = our estimate).
         paper_value: the paper's number; tolerance: the band half-width, in ``units``; why_tolerance:
-            its justification (the paper's error bar, or a stated reason).
+            its justification (the paper's error bar, or a stated reason), kept as the claim's ``margin_why``.
+        quote, needs, origin: as :class:`Claim`'s.
 
     Returns:
-        Claim with effect = ours - paper_value (interval shifted likewise), direction 0.
+        Claim with effect = ours - paper_value (interval shifted likewise), direction 0, test "agreement".
     """
     shifted = Interval(ours.effect - paper_value, ours.low - paper_value, ours.high - paper_value, ours.replicates,
                        ours.unit, ours.method)
     return Claim(experiment, paper, f"our {what} agrees with the paper's {paper_value:g} {units}",
                  f"ours - paper's ({units}); agreement band +-{tolerance:g}", shifted, 0,
-                 f"ours {ours.effect:.4g} [{ours.low:.4g}, {ours.high:.4g}] vs paper {paper_value:g}",
-                 "; ".join(p for p in (f"tolerance: {why_tolerance}", note) if p), 0.0, tolerance, paper_value,
-                 paper_source)
+                 f"ours {ours.effect:.4g} [{ours.low:.4g}, {ours.high:.4g}] vs paper {paper_value:g}", note, 0.0,
+                 tolerance, paper_value, paper_source, quote=quote, origin=origin, test="agreement",
+                 margin_why=why_tolerance, needs=tuple(needs))
 
 
 def _known() -> list[str]:
@@ -123,11 +263,13 @@ def _known() -> list[str]:
                   if m.name not in ("base", "stats"))
 
 
-def claims_frame(metrics: dict[str, str | Path]) -> tuple[pd.DataFrame, dict]:
-    """Evaluate ``gradmc.claims.<experiment>.claims`` on each experiment's metrics Parquet.
+def claims_frame(metrics: dict[str, str | Path], config: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """Evaluate ``gradmc.claims.<experiment>.claims(df, config)`` on each experiment's metrics Parquet.
 
     Args:
         metrics: experiment name -> metrics Parquet path.
+        config: the run's config (the parsed YAML); the claims read their needs from it (:class:`Need`).
+            None leaves the needs unchecked (for a bare metrics file; the pipeline always passes it).
 
     Returns:
         (frame, inputs): one row per claim with :data:`CLAIM_COLUMNS`; and, per experiment, the provenance
@@ -135,7 +277,8 @@ def claims_frame(metrics: dict[str, str | Path]) -> tuple[pd.DataFrame, dict]:
 
     Raises:
         InputError: an experiment without a claims module (the message lists the known ones), a file that
-            holds another experiment's metrics, or one that does not follow the metrics schema.
+            holds another experiment's metrics, one that does not follow the metrics schema, or a config
+            without a key a claim reads.
     """
     rows, inputs = [], {}
     known = _known()
@@ -153,7 +296,7 @@ def claims_frame(metrics: dict[str, str | Path]) -> tuple[pd.DataFrame, dict]:
             raise InputError(f"{path} is not a gradmc metrics file: {err}") from None
         inputs[experiment] = {"path": str(path), "git_commit": prov.get("git_commit"),
                               "config_hash": prov.get("config_hash")}
-        rows += [c.row() for c in module.claims(df)]
+        rows += [c.row() for c in module.claims(df, config)]
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS), inputs
 
 
@@ -164,9 +307,21 @@ def _fmt(v: float) -> str:
 
 
 def summary(frame: pd.DataFrame) -> str:
-    """"31 PASS, 2 FAIL, 4 INCONCLUSIVE of 37 claims"."""
-    counts = frame["status"].value_counts()
-    return ", ".join(f"{int(counts.get(s, 0))} {s}" for s in STATUSES) + f" of {len(frame)} claims"
+    """Headline counts over decidable claims only, per origin, e.g. "GWG: 20 of 30 decidable claims PASS (3 FAIL,
+    7 INCONCLUSIVE), 4 not decidable here; KMC: ...; other: ..."."""
+    parts = []
+    origins = frame["origin"] if "origin" in frame else pd.Series(["other"] * len(frame), index=frame.index)
+    for origin in [o for o in ORIGINS if (origins == o).any()]:
+        part = frame[origins == origin]
+        counts = part["status"].value_counts()
+        decided = int(sum(counts.get(s, 0) for s in DECIDED))
+        rest = len(part) - decided
+        text = (f"{origin}: {int(counts.get('PASS', 0))} of {decided} decidable claims PASS "
+                f"({int(counts.get('FAIL', 0))} FAIL, {int(counts.get('INCONCLUSIVE', 0))} INCONCLUSIVE)")
+        if rest:
+            text += ", " + ", ".join(f"{int(counts[s])} {s.lower()}" for s in STATUSES[3:] if counts.get(s, 0))
+        parts.append(text)
+    return "; ".join(parts) if parts else "no claims"
 
 
 def write_claims(frame: pd.DataFrame, out_prefix: str | Path, config_name: str, inputs: dict | None = None,
@@ -181,23 +336,36 @@ def write_claims(frame: pd.DataFrame, out_prefix: str | Path, config_name: str, 
     prov = provenance({"name": config_name, "inputs": inputs or {}})
     label = f" ({config_name} config)" if config_name else ""
     lines = [f"# Claims of the papers, measured{label}", "",
-             f"{summary(frame)}. Each effect has a 95% interval over independent replicates; PASS: the interval "
-             "lies on the paper's side of the null (or inside the agreement band), FAIL: wholly on the other "
-             "side (or outside the band), INCONCLUSIVE: it straddles, and the note estimates the replicates that "
-             "would decide it.", ""]
+             f"{summary(frame)}.", "",
+             "Each claim quotes the sentence it tests and is tested the way its words say: superiority (the whole "
+             "95% interval on the paper's side of the null), non-inferiority or equivalence (against a stated "
+             "margin), or agreement with a printed number (inside a stated band). PASS / FAIL: the interval "
+             "decides for or against; INCONCLUSIVE: it straddles, and the note estimates the replicates that "
+             "would decide it. NOT DECIDABLE AT THIS SCALE / ON THIS HARDWARE: the config (never the result) "
+             "does not meet what the claim needs; our value still shows beside the paper's. Only decidable "
+             "claims enter the counts; only GWG and KMC claims count as a reproduction of those papers.", ""]
     if figure:
         lines += [f"![claims dashboard]({figure})", ""]
     table = frame.assign(
         interval=[f"{_fmt(e)} [{_fmt(lo)}, {_fmt(hi)}]" for e, lo, hi in
                   zip(frame["effect"], frame["ci_low"], frame["ci_high"], strict=True)],
         n=[f"{r} {u}" for r, u in zip(frame["replicates"], frame["replicate_unit"], strict=True)],
+        test_margin=[t if not math.isfinite(m) else f"{t}, margin {m:g}" + (f" ({w})" if w else "")
+                     for t, m, w in zip(frame["test"], frame["tolerance"], frame["margin_why"], strict=True)],
         paper_number=[("" if not math.isfinite(v) else f"{v:g} ({s})") for v, s in
-                      zip(frame["paper_value"], frame["paper_source"], strict=True)])
-    for paper, part in table.groupby(table["paper"].str.split().str[0], sort=True):
-        lines += [f"## {paper}", "", part[["paper", "claim", "effect_name", "interval", "n", "status", "paper_number",
-                                           "measured", "note"]].rename(
-            columns={"paper": "figure", "effect_name": "effect", "interval": "effect [95% interval]",
-                     "n": "replicates", "paper_number": "paper value"}).to_markdown(index=False), ""]
+                      zip(frame["paper_value"], frame["paper_source"], strict=True)],
+        why=[("; ".join(p for p in (nd, nt) if p)) for nd, nt in zip(frame["needs"], frame["note"], strict=True)])
+    columns = {"paper": "figure", "quote": "the paper says", "claim": "claim", "test_margin": "test",
+               "effect_name": "effect", "interval": "effect [95% interval]", "n": "replicates", "status": "verdict",
+               "paper_number": "paper value", "measured": "measured", "why": "needs and notes"}
+    for origin in [o for o in ORIGINS if (table["origin"] == o).any()]:
+        part = table[table["origin"] == origin]
+        lines += [f"## {origin}: {ORIGINS[origin]}", ""]
+        for title, rows in (("Decided by this config", part[part["status"].isin(DECIDED)]),
+                            ("Not decidable by this config, or not run", part[~part["status"].isin(DECIDED)])):
+            if len(rows):
+                lines += [f"### {title} ({len(rows)})", "",
+                          rows[list(columns)].rename(columns=columns).to_markdown(index=False), ""]
     with atomic_path(md) as tmp:
         tmp.write_text("\n".join(lines) + "\n")
     with atomic_path(csv) as tmp:

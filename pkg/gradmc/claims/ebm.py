@@ -139,7 +139,7 @@ def _bounded_value(df: pd.DataFrame, dataset: str, sampler: str) -> float:
     return hard if ours > hard else ours  # NaN compares False: no row, the estimate
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """Claims 1-4 of the module docstring for the data sets and samplers present."""
     out: list[Claim] = []
     ll = df[df["metric"] == "test_log_likelihood"]

@@ -57,7 +57,7 @@ def _claim(df: pd.DataFrame, other: str, metric: str, claim: str, what: str, dir
                  f"{float(b[seeds].mean()):.4g}", note)
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """GWG's final log joint above each other sampler's (the later samplers excepted, see the module docstring);
     GWG's final reconstruction error below Block-HB's."""
     present = set(df[df["metric"] == "log_joint"]["sampler"])

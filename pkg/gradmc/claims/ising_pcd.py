@@ -59,7 +59,7 @@ def _claim(paper: str, statement: str, effect_name: str, a: pd.Series, b: pd.Ser
     return Claim("ising_pcd", paper, statement, effect_name, iv, -1, measured, note)
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """Claims 1 (per model and K) and 2 (per model, K_min vs K_max; only with >= 2 K) of the module docstring.
     Models without both samplers (on a common seed) are skipped."""
     fin = df[df["metric"] == "final_log_rmse"]

@@ -54,7 +54,7 @@ def _growth(g_hi: np.ndarray, b_hi: np.ndarray, g_lo: np.ndarray, b_lo: np.ndarr
     return log_ratio_of_means(g_hi, b_hi) - log_ratio_of_means(g_lo, b_lo)
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """GWG ESS > Gibbs-1 ESS on the largest lattice at strong coupling; GWG's advantage grows with theta; each
     later sampler of :data:`LATER` that ran beats GWG's ESS there too."""
     if "GWG" not in set(df["sampler"]):

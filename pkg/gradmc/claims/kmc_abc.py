@@ -86,7 +86,7 @@ def _note(df: pd.DataFrame) -> str:
     return text + (f", {iters} kept iterations (paper {PAPER_ITERATIONS})" if iters < PAPER_ITERATIONS else "")
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """Bias, mixing and simulation-cost claims (module docstring); [] without the reference or KMC."""
     present = set(df["sampler"])
     if "reference" not in present or "KMC" not in present:

@@ -69,7 +69,7 @@ def _gm(x: np.ndarray | pd.Series) -> float:
     return float(np.exp(np.nanmean(x)))
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """KMC vs RW and KAMH at the largest n; KMC's trend over n and its gap to HMC (module docstring)."""
     ess = df[df["metric"] == "min_ess"]
     if not (ess["sampler"] == "KMC").any():

@@ -74,7 +74,7 @@ def _gm(x: np.ndarray) -> float:
     return float(np.exp(np.mean(np.log(x))))
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """ESS and final-MMD direction claims of KMC vs RW and KAMH, and agreement with the paper's min ESS.
 
     Each claim needs KMC and the compared sampler in ``df``; missing samplers give no claim.

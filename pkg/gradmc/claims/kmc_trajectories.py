@@ -57,7 +57,7 @@ def _note(df: pd.DataFrame) -> str:
                    if trials < PAPER_TRIALS else "")
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """The approach to HMC along n at the smallest d, and the degradation along d at the largest n."""
     if not {"acceptance_kmc", "acceptance_hmc"} <= set(df["metric"]):
         return []

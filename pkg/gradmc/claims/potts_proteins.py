@@ -69,7 +69,7 @@ def _note(d: pd.DataFrame, pairing: str) -> str:
     return f"replicate: a seed (one fit); {pairing}{sizes}"
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """Claims 1-3 of the module docstring for the proteins, methods and seeds present (missing ones skipped)."""
     out: list[Claim] = []
     for protein in sorted(df["target"].unique()):

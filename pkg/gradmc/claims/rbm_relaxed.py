@@ -80,7 +80,7 @@ def _paired(series: list[pd.Series], signs: list[float]):
     return np.asarray(values, dtype=float), seeds
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """GWG rises less with D than each relaxed sampler; each relaxed one degrades; GWG beats each at the largest D."""
     best = best_settings(df)
     out: list[Claim] = []

@@ -73,7 +73,7 @@ def _mmd_claim(df: pd.DataFrame, better: str, other: str, paper: str, claim: str
                  f"{float(b[seeds].mean()):.3f}{gap}", note)
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """GWG's ESS above Gibbs-1/2's and HB-10-1's; GWG's final log MMD below theirs; GWG-3/5's below GWG's;
     the later samplers' headline comparisons with GWG (:data:`LATER`) where they ran."""
     present = set(df["sampler"]) - {"Target"}

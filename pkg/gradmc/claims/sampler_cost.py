@@ -89,7 +89,7 @@ def _direction(runs, target: str, x: str, y: str, direction: int, claim: str, no
                  f"(ratio {math.exp(iv.effect):.3g})", note, paper_source=SOURCE)
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """Gibbs-1 cheapest; GWG cheaper than HB-10-1; our relative costs vs the paper's 1.6 / 6.6 / 2.1 (RBM)."""
     runs = _runs(df)
     note = _note(df)

@@ -33,7 +33,7 @@ import numpy as np
 from scipy import stats
 
 __all__ = ["Interval", "Verdict", "MIN_T_REPLICATES", "LEVEL", "t_interval", "paired_t_interval",
-           "bootstrap_interval", "log_ratio_of_means", "difference_of_means", "decide"]
+           "bootstrap_interval", "log_ratio_of_means", "difference_of_means", "decide", "TESTS"]
 
 LEVEL = 0.95
 """Coverage of every interval."""
@@ -189,45 +189,77 @@ def _more_replicates(interval: Interval, distance: float) -> str:
     return f"would need about {max(factor, 1.0):.1f}x the {unit} (about {math.ceil(n * factor)} instead of {n})"
 
 
-def decide(interval: Interval, direction: int, null: float = 0.0, tolerance: float | None = None) -> Verdict:
-    """The verdict of a claim from its interval (module docstring).
+TESTS = ("superiority", "non-inferiority", "equivalence", "agreement")
+"""The test a claim's words call for (:func:`decide`):
+
+- ``superiority`` ("larger", "beats", "lower"): a one-sided direction test against the null;
+- ``non-inferiority`` ("at least as", "no worse"): the effect is not worse than the null by more than a margin;
+- ``equivalence`` ("comparable", "as well as", "matches"): the effect lies within +- a margin of the null
+  (two one-sided tests, each at the interval's level);
+- ``agreement``: equivalence of our value with a number the paper prints (the effect is ours minus the paper's).
+"""
+
+
+def decide(interval: Interval, direction: int, null: float = 0.0, tolerance: float | None = None,
+           test: str | None = None) -> Verdict:
+    """The verdict of a claim from its interval (module docstring; :data:`TESTS`).
 
     Args:
         interval: the effect and its 95% interval.
         direction: +1 when the paper's side is effect > null, -1 when it is effect < null; 0 for an
-            agreement claim (the effect is ours minus the paper's value, compared with +- tolerance).
+            equivalence or agreement claim.
         null: the no-effect value (0 for a difference or a log ratio).
-        tolerance: half-width of the agreement band (agreement claims only), > 0.
+        tolerance: the margin: half-width of the equivalence/agreement band, or how far on the wrong side of
+            the null a non-inferiority claim may lie (> 0; unused by superiority).
+        test: one of :data:`TESTS`; None: "superiority" for direction +-1, "agreement" for 0.
 
     Returns:
-        Verdict("PASS" | "FAIL" | "INCONCLUSIVE", note); the note of an INCONCLUSIVE verdict estimates the
-        replicates that would decide it.
+        Verdict("PASS" | "FAIL" | "INCONCLUSIVE", note):
+
+        - superiority: PASS when the whole interval lies on the paper's side of the null, FAIL when wholly on
+          the other side;
+        - non-inferiority: the same against the shifted null ``null - direction * tolerance``;
+        - equivalence / agreement: PASS when the interval lies inside null +- tolerance, FAIL when wholly
+          outside;
+
+        INCONCLUSIVE otherwise, with a note estimating the replicates that would decide it.
 
     Raises:
-        ValueError: direction not in {-1, 0, 1}; an agreement claim without a positive tolerance; a NaN bound.
+        ValueError: an unknown test; a direction that does not fit the test; a test with a margin and no
+            positive tolerance; a NaN bound.
     """
+    test = test or ("agreement" if direction == 0 else "superiority")
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {', '.join(TESTS)}; got {test!r}")
     if direction not in (-1, 0, 1):
-        raise ValueError(f"direction must be +1, -1 or 0 (agreement), got {direction!r}")
+        raise ValueError(f"direction must be +1, -1 or 0 (equivalence, agreement), got {direction!r}")
+    if (direction == 0) != (test in ("equivalence", "agreement")):
+        raise ValueError(f"a {test} test needs direction {'0' if test in ('equivalence', 'agreement') else '+1 or -1'},"
+                         f" got {direction!r}")
     lo, hi, e = interval.low, interval.high, interval.effect
     if any(math.isnan(v) for v in (lo, hi, e)):
         raise ValueError(f"interval with NaN: {interval}")
+    if test != "superiority" and (tolerance is None or not tolerance > 0):
+        raise ValueError(f"a {test} claim needs a margin (tolerance) > 0, got {tolerance!r}")
     if direction == 0:
-        if tolerance is None or not tolerance > 0:
-            raise ValueError(f"an agreement claim needs a tolerance > 0, got {tolerance!r}")
         a, b = null - tolerance, null + tolerance
         if a <= lo and hi <= b:
             return Verdict("PASS")
         if hi < a or lo > b:
             return Verdict("FAIL")
         inside = min(e - a, b - e)
-        return Verdict("INCONCLUSIVE", "interval overlaps the agreement band's edge; "
+        band = "agreement band" if test == "agreement" else "equivalence margin"
+        return Verdict("INCONCLUSIVE", f"interval overlaps the {band}'s edge; "
                        + (_more_replicates(interval, inside) if inside > 0 else
                           "the estimate lies outside the band: more replicates would most likely make it a FAIL"))
+    if test == "non-inferiority":
+        null = null - direction * tolerance
     side_lo, side_hi = (lo - null, hi - null) if direction > 0 else (null - hi, null - lo)
     if side_lo > 0:
         return Verdict("PASS")
     if side_hi < 0:
         return Verdict("FAIL")
     side = "the paper's side" if direction * (e - null) > 0 else "the other side"
-    return Verdict("INCONCLUSIVE", f"interval straddles the null, estimate on {side}; "
+    what = "the null" if test == "superiority" else "the non-inferiority margin"
+    return Verdict("INCONCLUSIVE", f"interval straddles {what}, estimate on {side}; "
                    + _more_replicates(interval, abs(e - null)))

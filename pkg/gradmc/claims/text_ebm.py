@@ -75,7 +75,7 @@ def _sizes(df: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-def claims(df: pd.DataFrame) -> list[Claim]:
+def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """Claims 1-3 of the module docstring for the models present (none without the EBM's row)."""
     ll = {m: _value(df, m, "test_log_likelihood") for m in (EBM, "LSTM LM", "unigram", "uniform")}
     se = {m: _value(df, m, "test_log_likelihood_se") for m in ll}

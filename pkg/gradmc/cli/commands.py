@@ -271,25 +271,28 @@ def _cmd_claims(args) -> None:
     import os
 
     from gradmc.claims import claims_frame, summary, write_claims
+    from gradmc.config import load_config
 
     metrics = _named_metrics(args.metrics)
+    config = load_config(args.config)
+    name = args.config_name or str(config.get("name", ""))
     for prefix in (args.out, args.dashboard):  # before any work or write: a bad folder loses nothing
         if prefix:
             what = "--out" if prefix == args.out else "--dashboard"
             check_writable_folder(os.path.dirname(os.path.abspath(prefix)), what)
-    frame, inputs = claims_frame(metrics)
-    for name in metrics:
-        if not (frame["experiment"] == name).any():
-            log(f"[claims] warning: {name} ({metrics[name]}) gave no claims: its metrics lack the samplers or "
+    frame, inputs = claims_frame(metrics, config)
+    for experiment in metrics:
+        if not (frame["experiment"] == experiment).any():
+            log(f"[claims] warning: {experiment} ({metrics[experiment]}) gave no claims: its metrics lack the samplers or "
                 "targets its claims compare (a smoke-sized or partial run?)")
     link = None
     if args.dashboard:
         link = os.path.relpath(f"{args.dashboard}.png", os.path.dirname(os.path.abspath(f"{args.out}.md")))
-    paths = write_claims(frame, args.out, args.config_name, inputs, figure=link)
+    paths = write_claims(frame, args.out, name, inputs, figure=link)
     if args.dashboard:
         from gradmc.figures.claims_dashboard import figure
 
-        paths += figure(paths[2], args.dashboard, args.config_name)
+        paths += figure(paths[2], args.dashboard, name)
     log(f"[claims] {summary(frame)}; wrote " + ", ".join(map(str, paths)))
 
 

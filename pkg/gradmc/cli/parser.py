@@ -209,11 +209,16 @@ def build_parser() -> argparse.ArgumentParser:
         dest="figure", metavar="{" + ",".join([*figures, "ebm", "leaderboard", "text_ebm", "sampler_cost"]) + "}")
     _add_figures(fig)
     claims = sub.add_parser("claims", help="measure the papers' claims (effects, 95%% intervals, "
-                            "PASS/FAIL/INCONCLUSIVE) -> claims.md/.csv/.parquet")
+                            "PASS/FAIL/INCONCLUSIVE or NOT DECIDABLE at this config) -> claims.md/.csv/.parquet")
     claims.add_argument("--metrics", nargs="+", required=True, metavar="EXPERIMENT=PATH",
                         help="metrics Parquet of each experiment, e.g. rbm_sampling=results/quick/rbm_sampling/"
                              "metrics.parquet")
-    claims.add_argument("--config-name", default="", help="config label printed in the heading")
+    claims.add_argument("--config", required=True, metavar="YAML",
+                        help="the run's config (e.g. config/quick.yaml): each claim reads from it what it needs to "
+                             "be decided (sizes, hardware); a claim whose needs the config does not meet is NOT "
+                             "DECIDABLE AT THIS SCALE or ON THIS HARDWARE, whatever its result")
+    claims.add_argument("--config-name", default="", help="config label printed in the heading (default: the "
+                        "config's name)")
     claims.add_argument("--out", required=True, help="output prefix; writes PREFIX.md, PREFIX.csv and PREFIX.parquet")
     claims.add_argument("--dashboard", default=None, metavar="PREFIX",
                         help="also draw the claims dashboard (forest plot of every effect and its 95%% interval) "

@@ -1,7 +1,8 @@
 """The claims dashboard: a forest plot of every claim's effect and 95% interval against its null.
 
 Reads ``results/<config>/claims.parquet`` (:mod:`gradmc.claims.base`). One row per claim, grouped by paper
-and figure, coloured by verdict. Effects have different units (log ESS ratios, nats, log MMD), so each row
+and figure, coloured by verdict; the claims the config cannot decide (or that were not run) stand apart
+below the decided ones, in grey. The title counts decidable claims only, per paper. Effects have different units (log ESS ratios, nats, log MMD), so each row
 is drawn on its own scale: the effect and interval divided by the row's largest finite distance from the
 null (so every row spans at most [-1, 1]), and flipped so that the paper's side is always to the right.
 The null is the vertical line at 0; an agreement claim's band (+- tolerance around the paper's value) is
@@ -17,12 +18,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gradmc.claims.base import summary
 from gradmc.figures.style import plt, save_figure
 from gradmc.results import read_parquet
 
 __all__ = ["figure", "VERDICT_COLORS", "scaled_rows"]
 
-VERDICT_COLORS = {"PASS": "tab:green", "FAIL": "tab:red", "INCONCLUSIVE": "tab:orange"}
+VERDICT_COLORS = {"PASS": "tab:green", "FAIL": "tab:red", "INCONCLUSIVE": "tab:orange",
+                  "NOT DECIDABLE AT THIS SCALE": "tab:gray", "NOT DECIDABLE ON THIS HARDWARE": "tab:gray",
+                  "NOT RUN": "tab:gray"}
+_DECIDED = ("PASS", "FAIL", "INCONCLUSIVE")
 _EDGE = 1.15  # where unbounded intervals end (scaled units)
 
 
@@ -41,7 +46,7 @@ def scaled_rows(frame: pd.DataFrame) -> pd.DataFrame:
         unbounded bounds stay +-inf.
     """
     out = frame.copy()
-    out["_key"] = [_paper_order(p) for p in out["paper"]]
+    out["_key"] = [(s not in _DECIDED, *_paper_order(p)) for p, s in zip(out["paper"], out["status"], strict=True)]
     out = out.sort_values(["_key", "claim"], kind="stable").drop(columns="_key").reset_index(drop=True)
     xs, los, his, bands = [], [], [], []
     for r in out.itertuples(index=False):
@@ -49,6 +54,8 @@ def scaled_rows(frame: pd.DataFrame) -> pd.DataFrame:
         e, lo, hi = (sign * (v - r.null) for v in (r.effect, r.ci_low, r.ci_high))
         lo, hi = min(lo, hi), max(lo, hi)
         tol = r.tolerance if r.direction == 0 and np.isfinite(r.tolerance) else math.nan
+        if not all(np.isfinite(v) or np.isinf(v) for v in (e, lo, hi)):  # NOT RUN: nothing measured
+            e = lo = hi = math.nan
         finite = [abs(v) for v in (e, lo, hi, tol) if np.isfinite(v)]
         scale = max(finite) if finite and max(finite) > 0 else 1.0
         xs.append(e / scale)
@@ -83,20 +90,24 @@ def figure(claims_path: str | Path, out_prefix: str | Path, config_name: str = "
                 ax.annotate("", xy=(edge, yi), xytext=(edge - 0.12 * np.sign(edge), yi),
                             arrowprops={"arrowstyle": "->", "color": color})
         ax.plot([r.x], [yi], "o", color=color, ms=5)
-        text = f"{r.effect:.3g} [{r.ci_low:.3g}, {r.ci_high:.3g}], n={r.replicates} {r.replicate_unit}"
-        ax.text(_EDGE + 0.05, yi, f"{r.status}: {text}", va="center", fontsize=7, color=color)
+        text = ("" if not np.isfinite(r.effect) else
+                f": {r.effect:.3g} [{r.ci_low:.3g}, {r.ci_high:.3g}], n={r.replicates} {r.replicate_unit}")
+        ax.text(_EDGE + 0.05, yi, f"{r.status}{text}", va="center", fontsize=7, color=color)
     ax.axvline(0.0, color="black", lw=0.8)
     labels = [f"{r.paper}: {r.claim}" for r in rows.itertuples(index=False)]
     ax.set_yticks(y, [lab if len(lab) <= 95 else lab[:92] + "..." for lab in labels], fontsize=7)
-    # group separators between figures
+    # group separators between figures; a heavy line and a heading between decided and not decidable claims
+    decided = rows["status"].isin(_DECIDED).to_numpy()
     for i in range(1, n):
-        if rows["paper"].iloc[i] != rows["paper"].iloc[i - 1]:
+        if decided[i] != decided[i - 1]:
+            ax.axhline(y[i] + 0.5, color="black", lw=1.5)
+            ax.text(-_EDGE, y[i] + 0.1, "not decidable by this config, or not run (grey: our value, not a verdict)",
+                    fontsize=8, va="center", style="italic")
+        elif rows["paper"].iloc[i] != rows["paper"].iloc[i - 1]:
             ax.axhline(y[i] + 0.5, color="0.8", lw=0.5)
     ax.set_xlim(-_EDGE - 0.05, _EDGE + 0.05)
     ax.set_ylim(-0.7, n - 0.3)
     ax.set_xlabel("effect on its own scale (null at 0, the paper's side to the right; grey: agreement band)")
-    counts = rows["status"].value_counts()
     label = f" ({config_name} config)" if config_name else ""
-    ax.set_title(f"Claims of the GWG and KMC papers, measured{label}: "
-                 + ", ".join(f"{int(counts.get(s, 0))} {s}" for s in VERDICT_COLORS), fontsize=10)
+    ax.set_title(f"Claims, measured{label}\n" + summary(frame).replace("; ", "\n"), fontsize=9)
     return save_figure(fig, out_prefix)
