@@ -8,8 +8,9 @@ it runs once, with the first seed, and the claims use that one fit against every
 (``num_sequences`` > 0) the data change with the seed and PLM runs once per seed too. Proteins from ``$GRADMC_DATA_DIR``
 through :mod:`gradmc.proteins` loaders: ``PF00018`` (Pfam SH3 alignment, contacts = distance < 5 A),
 ``synthetic`` (Ingraham & Marks' benchmark with known h, J, contact map C) and, for users who have the
-EVcouplings files, ``OPSD_BOVIN`` and ``CADH1_HUMAN``. :func:`shards` checks every file first and stops
-before any work, naming each missing file and where to get it.
+EVcouplings files, ``OPSD_BOVIN`` and ``CADH1_HUMAN``. :func:`shards` checks every file first: a missing public
+file stops the run before any work, naming each file and where to get it; the EVcouplings proteins (not public) are
+skipped when their files are missing (:func:`runnable_proteins`), and their claims read NOT RUN.
 
 Data: ``num_sequences`` > 0 keeps a random subset of that many rows (the same for every method: seeded by
 protein and seed). Real alignments are reweighted (w_n = 1 / #neighbours at identity >= theta, theta = 0.8); the
@@ -47,6 +48,7 @@ evaluations; ``wall_time_s``: the fit time.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -58,6 +60,7 @@ from gradmc.data.registry import data_dir as default_data_dir
 from gradmc.errors import ConfigError, MissingDataError
 from gradmc.experiments.runner import tidy_frame
 from gradmc.proteins import (
+    EVCOUPLINGS_FILES,
     ProteinData,
     apc,
     contact_curve,
@@ -75,7 +78,7 @@ from gradmc.training.pcd import PCD, Penalty
 from gradmc.training.plm import fit_plm
 from gradmc.training.potts_models import PottsModel, profile_fields, systematic_resample
 
-__all__ = ["EXPERIMENT", "META", "PCD_SAMPLERS", "Shard", "shards", "run", "shard_samplers"]
+__all__ = ["EXPERIMENT", "META", "PCD_SAMPLERS", "Shard", "shards", "run", "runnable_proteins", "shard_samplers"]
 
 EXPERIMENT = "potts_proteins"
 META = {
@@ -125,8 +128,9 @@ def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
     Raises:
         ConfigError (a ValueError): a PCD batch larger than its buffer; the old scalar ``seed`` key (now
             ``seeds``, a list).
-        FileNotFoundError: data files missing from the data folder (``$GRADMC_DATA_DIR`` or ``data``); the
-            message lists each with where to get it, and nothing has run.
+        FileNotFoundError: public data files missing from the data folder (``$GRADMC_DATA_DIR`` or ``data``), or
+            no protein whose files are there; the message lists each with where to get it, and nothing has run
+            (:func:`runnable_proteins`: missing EVcouplings proteins are skipped).
     """
     spec = config[EXPERIMENT]
     if "seed" in spec:
@@ -138,10 +142,7 @@ def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
         raise ConfigError(f"{EXPERIMENT}.pcd.batch_size ({pcd['batch_size']}) must be <= buffer_size "
                          f"({pcd['buffer_size']}): each iteration updates batch_size buffer rows")
     folder = default_data_dir().resolve()
-    missing = missing_files(spec["proteins"], folder)
-    if missing:
-        raise MissingDataError(f"{EXPERIMENT}: {len(missing)} data file(s) missing from the data folder {folder} "
-                                "(set GRADMC_DATA_DIR to use another); nothing was run:\n  - " + "\n  - ".join(missing))
+    proteins = runnable_proteins(spec["proteins"], folder)
     common = dict(data_dir=str(folder), num_sequences=int(spec["num_sequences"]),
                   sample_key=spec["synthetic_sample_key"], theta=float(spec["theta"]),
                   min_separation=int(spec["min_separation"]), max_k_factor=float(spec["max_k_factor"]),
@@ -153,8 +154,35 @@ def shards(config: dict, inputs: dict[str, str]) -> list[Shard]:
     def method_seeds(method: str) -> list[int]:
         return seeds[:1] if method == "PLM" and int(spec["num_sequences"]) == 0 else seeds
 
-    return [Shard(protein=p, method=m, seed=s, **common) for m in methods for p in spec["proteins"]
+    return [Shard(protein=p, method=m, seed=s, **common) for m in methods for p in proteins
             for s in method_seeds(m)]
+
+
+def runnable_proteins(proteins: list[str], folder: Path) -> list[str]:
+    """The proteins of ``proteins`` whose files are in the data folder ``folder``, in order.
+
+    A protein whose inputs are not public (the EVcouplings ones, :data:`gradmc.proteins.EVCOUPLINGS_FILES`: the GWG
+    authors made them and share them on request) is skipped when its files are missing, with one line on stderr
+    naming each file and how to obtain it; its claims then read NOT RUN. Any other missing file stops the run.
+
+    Raises:
+        MissingDataError (a FileNotFoundError): a missing file of a public input (the data rules fetch those), or
+            no protein left to run; the message lists each missing file with where to get it, and nothing has run.
+    """
+    public = [p for p in proteins if p not in EVCOUPLINGS_FILES]
+    missing = missing_files(public, folder)
+    skipped = {p: missing_files([p], folder) for p in proteins if p in EVCOUPLINGS_FILES}
+    skipped = {p: lines for p, lines in skipped.items() if lines}
+    if skipped and len(skipped) == len(proteins):
+        missing += [line for lines in skipped.values() for line in lines]
+    if missing:
+        raise MissingDataError(f"{EXPERIMENT}: {len(missing)} data file(s) missing from the data folder {folder} "
+                                "(set GRADMC_DATA_DIR to use another); nothing was run:\n  - " + "\n  - ".join(missing))
+    for protein, lines in skipped.items():
+        print(f"[{EXPERIMENT}] {protein} not run, its inputs are not in the data folder (they are not public: ask "
+              "the GWG authors, or make them with EVcouplings); its claims read NOT RUN:\n  - " + "\n  - ".join(lines),
+              file=sys.stderr, flush=True)
+    return [p for p in proteins if p not in skipped]
 
 
 def _load(shard: Shard) -> tuple[ProteinData, np.ndarray]:
