@@ -13,7 +13,7 @@ import time
 
 import torch
 
-__all__ = ["spread", "time_sampler"]
+__all__ = ["spread", "time_interleaved", "time_sampler"]
 
 
 def spread(values, prefix: str = "steps_per_s") -> dict:
@@ -84,3 +84,51 @@ def time_sampler(sampler, log_prob, x0: torch.Tensor, generator: torch.Generator
     return {**row, "ms_per_step": 1000.0 / row["steps_per_s"], "steps_per_run": steps,
             "energy_evals_per_step": info.energy_evals, "grad_evals_per_step": info.grad_evals,
             "acceptance_rate": statistics.mean(accept)}
+
+
+def time_interleaved(samplers: dict, log_prob, x0: torch.Tensor, generator: torch.Generator, *, steps: int = 100,
+                     repeats: int = 5, warmup: int = 20) -> dict[str, dict]:
+    """Time several samplers on one target in alternation: run r times each sampler once, the order rotated by r.
+
+    Slow drifts of a shared machine (another process, thermal state) then hit every sampler alike, so the ratio of
+    two samplers' times within one call is steadier than the ratio of two back-to-back :func:`time_sampler` calls.
+
+    Args:
+        samplers: name -> kernel (``init``/``step`` as in :func:`time_sampler`), in the base order.
+        log_prob, x0, generator, steps, warmup: as :func:`time_sampler` (every sampler warms up first).
+        repeats: timed runs per sampler (>= 1).
+
+    Returns:
+        name -> {"ms_per_step_runs": ms per step of each run (in run order), "energy_evals_per_step",
+        "grad_evals_per_step", "acceptance_rate" (mean over the runs of the last step's mean acceptance)}.
+
+    Raises:
+        ValueError: no samplers, steps or repeats < 1, or warmup < 0.
+    """
+    if not samplers or min(steps, repeats) < 1 or warmup < 0:
+        raise ValueError(f"need samplers, steps and repeats >= 1 and warmup >= 0; got {len(samplers)} samplers, "
+                         f"{steps}, {repeats}, {warmup}")
+    sync = torch.cuda.synchronize if x0.is_cuda else (lambda: None)
+    names = list(samplers)
+    states, infos = {}, {}
+    for name in names:
+        state = samplers[name].init(x0, log_prob)
+        for _ in range(warmup):
+            state, infos[name] = samplers[name].step(state, log_prob, generator)
+        states[name] = state
+    runs = {name: [] for name in names}
+    accept = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            kernel, state = samplers[name], states[name]
+            sync()
+            start = time.perf_counter()
+            for _ in range(steps):
+                state, info = kernel.step(state, log_prob, generator)
+            sync()
+            runs[name].append(1000.0 * (time.perf_counter() - start) / steps)
+            states[name], infos[name] = state, info
+            accept[name].append(float(info.acceptance_prob.mean()))
+    return {name: {"ms_per_step_runs": runs[name], "energy_evals_per_step": infos[name].energy_evals,
+                   "grad_evals_per_step": infos[name].grad_evals, "acceptance_rate": statistics.mean(accept[name])}
+            for name in names}
