@@ -97,7 +97,8 @@ def _add_hand_written_stages(run) -> None:
     _add_stage(run, "rbm_reference", "block-Gibbs ground-truth samples of the RBM",
                {"model": "RBM checkpoint from train_rbm", "data": f"{mnist} (initial distribution)"},
                "reference samples (.npz)")
-    _add_stage(run, "sampler_cost", "cost per step of each sampler relative to Gibbs-1 (samplers timed in alternation, in separate processes)",
+    _add_stage(run, "sampler_cost", "cost per step of each sampler relative to Gibbs-1 (samplers timed in "
+               "alternation, in separate processes)",
                {"model": "RBM checkpoint from train_rbm", "data": f"{mnist} (initial distribution)"}, "metrics Parquet")
     _add_stage(run, "ising_pcd_data", "GWG Fig. 6 data: samples of the true Ising models (.npz)", {}, "data .npz")
     tebm = run.add_parser("train_ebm", help="GWG Table 2: train one ResNet EBM by replay-buffer PCD (resumable)")
