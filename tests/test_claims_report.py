@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from gradmc.claims import Claim, Interval, agreement, summary, write_claims
-from gradmc.claims.base import (CLAIM_COLUMNS, NOT_DECIDABLE_HARDWARE, NOT_DECIDABLE_SCALE, NOT_RUN, at_least,
-                                hardware)
+from gradmc.claims.base import CLAIM_COLUMNS, NOT_DECIDABLE_HARDWARE, NOT_DECIDABLE_SCALE, NOT_RUN, at_least, hardware
 from gradmc.errors import InputError
 from gradmc.figures.claims_dashboard import figure, scaled_rows
 from gradmc.results import PROVENANCE_COLUMNS, read_parquet
@@ -97,8 +96,8 @@ def test_a_claim_the_config_cannot_decide_is_not_decidable_whatever_its_interval
     with pytest.raises(InputError, match="no 'ebm.eval'"):
         at_least(config, "ebm.eval.levels", 1, "AIS levels")
     rows = pd.DataFrame([c.row() for c in (base, replace(base, needs=(few,)), replace(base, origin="other"))])
-    assert summary(rows) == ("GWG: 1 of 1 decidable claims PASS (0 FAIL, 0 INCONCLUSIVE), "
-                             "1 not decidable at this scale; other: 1 of 1 decidable claims PASS (0 FAIL, 0 INCONCLUSIVE)")
+    assert summary(rows) == ("GWG: 1 of 1 decidable claims PASS (0 FAIL, 0 INCONCLUSIVE), 1 not decidable at this "
+                             "scale; other: 1 of 1 decidable claims PASS (0 FAIL, 0 INCONCLUSIVE)")
 
 
 def test_claims_md_shows_quotes_and_keeps_undecidable_claims_apart(tmp_path):

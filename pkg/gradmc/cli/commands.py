@@ -283,8 +283,8 @@ def _cmd_claims(args) -> None:
     frame, inputs = claims_frame(metrics, config)
     for experiment in metrics:
         if not (frame["experiment"] == experiment).any():
-            log(f"[claims] warning: {experiment} ({metrics[experiment]}) gave no claims: its metrics lack the samplers or "
-                "targets its claims compare (a smoke-sized or partial run?)")
+            log(f"[claims] warning: {experiment} ({metrics[experiment]}) gave no claims: its metrics lack the samplers "
+                "or targets its claims compare (a smoke-sized or partial run?)")
     link = None
     if args.dashboard:
         link = os.path.relpath(f"{args.dashboard}.png", os.path.dirname(os.path.abspath(f"{args.out}.md")))
