@@ -3,8 +3,9 @@
 Reads ``results/<config>/claims.parquet`` (:mod:`gradmc.claims.base`). One row per claim, grouped by paper
 and figure, coloured by verdict; the claims the config cannot decide (or that were not run) stand apart
 below the decided ones, in grey. The title counts decidable claims only, per paper. Effects have different
-units (log ESS ratios, nats, log MMD), so each row is drawn on its own scale: the effect and interval divided by the row's largest finite distance from the
-null (so every row spans at most [-1, 1]), and flipped so that the paper's side is always to the right.
+units (log ESS ratios, nats, log MMD), so each row is drawn on its own scale: the effect and interval divided
+by the row's largest finite distance from the null (so every row spans at most [-1, 1]), and flipped so that
+the paper's side is always to the right.
 The null is the vertical line at 0; an agreement claim's band (+- tolerance around the paper's value) is
 shaded. An unbounded interval (too few replicates) is drawn to the edge with an arrow. The printed numbers
 beside each row are in the claim's own units.
