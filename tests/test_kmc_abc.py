@@ -13,7 +13,8 @@ import torch
 import yaml
 from scipy import stats
 
-from gradmc.claims.kmc_abc import claims, marginal_error
+from gradmc.claims.base import NOT_DECIDABLE_SCALE
+from gradmc.claims.kmc_abc import QUOTES, claims, marginal_error
 from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.evaluation.autocorrelation import autocorrelation
 from gradmc.evaluation.ess import ess
@@ -171,6 +172,33 @@ def test_claims_pass_fail_inconclusive():
     np.testing.assert_allclose(marginal_error(np.array([1.0, 3.0]), 1.0, 1.0), 1.0 + abs(math.sqrt(2) - 1))
     with pytest.raises(ValueError, match="ref_sd"):
         marginal_error(np.array([1.0, 2.0]), 0.0, 0.0)
+
+
+def test_claims_quote_the_paper_and_name_their_test():
+    good = claims(_synthetic(kmc_sd=0.6, habc_sd=1.8, T=10_000))
+    assert [c.quote for c in good] == ([QUOTES["kmc_exact"]] * 2 + [QUOTES["mixes"]] * 3 + [QUOTES["rw_aim"]] * 2
+                                       + [QUOTES["simulations"]])
+    assert [c.test for c in good] == (["equivalence"] * 2 + ["superiority"] * 2 + ["equivalence"]
+                                      + ["superiority"] * 2 + ["agreement"])
+    assert all(c.source == "KMC" and c.paper == "KMC Fig. 4 right" for c in good)
+    assert all(c.margin_why for c in good if c.test != "superiority")
+    assert "no sentence on RW" in good[5].note and good[2].null == pytest.approx(0.2)
+
+
+def test_claims_the_config_cannot_decide_are_not_decidable():
+    """Short chains cannot decide the equivalence claims, too few runs none, another L not the factor 2L = 100;
+    the bias of HABC is decided at any length, and a FAIL stays a FAIL."""
+    df = _synthetic(kmc_sd=0.6, habc_sd=1.8, T=10_000)
+    short = {"kmc_abc": {"runs": list(range(5)), "num_iterations": 1000, "num_steps": 50}}
+    statuses = [c.status for c in claims(df, short)]
+    assert statuses == [NOT_DECIDABLE_SCALE] * 2 + ["PASS"] * 2 + [NOT_DECIDABLE_SCALE] + ["PASS"] * 3
+    assert "kmc_abc.num_iterations = 1,000: unmet" in claims(df, short)[0].row()["note"]
+    few = {"kmc_abc": {"runs": [0, 1], "num_iterations": 5000, "num_steps": 5}}
+    assert {c.status for c in claims(df, few)} == {NOT_DECIDABLE_SCALE}
+    full = {"kmc_abc": {"runs": list(range(10)), "num_iterations": 5000, "num_steps": 50}}
+    assert [c.status for c in claims(df, full)] == ["PASS"] * 8
+    bad = claims(_synthetic(kmc_sd=1.8, habc_sd=0.6, kmc_shift=1.5, kmc_phi=0.99), full)
+    assert [c.status for c in bad] == ["FAIL"] * 7 + ["PASS"]
 
 
 def test_claims_effects_by_hand():

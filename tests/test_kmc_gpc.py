@@ -17,7 +17,8 @@ import torch
 import yaml
 from scipy import stats
 
-from gradmc.claims.kmc_gpc import claims
+from gradmc.claims.base import NOT_DECIDABLE_SCALE
+from gradmc.claims.kmc_gpc import QUOTES, claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.evaluation.ess import ess
 from gradmc.experiments import kmc_gpc as exp
@@ -200,36 +201,78 @@ def test_figure_and_claims_on_the_smoke_run(sampling_metrics, tmp_path):
     assert table[(table["sampler"] == "RW") & (table["metric"] == "min_ess")]["paper"].item() == 25.0
     samplers = set(sampling_metrics.loc[sampling_metrics["metric"] == "min_ess", "sampler"])
     others = len(samplers & {"RW", "KAMH"})
-    assert len(claims(sampling_metrics)) == 3 * others + 1 + others  # ESS, MMD, ratio each; absolute per sampler
+    # ESS and ratio per other sampler, absolute and plateau (not run: no MMD at 3,000) per sampler; the smoke
+    # run ends before iteration 500, so no MMD comparison.
+    out = claims(sampling_metrics)
+    assert len(out) == 2 * others + 2 * (1 + others)
+    assert [c.status for c in out if c.quote == QUOTES["plateau"]] == ["NOT RUN"] * (1 + others)
 
 
 _NOISE = {"KMC": [0.1, -0.2, 0.0, 0.3, -0.1], "KAMH": [-0.1, 0.0, 0.2, 0.1, 0.0], "RW": [0.0, 0.2, -0.1, 0.1, 0.05]}
+_W = [1.0, -1.0, 0.0, 2.0, -2.0]
 
 
 def _synthetic(kmc_ess: float, kmc_mmd: float, runs: int = 5, iterations: int = 6000) -> pd.DataFrame:
-    """Run i of sampler s: min ESS and final MMD^2 = base * exp(noise[s][i]); an early MMD^2 row at step 100."""
+    """Run i of sampler s: min ESS and final MMD^2 = base * exp(noise[s][i]); MMD^2 1,000x at step 100, 2x at
+    steps 500 and 1,000, and x exp(0.02 w_i) at step 3,000 (when the run reaches it; w_i the same for all samplers).
+    """
     rows = []
     for name, e, m in (("KMC", kmc_ess, kmc_mmd), ("KAMH", 35.0, 50.0), ("RW", 25.0, 80.0)):
         for seed in range(runs):
             f = math.exp(_NOISE[name][seed])
-            rows += [("kmc_gpc", "gpc_glass", name, seed, 0, 100, "mmd2", 1e3 * m, 101, 0, 1.0),
-                     ("kmc_gpc", "gpc_glass", name, seed, 0, iterations, "mmd2", m * f, iterations + 1, 0, 2.0),
+            early = {100: 1e3 * m, 500: 2 * m * f, 1000: 2 * m * f, 3000: m * f * math.exp(0.02 * _W[seed])}
+            rows += [("kmc_gpc", "gpc_glass", name, seed, 0, step, "mmd2", v, step + 1, 0, 1.0)
+                     for step, v in early.items() if step < iterations]
+            rows += [("kmc_gpc", "gpc_glass", name, seed, 0, iterations, "mmd2", m * f, iterations + 1, 0, 2.0),
                      ("kmc_gpc", "gpc_glass", name, seed, 0, iterations, "min_ess", e * f, iterations + 1, 0, 2.0)]
     return pd.DataFrame(rows, columns=["experiment", "target", "sampler", "seed", "chain", "step", "metric", "value",
                                        "energy_evals", "grad_evals", "wall_time_s"])
 
 
+def _gpc_config(iterations: int = 6000, history: int = 1000, runs: int = 5) -> dict:
+    return {"kmc_gpc": {"num_iterations": iterations, "num_history": history, "runs": list(range(runs))}}
+
+
 def test_claims_pass_fail_inconclusive_on_synthetic_metrics():
     good = claims(_synthetic(415.0, 10.0))
-    assert [c.status for c in good] == ["PASS"] * 9, [c.row() for c in good]
-    assert [c.direction for c in good] == [1, 1, -1, -1, 0, 0, 0, 0, 0]
+    assert [c.status for c in good] == ["PASS"] * 12, [c.row() for c in good]
+    assert [c.direction for c in good] == [1, 1, -1, -1] + [0] * 8
     assert "KMC 423.4 vs RW 26.3" in good[0].measured and "paper: KMC ~415" in good[0].measured
     bad = claims(_synthetic(10.0, 200.0, iterations=2000))
-    assert [c.status for c in bad] == ["FAIL"] * 7 + ["PASS"] * 2  # RW and KAMH sit at the paper's values
-    assert "2000 iterations per run (paper 6000)" in bad[0].note and "0.33x" in bad[6].note
+    assert [c.status for c in bad] == ["FAIL"] * 4 + ["NOT RUN"] * 3 + ["FAIL"] * 3 + ["PASS"] * 2
+    assert "2000 iterations per run (paper 6000)" in bad[0].note and "0.33x" in bad[9].note
+    assert "no MMD^2 of KMC at and after iteration 3000" in bad[4].row()["note"]
     few = claims(_synthetic(415.0, 10.0, runs=3))
-    assert [c.status for c in few] == ["INCONCLUSIVE"] * 9
+    assert [c.status for c in few] == ["INCONCLUSIVE"] * 12
     assert claims(_synthetic(415.0, 10.0).query("sampler != 'KMC'")) == []
+
+
+def test_claims_quote_the_paper_and_name_their_test():
+    good = claims(_synthetic(415.0, 10.0))
+    assert [c.quote for c in good] == ([QUOTES["ess"]] * 2 + [QUOTES["mmd"]] * 2 + [QUOTES["plateau"]] * 3
+                                       + [QUOTES["ess"]] * 5)
+    assert [c.test for c in good] == (["superiority"] * 4 + ["equivalence"] * 3 + ["agreement"] * 5)
+    assert all(c.source == "KMC" and c.paper == "KMC Fig. 4 left" for c in good)
+    assert all(c.margin_why for c in good if c.test != "superiority")
+    assert good[4].tolerance == pytest.approx(math.log(2) / 2) and "log 2" in good[4].margin_why
+    assert "iterations per chain >= 6,000" in good[0].row()["needs"] and "unchecked" in good[0].row()["needs"]
+    assert "history" not in good[5].row()["needs"]  # RW's plateau needs no history
+
+
+def test_claims_the_config_cannot_decide_are_not_decidable():
+    """Quick-sized runs (2,000 iterations, 300 history points) cannot decide any claim; the paper's sizes can,
+    and a FAIL stays a FAIL."""
+    small = claims(_synthetic(415.0, 10.0), _gpc_config(2000, 300))
+    assert {c.status for c in small} == {NOT_DECIDABLE_SCALE}
+    assert "kmc_gpc.num_iterations = 2,000: unmet" in small[0].row()["note"]
+    assert "kmc_gpc.num_history = 300: unmet" in small[0].row()["note"]
+    assert claims(_synthetic(415.0, 10.0), _gpc_config(6000, 1000, runs=3))[0].status == NOT_DECIDABLE_SCALE
+    full = claims(_synthetic(415.0, 10.0), _gpc_config())
+    assert [c.status for c in full] == ["PASS"] * 12
+    bad = claims(_synthetic(10.0, 200.0), _gpc_config())
+    assert [c.status for c in bad][:4] == ["FAIL"] * 4
+    short = claims(_synthetic(415.0, 10.0, iterations=2000), _gpc_config(2000, 1000))
+    assert [c.status for c in short[4:7]] == [NOT_DECIDABLE_SCALE] * 3  # no MMD at 3,000, and the config says why
 
 
 def test_claims_effects_by_hand():
@@ -237,8 +280,14 @@ def test_claims_effects_by_hand():
     # the KMC / RW ratio agreement: mean over runs of log(KMC / RW) - log(415 / 25) = mean(noise_KMC - noise_RW).
     d = np.array(_NOISE["KMC"]) - np.array(_NOISE["RW"])
     half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / math.sqrt(5)
-    iv = good[4].interval
+    iv = good[7].interval
     np.testing.assert_allclose([iv.effect, iv.low, iv.high], [d.mean(), d.mean() - half, d.mean() + half])
-    assert good[4].tolerance == pytest.approx(math.log(2)) and good[4].paper_value == pytest.approx(math.log(16.6))
-    # final MMD^2 vs RW: log(10 / 80) + the same noise difference (the step-100 rows are not final).
+    assert good[7].tolerance == pytest.approx(math.log(2)) and good[7].paper_value == pytest.approx(math.log(16.6))
+    # MMD^2 vs RW from iteration 500 on: every recorded step >= 500 has log(10 / 80) + the noise difference (the
+    # step-100 rows are before 500; the step-3,000 factor is common to both samplers).
     np.testing.assert_allclose(good[2].interval.effect, math.log(10 / 80) + d.mean())
+    # KMC's plateau: per run log MMD^2(6,000) - log MMD^2(3,000) = -0.02 w_i.
+    x = -0.02 * np.array(_W)
+    half = stats.t.ppf(0.975, 4) * x.std(ddof=1) / math.sqrt(5)
+    iv = good[4].interval
+    np.testing.assert_allclose([iv.effect, iv.low, iv.high], [x.mean(), x.mean() - half, x.mean() + half], atol=1e-12)
