@@ -13,7 +13,8 @@ import torch
 import yaml
 from scipy import stats
 
-from gradmc.claims.kmc_trajectories import claims
+from gradmc.claims.base import NOT_DECIDABLE_SCALE
+from gradmc.claims.kmc_trajectories import MARGIN, QUOTES, claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.experiments import kmc_trajectories as exp
 from gradmc.figures.kmc_trajectories import figure
@@ -138,14 +139,40 @@ def _shard_frame(good: bool, shards: int = 5) -> pd.DataFrame:
 
 def test_claims_pass_fail_inconclusive():
     good = claims(_shard_frame(True))
-    assert [c.status for c in good] == ["PASS"] * 3, [c.row() for c in good]
-    assert "d = 2: KMC n = 100 0.840, n = 1000 0.990; HMC 0.980" in good[0].measured
+    # comparable at d = 2 and d = 8 (KMC 0.24 below HMC there: FAIL), approach, degradation, gap, regular target
+    assert [c.status for c in good] == ["PASS", "FAIL", "PASS", "PASS", "PASS", "NOT RUN"], [c.row() for c in good]
+    assert "d = 2: KMC n = 100 0.840, n = 1000 0.990; HMC 0.980" in good[2].measured
     bad = claims(_shard_frame(False))
-    assert [c.status for c in bad] == ["FAIL"] * 3
-    assert "20 trials per (d, n) (paper 100)" in bad[0].note and "shard of 4-4 trials" in bad[0].note
+    assert [c.status for c in bad] == ["FAIL"] * 5 + ["NOT RUN"]
+    assert "20 trials per (d, n) (paper 100)" in bad[2].note and "shard of 4-4 trials" in bad[2].note
     few = claims(_shard_frame(True, shards=4))
-    assert [c.status for c in few] == ["INCONCLUSIVE"] * 3
+    assert [c.status for c in few] == ["INCONCLUSIVE"] * 5 + ["NOT RUN"]
     assert claims(_shard_frame(True).query("metric != 'acceptance_kmc'")) == []
+
+
+def test_claims_quote_the_paper_and_name_their_test():
+    good = claims(_shard_frame(True))
+    assert [c.quote for c in good] == [QUOTES["comparable"]] * 2 + [""] + [QUOTES["comparable"]] * 2 + [
+        QUOTES["regular"]]
+    assert [c.source for c in good] == ["KMC", "KMC", "other", "KMC", "KMC", "KMC"]
+    assert [c.test for c in good] == ["equivalence"] * 2 + ["superiority"] * 4
+    assert good[0].tolerance == MARGIN and "trial-to-trial spread" in good[0].margin_why
+    assert "no sentence on the trend along n" in good[2].note
+    assert "only the Gamma(1,1)-spectrum Gaussian" in good[-1].row()["note"]
+
+
+def test_claims_the_config_cannot_decide_are_not_decidable():
+    """The comparable claims need the paper's n = 5,000 slice and 100 trials; every claim 5 shards; a FAIL on a
+    decidable claim stays."""
+    small = {"kmc_trajectories": {"num_trials": 20, "trials_per_shard": 4, "num_samples": [100, 1000]}}
+    assert [c.status for c in claims(_shard_frame(True), small)] == [NOT_DECIDABLE_SCALE] * 2 + ["PASS"] * 3 + [
+        "NOT RUN"]
+    assert "kmc_trajectories.num_samples = 1,000: unmet" in claims(_shard_frame(True), small)[0].row()["note"]
+    few = {"kmc_trajectories": {"num_trials": 8, "trials_per_shard": 2, "num_samples": [100, 1000]}}
+    assert [c.status for c in claims(_shard_frame(True), few)][:5] == [NOT_DECIDABLE_SCALE] * 5
+    paper = {"kmc_trajectories": {"num_trials": 100, "trials_per_shard": 20, "num_samples": [100, 16000]}}
+    assert [c.status for c in claims(_shard_frame(True), paper)] == ["PASS", "FAIL", "PASS", "PASS", "PASS",
+                                                                     "NOT RUN"]
 
 
 def test_claims_effects_by_hand():
@@ -153,11 +180,16 @@ def test_claims_effects_by_hand():
     # gap shrink at d = 2: per shard, KMC(n = 1000) - KMC(n = 100) = 0.15 - 0.02 w_c (HMC cancels along n).
     x = 0.15 - 0.02 * np.array(_W)
     half = stats.t.ppf(0.975, 4) * x.std(ddof=1) / math.sqrt(5)
-    iv = good[0].interval
+    iv = good[2].interval
     np.testing.assert_allclose([iv.effect, iv.low, iv.high], [x.mean(), x.mean() - half, x.mean() + half])
     assert iv.unit == "shards" and iv.replicates == 5
     # degradation at n = 1000: 0.04 (16 - 2) = 0.56 in every shard (the noise cancels): a zero-width interval.
-    np.testing.assert_allclose([good[1].interval.effect, good[1].interval.low, good[1].interval.high], [0.56] * 3)
+    np.testing.assert_allclose([good[3].interval.effect, good[3].interval.low, good[3].interval.high], [0.56] * 3)
+    # comparable at d = 2, n = 1000: per shard KMC - HMC = -0.01 w_c + 0.005 c.
+    y = -0.01 * np.array(_W) + 0.005 * np.arange(5)
+    half = stats.t.ppf(0.975, 4) * y.std(ddof=1) / math.sqrt(5)
+    iv = good[0].interval
+    np.testing.assert_allclose([iv.effect, iv.low, iv.high], [y.mean(), y.mean() - half, y.mean() + half])
 
 
 def test_figure_writes_files(tmp_path):
