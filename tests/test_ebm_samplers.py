@@ -180,6 +180,7 @@ def test_dmala_paper_value_claim_only_with_a_dmala_run():
     assert c.claim == "our EBM(DMALA) test log-likelihood on static_mnist agrees with the paper's -79.46 nats"
     assert c.paper == c.paper_source == "DMALA paper (Zhang et al. 2022)" and c.paper_value == -79.46
     assert c.tolerance == TOLERANCE_NATS == 5.0 and c.direction == 0
+    assert c.source == "other" and c.kind == "agreement" and "not stored here" in c.quote  # a later paper's claim
     assert c.interval.effect == pytest.approx(-90.0 + 79.46) and c.status == "FAIL"  # 10.5 nats below, SE 0.5
     near = [c for c in claims(_metrics({"DMALA": (-80.0, 0.5)})) if "DMALA" in c.claim]
     assert [c.status for c in near] == ["PASS"]
