@@ -68,3 +68,55 @@ def test_too_few_runs_and_missing_baseline():
     assert all(c.status == "INCONCLUSIVE" for c in claims(_frame(short)))
     no_base = _frame()[lambda d: d["sampler"] != "Gibbs-1"]
     assert [c.claim for c in claims(no_base)] == ["GWG costs less per step than HB-10-1 (mnist_rbm)"]
+
+
+def _processes_frame(ratios: dict[str, list[float]], runs: int = 3) -> pd.DataFrame:
+    """One ``ms_per_step_run`` row per (process, run): Gibbs-1 at 1.0 ms scaled by a process-wide drift, each other
+    sampler at its ratio of process p times that; returns the tidy frame on the MNIST RBM."""
+    rows = []
+    drift = [1.0, 1.3, 0.8, 1.1, 0.9, 1.2]  # a slow machine in process 1: every sampler alike
+    for p in range(len(next(iter(ratios.values())))):
+        for sampler, per in {"Gibbs-1": [1.0] * 6, **ratios}.items():
+            rows += [("mnist_rbm", sampler, p, r, RUN_METRIC, per[p] * drift[p]) for r in range(runs)]
+    df = pd.DataFrame(rows, columns=["target", "sampler", "seed", "chain", "metric", "value"])
+    df.insert(0, "experiment", "sampler_cost")
+    df["step"], df["torch_version"] = 50, "2.13.0+cpu"
+    return df
+
+
+def test_processes_are_the_replicates_and_the_claims_need_enough_of_them():
+    """Several processes: the effect is the mean over processes of the per-process log ratio, a t interval over
+    processes (the drift cancels within a process); the direction claims need >= 5 processes, read from the
+    config (absent: one process), the agreement claims the paper's GPU code as well."""
+    from gradmc.claims.base import NOT_DECIDABLE_HARDWARE, NOT_DECIDABLE_SCALE
+    from gradmc.claims.sampler_cost import MIN_PROCESSES, QUOTES
+    hb = [3.0, 3.1, 2.9, 3.0, 3.05]
+    gwg = [2.0, 2.1, 1.9, 2.05, 2.0]
+    df = _processes_frame({"HB-10-1": hb, "GWG": gwg})
+    out = {c.claim: c for c in claims(df)}
+    less = out["GWG costs less per step than HB-10-1 (mnist_rbm)"]
+    assert less.status == "PASS" and less.interval.unit == "timing processes" and less.interval.replicates == 5
+    assert math.isclose(less.interval.effect, float(np.mean(np.log(np.array(gwg) / np.array(hb)))))
+    assert less.quote == QUOTES["ratios"] and less.kind == "superiority" and less.source == "GWG"
+    assert out["GWG costs more per step than Gibbs-1 (mnist_rbm)"].quote == QUOTES["fastest"]
+    config = {"sampler_cost": {"repeats": 3, "processes": MIN_PROCESSES}}
+    decided = {c.claim: c for c in claims(df, config)}
+    assert decided[less.claim].status == "PASS"
+    agree = [c for c in decided.values() if c.kind == "agreement"]
+    assert agree and all(c.status == NOT_DECIDABLE_HARDWARE and c.quote == QUOTES["ratios"] for c in agree)
+    assert "timings of the paper's GPU code (not available here" in agree[0].row()["note"]
+    for few in ({"sampler_cost": {"repeats": 5, "processes": 3}}, {"sampler_cost": {"repeats": 5}}):
+        c = {c.claim: c for c in claims(df, few)}[less.claim]
+        assert c.status == NOT_DECIDABLE_SCALE and "separate timing processes" in c.row()["note"]
+    assert "(absent: the experiment's default) = 1: unmet" in \
+        {c.claim: c for c in claims(df, {"sampler_cost": {}})}[less.claim].row()["note"]
+    # two processes: a t interval needs 5, unbounded: INCONCLUSIVE (needs unchecked without a config)
+    two = {c.claim: c for c in claims(_processes_frame({"HB-10-1": hb[:2], "GWG": gwg[:2]}))}
+    assert two[less.claim].status == "INCONCLUSIVE" and math.isinf(two[less.claim].interval.low)
+
+
+def test_the_claims_build_with_every_real_config():
+    from gradmc.config import load_config
+    for name in ("quick", "smoke", "paper"):
+        out = claims(_frame(), load_config(f"config/{name}.yaml"))
+        assert out and all(c.needs for c in out)
