@@ -12,7 +12,8 @@ import pytest
 import yaml
 from scipy import stats
 
-from gradmc.claims.kmc_banana import claims
+from gradmc.claims.base import NOT_DECIDABLE_SCALE
+from gradmc.claims.kmc_banana import CLOSE_MARGINS, QUOTES, claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.experiments import kmc_banana as exp
 from gradmc.figures.kmc_banana import figure
@@ -133,13 +134,64 @@ def _runs(kmc: dict, runs: int = 5) -> pd.DataFrame:
 
 def test_claims_pass_fail_inconclusive():
     good = claims(_runs({50: 5.0, 200: 20.0, 1000: 45.0}))
-    assert [c.status for c in good] == ["PASS"] * 4, [c.row() for c in good]
+    # ESS vs RW, vs KAMH, trend, gap to HMC, and close to HMC at the largest n (log(45 / 50) inside +-0.54)
+    assert [c.status for c in good] == ["PASS"] * 5, [c.row() for c in good]
     bad = claims(_runs({50: 5.0, 200: 3.0, 1000: 2.0}))
-    assert [c.status for c in bad] == ["FAIL"] * 4
+    assert [c.status for c in bad] == ["FAIL"] * 5
     assert "30 runs" in bad[0].note and "n up to 1000" in bad[0].note
     few = claims(_runs({50: 5.0, 200: 20.0, 1000: 45.0}, runs=4))
-    assert [c.status for c in few] == ["INCONCLUSIVE"] * 4
+    assert [c.status for c in few] == ["INCONCLUSIVE"] * 5
     assert claims(_runs({50: 5.0}).query("sampler != 'KMC'")) == []
+
+
+_PANEL_NOISE = [0.1, -0.2, 0.0, 0.3, -0.1]
+
+
+def _panels(kmc_good: bool, runs: int = 5) -> pd.DataFrame:
+    """All three panels: acceptance (KMC rising to HMC's 0.8 or falling to 0.1), ||E_hat[x]|| (KMC falling to HMC's
+    0.5 or stuck at 6, above RW's 3) and min ESS; run i's values carry exp(noise_i) (acceptance: + 0.01 noise_i)."""
+    kmc = ({50: (0.2, 3.0, 5.0), 200: (0.6, 1.0, 20.0), 1000: (0.79, 0.5, 48.0)} if kmc_good else
+           {50: (0.3, 6.0, 5.0), 200: (0.2, 6.0, 3.0), 1000: (0.1, 6.0, 2.0)})
+    base = [*((("KMC", n), v) for n, v in kmc.items()), (("HMC", 0), (0.8, 0.5, 50.0)), (("RW", 0), (0.23, 3.0, 4.0)),
+            (("KAMH", 1000), (0.23, 3.0, 6.0))]
+    rows = []
+    for (name, n), (acc, norm, ess) in base:
+        for seed in range(runs):
+            e = _PANEL_NOISE[seed] * (1 if name == "KMC" else -1)
+            for metric, value in (("acceptance_rate", acc + 0.01 * e), ("mean_norm", norm * math.exp(e)),
+                                  ("min_ess", ess * math.exp(e))):
+                rows.append(("kmc_banana", "banana", name, n, seed, 0, 2200, metric, value, 4400, 0, 1.0))
+    return pd.DataFrame(rows, columns=["experiment", "target", "sampler", "n", "seed", "chain", "step", "metric",
+                                       "value", "energy_evals", "grad_evals", "wall_time_s"])
+
+
+def test_claims_of_every_panel_quote_the_paper():
+    good = claims(_panels(True))
+    assert [c.claim.split(" ")[1] + " " + c.test for c in good] == [
+        "minimum superiority", "minimum superiority", "minimum superiority", "gap superiority",
+        "norm superiority", "norm superiority", "acceptance superiority", "acceptance equivalence",
+        "||E_hat[x]|| equivalence", "minimum equivalence"]
+    assert [c.status for c in good] == ["PASS"] * 10, [c.row() for c in good]
+    assert [c.direction for c in good] == [1, 1, 1, 1, -1, -1, 1, 0, 0, 0]
+    assert [c.quote for c in good] == ([QUOTES["outperforms"]] * 2 + [QUOTES["approaches"]] * 2
+                                       + [QUOTES["outperforms"]] * 2 + [QUOTES["approaches"]]
+                                       + [QUOTES["outperforms"]] * 3)
+    assert all(c.source == "KMC" and c.paper == "KMC Fig. 3" for c in good)
+    assert [c.tolerance for c in good[7:]] == [CLOSE_MARGINS[m] for m in ("acceptance_rate", "mean_norm", "min_ess")]
+    assert all("80% band" in c.margin_why for c in good[7:])
+    bad = claims(_panels(False))
+    assert [c.status for c in bad] == ["FAIL"] * 10, [c.row() for c in bad]
+
+
+def test_claims_the_config_cannot_decide_are_not_decidable():
+    """'Eventually close to HMC' needs the paper's n = 2,000; every claim its 30 runs; a FAIL stays a FAIL."""
+    quick = {"kmc_banana": {"runs": list(range(30)), "n": [50, 1000]}}
+    assert [c.status for c in claims(_panels(True), quick)] == ["PASS"] * 7 + [NOT_DECIDABLE_SCALE] * 3
+    assert "kmc_banana.n = 1,000: unmet" in claims(_panels(True), quick)[-1].row()["note"]
+    one = {"kmc_banana": {"runs": [0], "n": [50, 2000]}}
+    assert {c.status for c in claims(_panels(True), one)} == {NOT_DECIDABLE_SCALE}
+    paper = {"kmc_banana": {"runs": list(range(30)), "n": [50, 2000]}}
+    assert [c.status for c in claims(_panels(False), paper)] == ["FAIL"] * 10
 
 
 def test_claims_effects_by_hand():

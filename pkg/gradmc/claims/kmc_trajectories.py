@@ -31,10 +31,10 @@ Claims (quote key in :data:`QUOTES`, KMC Sec. 5 on Fig. 2; test; margin; needs b
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
-
-import math
 
 from gradmc.claims.base import Claim, Need, at_least, config_value
 from gradmc.claims.stats import MIN_T_REPLICATES, Interval, paired_t_interval
