@@ -157,7 +157,7 @@ def test_claims_quote_the_paper_and_name_their_test():
     assert [c.source for c in good] == ["KMC", "KMC", "other", "KMC", "KMC", "KMC"]
     assert [c.test for c in good] == ["equivalence"] * 2 + ["superiority"] * 4
     assert good[0].tolerance == MARGIN and "trial-to-trial spread" in good[0].margin_why
-    assert "no sentence on the trend along n" in good[2].note
+    assert "no sentence on the trend along n" in good[2].note and good[2].paper == "sanity check on KMC Fig. 2 data"
     assert "only the Gamma(1,1)-spectrum Gaussian" in good[-1].row()["note"]
 
 

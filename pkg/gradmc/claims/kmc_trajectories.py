@@ -129,7 +129,8 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
         a, b = _paired(gap(d_min, n_min), gap(d_min, n_max))
         hmc = _shards(df, "acceptance_hmc", d_min, n_max).mean()
         out.append(Claim(
-            _EXP, _FIG, f"KMC acceptance approaches HMC's as n = m grows in low dimension (d = {d_min})",
+            _EXP, "sanity check on KMC Fig. 2 data",
+            f"KMC acceptance approaches HMC's as n = m grows in low dimension (d = {d_min})",
             f"mean over shards of (HMC - KMC at n = {n_min}) - (HMC - KMC at n = {n_max}), d = {d_min}; "
             "> 0: the gap shrinks", paired_t_interval(a, b, "shards"), +1,
             f"d = {d_min}: KMC " + ", ".join(f"n = {n} {kmc[(d_min, n)]:.3f}" for n in sizes
