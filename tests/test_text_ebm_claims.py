@@ -10,8 +10,8 @@ import pytest
 from _text_ebm_run import tiny_run
 from scipy import stats
 
-from gradmc.claims.base import _known, claims_frame
-from gradmc.claims.text_ebm import claims
+from gradmc.claims.base import NOT_DECIDABLE_SCALE, _known, claims_frame
+from gradmc.claims.text_ebm import QUOTES, claims
 from gradmc.results import read_parquet
 
 Z = stats.norm.ppf(0.975)
@@ -43,7 +43,10 @@ def test_known_verdicts_and_intervals():
     out = _by_claim(_frame({"EBM (GWG)": (-95.0, 0.6), "LSTM LM": (-90.0, 0.5), "unigram": (-130.0, 0.8),
                             "uniform": (UNIFORM_LL, 0.0)}))
     assert list(out) == [UNIGRAM, UNIFORM, LM]
-    assert all(c.status == "PASS" and c.paper == "GWG App. J" and math.isnan(c.paper_value) for c in out.values())
+    assert all(c.status == "PASS" and math.isnan(c.paper_value) and c.kind == "superiority" for c in out.values())
+    assert [c.source for c in out.values()] == ["GWG", "other", "GWG"] and out[LM].paper == "GWG App. J"
+    assert out[LM].quote == QUOTES["slightly"] and "'slightly' is not tested" in out[LM].note
+    assert out[UNIGRAM].quote.startswith(QUOTES["comparison"]) and "sanity" in out[UNIFORM].paper
     c = out[UNIGRAM]
     assert c.interval.effect == pytest.approx(35.0)
     assert c.interval.high - c.interval.low == pytest.approx(2 * Z * 1.0)  # sqrt(0.6^2 + 0.8^2) = 1
@@ -85,3 +88,23 @@ def test_real_run_through_the_claims_framework(tmp_path):
     assert set(frame["status"]) <= {"PASS", "FAIL", "INCONCLUSIVE"}
     assert (frame["ci_low"] < frame["effect"]).all() and (frame["effect"] < frame["ci_high"]).all()
     assert frame["note"].str.contains("V = 4 words").all() and frame["note"].str.contains("reduced sizes").all()
+
+
+def test_the_orderings_need_the_papers_setting_and_the_sanity_check_does_not():
+    """The quick config's 200-word vocabulary, 10-word sentences and small nets on PTB's validation split are not
+    the paper's setting: the GWG claims are not decidable there (our values still show), the uniform check is; at
+    the paper's sizes a FAIL stays a FAIL."""
+    from gradmc.config import load_config
+    frame = _frame({"EBM (GWG)": (-80.0, 0.6), "LSTM LM": (-90.0, 0.5), "unigram": (-130.0, 0.8),
+                    "uniform": (UNIFORM_LL, 0.0)})
+    quick = {c.claim: c for c in claims(frame, load_config("config/quick.yaml"))}
+    assert quick[UNIGRAM].status == quick[LM].status == NOT_DECIDABLE_SCALE and quick[UNIFORM].status == "PASS"
+    note = quick[LM].row()["note"]
+    assert "vocabulary (words) >= 10,000 (config text_ebm.data.vocab_size = 200: unmet" in note
+    assert "LM LSTM hidden units >= 512 (config text_ebm.lm.hidden = 64: unmet" in note
+    assert "training on PTB's training split (1 = 'train') >= 1 (config text_ebm.data.train_split = 0: unmet" in note
+    assert quick[LM].interval.effect == pytest.approx(-10.0)
+    paper = {c.claim: c for c in claims(frame, load_config("config/paper.yaml"))}
+    assert paper[LM].status == "FAIL" and paper[UNIGRAM].status == "PASS"
+    smoke = claims(frame, load_config("config/smoke.yaml"))
+    assert [c.status for c in smoke] == [NOT_DECIDABLE_SCALE, "PASS", NOT_DECIDABLE_SCALE]
