@@ -133,7 +133,9 @@ def test_claims_pass_fail_and_inconclusive():
     assert {k: c.status for k, c in good.items()} == {
         "GWG reaches a higher log joint than Block-HB": "PASS", "GWG reaches a higher log joint than Gibbs-1": "PASS",
         "GWG reaches a higher log joint than HB-10-1": "INCONCLUSIVE",
-        "GWG reaches a lower reconstruction error than Block-HB": "PASS"}
+        "GWG reaches a lower reconstruction error than Block-HB": "PASS",
+        "GWG reaches a lower reconstruction error than Gibbs-1": "PASS",
+        "GWG reaches a lower reconstruction error than HB-10-1": "INCONCLUSIVE"}
     assert good["GWG reaches a higher log joint than Gibbs-1"].note == ""  # paper-sized run: no size note
     # closed form: paired t over 5 seeds of the final log joint GWG - Gibbs-1
     d = (-250.0 + np.array(JITTER["GWG"])) - (-300.0 + np.array(JITTER["Gibbs-1"]))
@@ -147,14 +149,40 @@ def test_claims_pass_fail_and_inconclusive():
     assert bad["GWG reaches a higher log joint than Block-HB"].status == "FAIL"
     assert bad["GWG reaches a lower reconstruction error than Block-HB"].status == "FAIL"
     assert bad["GWG reaches a higher log joint than Gibbs-1"].status == "PASS"
+    assert bad["GWG reaches a lower reconstruction error than Gibbs-1"].status == "PASS"
     assert "10000" in bad["GWG reaches a higher log joint than Block-HB"].note  # 100 steps: the size is noted
 
 
 def test_claims_with_two_seeds_are_inconclusive():
     out = claims(_synthetic(gwg_best=True))
-    assert len(out) == 3 and all(c.status == "INCONCLUSIVE" for c in out)
+    assert len(out) == 4 and all(c.status == "INCONCLUSIVE" for c in out)
     assert math.isclose(out[0].interval.effect, 10.0)  # GWG -250 vs Block-HB -260, same offsets per seed
     assert claims(_synthetic(gwg_best=True).query("sampler != 'GWG'")) == []
+
+
+def test_claims_quote_the_paper_and_read_their_needs_from_the_config():
+    """Every claim quotes Fig. 5's caption as a superiority test; the paper's FHMM (L = 1000, K = 10), 10,000
+    steps and 5 seeds decide it; a smaller config makes even a clear PASS NOT DECIDABLE AT THIS SCALE, while a FAIL
+    under the paper's settings stays a FAIL."""
+    from gradmc.claims.base import NOT_DECIDABLE_SCALE
+    from gradmc.claims.fhmm_sampling import QUOTES
+
+    paper = {"fhmm_sampling": {"L": 1000, "K": 10, "num_steps": 10000, "seeds": [0, 1, 2, 3, 4]}}
+    small = {"fhmm_sampling": {"L": 50, "K": 10, "num_steps": 1500, "seeds": [0, 1, 2, 3, 4]}}
+    df = _synthetic(gwg_best=False, seeds=FIVE)
+    for c in claims(df):
+        assert c.quote == QUOTES["best_both"] and c.origin == "GWG" and c.kind == "superiority"
+        assert [n.key for n in c.needs] == ["fhmm_sampling.L", "fhmm_sampling.K", "fhmm_sampling.num_steps",
+                                            "fhmm_sampling.seeds"] and all(n.have is None for n in c.needs)
+    decided = {c.claim: c for c in claims(df, paper)}
+    assert decided["GWG reaches a higher log joint than Block-HB"].status == "FAIL"
+    assert decided["GWG reaches a higher log joint than Gibbs-1"].status == "PASS"
+    scaled = {c.claim: c for c in claims(df, small)}
+    assert {c.status for c in scaled.values()} == {NOT_DECIDABLE_SCALE}
+    row = scaled["GWG reaches a higher log joint than Gibbs-1"].row()
+    assert "FHMM time steps L >= 1,000 (config fhmm_sampling.L = 50: unmet" in row["needs"]
+    assert "sampler steps >= 10,000 (config fhmm_sampling.num_steps = 1,500: unmet" in row["needs"]
+    assert row["quote"] == QUOTES["best_both"] and row["test"] == "superiority"
 
 
 def test_figure_writes_files(tmp_path):

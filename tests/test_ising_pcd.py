@@ -198,20 +198,38 @@ def test_figure_and_claims_on_results(results, tmp_path):
     table = pd.read_csv(tmp_path / "tab" / "fig6.csv")
     assert len(table) == 2 * 2 * 2 and (table["iterations"] == 20).all()
     out = claims(results)
-    assert len(out) == 6 and all(c.status == "INCONCLUSIVE" for c in out)  # 2 models x (K = 2, K = 4, cheap); 1 seed
+    # 2 models x (K = 2, K = 4, cheap, training time at K = 2 and K = 4); 1 seed
+    assert len(out) == 10 and all(c.status == "INCONCLUSIVE" for c in out)
     assert "GWG K = 2" in out[0].measured and out[0].interval.replicates == 1
+    assert sum("less training time" in c.claim for c in out) == 4
 
 
-def _synthetic(gap: float, ks=(5, 25), iterations: int = 10000, seeds=(0, 1, 2, 3, 4)) -> pd.DataFrame:
-    """final_log_rmse rows: GWG = Gibbs-1 - gap + a seed-dependent wiggle (so paired differences vary)."""
+MODELS = (("lattice25_theta0.25", "lattice", 25, 0.25), ("er200", "er", 0, math.nan))
+
+
+def _synthetic(gap: float, ks=(5, 25), iterations: int = 10000, seeds=(0, 1, 2, 3, 4), models=MODELS,
+               times: dict | None = None) -> pd.DataFrame:
+    """final_log_rmse rows: GWG = Gibbs-1 - gap + a seed-dependent wiggle (so paired differences vary). With
+    ``times`` (sampler -> (sampler seconds, total PCD seconds) of a run), also log_rmse curves at iterations 0,
+    half and all (from -1 linearly to the final value; cumulative sampler time in wall_time_s, 0.1 s more per
+    seed) and train_time_s rows."""
     rows = []
-    for target, model, side, theta in (("lattice25_theta0.25", "lattice", 25, 0.25), ("er200", "er", 0, math.nan)):
+    for target, model, side, theta in models:
         for name in ("Gibbs-1", "GWG"):
             for k in ks:
                 for seed in seeds:
                     value = -3.0 - 0.1 * k / 5 + 0.01 * seed - (gap + 0.02 * (seed % 2) if name == "GWG" else 0.0)
                     rows.append(("ising_pcd", target, name, model, 625, side, theta, k, seed, -1, iterations,
                                  "final_log_rmse", value, iterations * k * 2, 0, 1.0))
+                    if times is None:
+                        continue
+                    sampler_s, total_s = (v + 0.1 * seed for v in times[name])
+                    for frac in (0.0, 0.5, 1.0):
+                        rows.append(("ising_pcd", target, name, model, 625, side, theta, k, seed, -1,
+                                     int(frac * iterations), "log_rmse", -1.0 + frac * (value + 1.0), 0, 0,
+                                     frac * sampler_s))
+                    rows.append(("ising_pcd", target, name, model, 625, side, theta, k, seed, -1, iterations,
+                                 "train_time_s", total_s, 0, 0, sampler_s))
     return pd.DataFrame(rows, columns=["experiment", "target", "sampler", "model", "dim", "side", "theta", "K", "seed",
                                        "chain", "step", "metric", "value", "energy_evals", "grad_evals",
                                        "wall_time_s"])
@@ -240,3 +258,63 @@ def test_claims_pass_fail_inconclusive():
     paper = claims(_synthetic(-0.5, ks=(5, 10, 25, 50, 100)))
     assert all("reduced sizes" not in c.note for c in paper)  # paper sizes: no excuse
     assert claims(_synthetic(0.5).query("sampler == 'GWG'")) == []
+
+
+def _config_dict(device: str = "cpu", iterations: int = 10_000, seeds=(0, 1, 2, 3, 4), steps=(5, 10, 25, 50, 100),
+                 sides=(10, 25, 40)) -> dict:
+    return {"device": device, "ising_pcd": {"num_iterations": iterations, "seeds": list(seeds), "steps": list(steps),
+                                            "data": {"lattice_sides": list(sides)}}}
+
+
+def test_training_time_claim_from_the_curves():
+    """Claim 3: log(time GWG needs to reach Gibbs-1's final log RMSE / Gibbs-1's total time), per seed: GWG
+    reaches it at its last iteration, after its sampler time + PCD overhead (5 + 2 s, plus 0.1 s per seed both)
+    against Gibbs-1's 12 s; a GWG run that never reaches it is censored (upper bound +inf): FAIL when even its
+    full time exceeds Gibbs-1's, INCONCLUSIVE otherwise."""
+    from gradmc.claims.ising_pcd import QUOTES
+
+    fast = claims(_synthetic(0.5, times={"Gibbs-1": (10.0, 12.0), "GWG": (5.0, 7.0)}), _config_dict())
+    speed = [c for c in fast if "less training time" in c.claim]
+    assert len(speed) == 4 and all(c.paper == "GWG Fig. 6" and c.quote == QUOTES["faster"] for c in speed)
+    seeds = np.arange(5)
+    expected = np.log((7.0 + 0.1 * seeds) / (12.0 + 0.1 * seeds))
+    assert speed[0].interval.effect == pytest.approx(expected.mean()) and speed[0].status == "PASS"
+    slow = claims(_synthetic(-0.5, times={"Gibbs-1": (10.0, 12.0), "GWG": (15.0, 20.0)}), _config_dict())
+    speed = [c for c in slow if "less training time" in c.claim]
+    assert {c.status for c in speed} == {"FAIL"} and speed[0].interval.high == math.inf
+    assert "censored" in speed[0].interval.method
+    never = claims(_synthetic(-0.5, times={"Gibbs-1": (10.0, 12.0), "GWG": (5.0, 7.0)}), _config_dict())
+    assert {c.status for c in never if "less training time" in c.claim} == {"INCONCLUSIVE"}
+
+
+def test_fig6_claims_need_the_papers_settings():
+    """Fig. 6's claims are made on the side-25 lattice at theta 0.25 and the ER graph only, and need the paper's
+    K grid, a side >= 25, 10,000 iterations and 5 seeds; quick's 10x10 lattice, K = 5 and 25 and 500 iterations
+    are NOT DECIDABLE AT THIS SCALE; a FAIL under the paper's settings stays a FAIL."""
+    from gradmc.claims.base import NOT_DECIDABLE_SCALE
+    from gradmc.claims.ising_pcd import QUOTES
+
+    models = MODELS + (("lattice25_theta0.1", "lattice", 25, 0.1), ("lattice10_theta0.25", "lattice", 10, 0.25))
+    ks = (5, 10, 25, 50, 100)
+    times = {"Gibbs-1": (10.0, 12.0), "GWG": (5.0, 7.0)}
+    out = claims(_synthetic(-0.5, ks=ks, models=models, times=times), _config_dict())
+    fig6 = [c for c in out if c.paper == "GWG Fig. 6"]
+    assert {c.claim.split("(")[-1] for c in fig6} == {"25x25 lattice, theta = 0.25)", "Erdos-Renyi graph, D = 625)"}
+    assert len(fig6) == 2 * (1 + len(ks)) and len(out) - len(fig6) == len(models) * len(ks)
+    cost = [c for c in fig6 if "fewest" in c.claim]
+    assert {c.quote for c in cost} == {QUOTES["fig6_caption"]} and {c.status for c in cost} == {"FAIL"}
+    assert {c.quote for c in out if c.paper == "GWG Fig. 11"} == {QUOTES["fig11"]}
+    assert all(c.origin == "GWG" and c.kind == "superiority" for c in out)
+    quick = _config_dict("cpu", 500, steps=(5, 25), sides=(10,))
+    small = claims(_synthetic(0.5, ks=(5, 25), models=(("lattice10_theta0.25", "lattice", 10, 0.25),) + MODELS[1:],
+                              times=times), quick)
+    assert {c.status for c in small} == {NOT_DECIDABLE_SCALE}
+    assert "measured on device cpu" in next(c for c in small if "less training time" in c.claim).note
+    lattice = next(c for c in small if "fewest" in c.claim and "lattice" in c.claim).row()["needs"]
+    assert "largest lattice side >= 25 (config ising_pcd.data.lattice_sides = 10: unmet" in lattice
+    assert "of the paper's K {5, 10, 25, 50, 100} run >= 5 (config ising_pcd.steps = 2: unmet" in lattice
+    assert "PCD training iterations >= 10,000 (config ising_pcd.num_iterations = 500: unmet" in lattice
+    er = next(c for c in small if "fewest" in c.claim and "Erdos" in c.claim).row()["needs"]
+    assert "lattice side" not in er and "ising_pcd.steps = 2: unmet" in er
+    one_seed = claims(_synthetic(0.5, ks=ks), _config_dict(seeds=(0,)))
+    assert {c.status for c in one_seed} == {NOT_DECIDABLE_SCALE}
