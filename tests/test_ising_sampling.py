@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gradmc.claims.ising_sampling import claims
+from gradmc.claims.base import NOT_DECIDABLE_SCALE, NOT_RUN
+from gradmc.claims.ising_sampling import QUOTES, claims
 from gradmc.config import fill_defaults
 from gradmc.experiments import ising_sampling as exp
 from gradmc.experiments.standard import collect
@@ -83,15 +84,17 @@ def test_reference_configuration_is_per_lattice_and_theta():
     assert not (a == exp.reference_configuration(4, 0.5)).all()
 
 
-def _synthetic(gwg_gain: dict[float, float], sides=(10, 40), spread: float = 0.1) -> pd.DataFrame:
-    """Tidy rows with ESS = 10 (1 + spread * seed) for Gibbs-1 and gain[theta] times that for GWG, 2 seeds x 2
-    chains."""
+def _synthetic(gwg_gain: dict[float, float], sides=(10, 40), spread: float = 0.1,
+               baselines: dict[str, float] | None = None) -> pd.DataFrame:
+    """Tidy rows with ESS = 10 (1 + spread * seed) for Gibbs-1 and gain[theta] times that for GWG (and base times
+    that for each other baseline of ``baselines``), 2 seeds x 3 chains."""
     rows = []
     for side in sides:
         for theta, gain in gwg_gain.items():
-            for sampler, ess in (("Gibbs-1", 10.0), ("GWG", 10.0 * gain)):
+            for sampler, ess in (("Gibbs-1", 10.0), ("GWG", 10.0 * gain),
+                                 *((b, 10.0 * f) for b, f in (baselines or {}).items())):
                 for seed in (0, 1):
-                    for chain in (0, 1):
+                    for chain in (0, 1, 2):
                         value = ess * (1.0 + spread * seed)
                         for metric, v in (("ess", value), ("ess_per_second", value / 2), ("ess_per_energy_eval",
                                           value / 100), ("acceptance_rate", 0.9)):
@@ -112,23 +115,53 @@ def test_collect_sorts_stably():
     assert list(a.sort_values(exp.META["sort_by"], kind="stable").index) == list(a.index)
 
 
+def _decided(out) -> dict:
+    return {c.claim: c for c in out if c.status != NOT_RUN}
+
+
 def test_claims_pass_fail_and_inconclusive():
-    good = {c.claim: c for c in claims(_synthetic({-0.1: 1.0, 0.3: 3.0, 0.5: 5.0}))}
-    assert sorted(good) == ["GWG ESS > Gibbs-1 ESS on the 40x40 lattice at theta 0.3",
-                            "GWG ESS > Gibbs-1 ESS on the 40x40 lattice at theta 0.5",
+    good = _decided(claims(_synthetic({-0.1: 1.0, 0.3: 3.0, 0.5: 5.0})))
+    assert sorted(good) == [f"GWG ESS > Gibbs-1 ESS on the {s}x{s} lattice at theta {t}" for s in (10, 40)
+                            for t in (0.3, 0.5)] + [
                             "GWG's ESS advantage over Gibbs-1 grows with theta (10x10 lattice)",
                             "GWG's ESS advantage over Gibbs-1 grows with theta (40x40 lattice)"]
     assert all(c.status == "PASS" for c in good.values())
     c = good["GWG ESS > Gibbs-1 ESS on the 40x40 lattice at theta 0.3"]
-    assert c.interval.unit == "chains" and c.interval.replicates == 4  # 2 seeds x 2 chains pooled
+    assert c.interval.unit == "chains" and c.interval.replicates == 6  # 2 seeds x 3 chains pooled
     # chains' ESS lie in [10, 11] (x gain): the bootstrap log ratio cannot leave log(gain) +- log(1.1)
     assert math.isclose(c.interval.effect, math.log(3.0))
     assert math.log(3.0 / 1.1) - 1e-12 <= c.interval.low <= c.interval.high <= math.log(3.3) + 1e-12
-    bad = {c.claim: c.status for c in claims(_synthetic({-0.1: 2.0, 0.3: 0.5, 0.5: 0.8}))}
+    bad = {c.claim: c.status for c in _decided(claims(_synthetic({-0.1: 2.0, 0.3: 0.5, 0.5: 0.8}))).values()}
     assert set(bad.values()) == {"FAIL"}
-    flat = {c.claim: c.status for c in claims(_synthetic({-0.1: 1.0, 0.3: 1.0}))}
+    flat = {c.claim: c.status for c in _decided(claims(_synthetic({-0.1: 1.0, 0.3: 1.0}))).values()}
     assert set(flat.values()) == {"INCONCLUSIVE"}  # effect 0: the interval straddles the null
-    assert claims(_synthetic({0.5: 2.0})[lambda d: d["sampler"] == "GWG"]) == []
+    assert claims(_synthetic({0.5: 2.0})[lambda d: d["sampler"] == "Gibbs-1"]) == []
+
+
+def test_claims_quote_the_paper_and_declare_the_baselines_that_did_not_run():
+    """Every GWG claim quotes Fig. 4 / App. F.1 and is a superiority test; Gibbs-2 and HB-10-1 (the paper's other
+    baselines) are tested on both lattices where they ran, and are NOT RUN rows naming the config key where not."""
+    out = claims(_synthetic({-0.1: 1.0, 0.5: 4.0}, baselines={"Gibbs-2": 2.0}))
+    assert all(c.source == "GWG" and c.kind == "superiority" and c.quote in QUOTES.values() for c in out)
+    by = {c.claim: c for c in out}
+    assert by["GWG ESS > Gibbs-2 ESS on the 10x10 lattice at theta 0.5"].status == "PASS"
+    assert np.isclose(by["GWG ESS > Gibbs-2 ESS on the 10x10 lattice at theta 0.5"].interval.effect, math.log(2.0))
+    assert by["GWG ESS > Gibbs-2 ESS on the 40x40 lattice at theta 0.5"].quote == QUOTES["both_sizes"]
+    assert by["GWG's ESS advantage over Gibbs-1 grows with theta (10x10 lattice)"].quote == QUOTES["connectivity"]
+    missing = [c for c in out if c.status == NOT_RUN]
+    assert [c.claim for c in missing] == [f"GWG ESS > HB-10-1 ESS on the {s}x{s} lattice at strong coupling "
+                                          "(theta >= 0.3)" for s in (10, 40)]
+    assert all("ising_sampling.samplers" in c.row()["note"] and math.isnan(c.interval.effect) for c in missing)
+
+
+def test_needs_the_papers_100000_steps():
+    df = _synthetic({-0.1: 2.0, 0.3: 0.5, 0.5: 0.8})
+    quick = {"ising_sampling": {"num_steps": 1000}}
+    out = [c for c in claims(df, quick) if c.status != NOT_RUN]
+    assert out and {c.status for c in out} == {NOT_DECIDABLE_SCALE}
+    assert "steps per chain >= 100,000 (config ising_sampling.num_steps = 1,000: unmet" in out[0].row()["note"]
+    paper = {c.claim: c.status for c in claims(df, {"ising_sampling": {"num_steps": 100_000}}) if c.status != NOT_RUN}
+    assert set(paper.values()) == {"FAIL"}  # decidable at the paper's length: the FAILs stay
 
 
 def test_claims_closed_form_without_spread():

@@ -13,7 +13,8 @@ import torch
 import yaml
 from scipy import stats
 
-from gradmc.claims.rbm_sampling import claims
+from gradmc.claims.base import NOT_DECIDABLE_SCALE, NOT_RUN
+from gradmc.claims.rbm_sampling import HALFWAY_MARGIN, MMD_MARGIN, QUOTES, claims
 from gradmc.config import fill_defaults
 from gradmc.experiments import rbm_sampling as exp
 from gradmc.experiments.rbm_model import save_rbm
@@ -110,7 +111,12 @@ def test_claims_pass_fail_and_inconclusive():
         "GWG ESS > HB-10-1 ESS on the MNIST RBM": "INCONCLUSIVE",
         "GWG's final log MMD is lower than Gibbs-1's": "PASS", "GWG's final log MMD is lower than Gibbs-2's": "FAIL",
         "GWG's final log MMD is lower than HB-10-1's": "INCONCLUSIVE",
-        "GWG-3 converges faster than GWG (lower final log MMD)": "PASS"}
+        "GWG's final log MMD matches block Gibbs's": NOT_RUN,
+        "GWG's ESS lies about halfway between the baselines' and block Gibbs's (log-space)": NOT_RUN,
+        "GWG-3 ESS > GWG ESS on the MNIST RBM": "PASS",
+        "GWG-3 converges faster than GWG (lower final log MMD)": "PASS",
+        "GWG-5 ESS > GWG ESS on the MNIST RBM": NOT_RUN,
+        "GWG-5 converges faster than GWG (lower final log MMD)": NOT_RUN}
     ess = out["GWG ESS > Gibbs-1 ESS on the MNIST RBM"]
     assert ess.interval.unit == "chains" and ess.interval.replicates == 20  # 5 seeds x 4 chains, pooled
     assert np.isclose(ess.interval.effect, np.log(20.0 / 5.0)) and ess.note == ""
@@ -122,10 +128,63 @@ def test_claims_pass_fail_and_inconclusive():
     assert np.allclose([mmd.interval.effect, mmd.interval.low, mmd.interval.high],
                        [d.mean(), d.mean() - half, d.mean() + half])
     assert "target (two reference sets) -3.300" in mmd.measured
+    assert "BlockGibbs" in out["GWG's final log MMD matches block Gibbs's"].row()["note"]
+    assert "rbm_sampling.samplers" in out["GWG-5 ESS > GWG ESS on the MNIST RBM"].row()["note"]
+
+
+def test_claims_quote_the_paper_and_name_their_tests():
+    out = claims(_claims_frame())
+    assert all(c.source == "GWG" and c.quote in QUOTES.values() for c in out)
+    by = {c.claim: c for c in out}
+    assert by["GWG ESS > Gibbs-1 ESS on the MNIST RBM"].quote == QUOTES["caption"]
+    assert by["GWG's final log MMD is lower than Gibbs-2's"].quote == QUOTES["mmd_match"]
+    assert by["GWG-3 ESS > GWG ESS on the MNIST RBM"].quote == QUOTES["multi"]  # "greater ESS", Fig. 9
+    assert by["GWG-3 ESS > GWG ESS on the MNIST RBM"].paper == "GWG Fig. 9"
+    match = by["GWG's final log MMD matches block Gibbs's"]
+    assert match.kind == "equivalence" and match.tolerance == MMD_MARGIN and "run-to-run" in match.margin_why
+    assert {c.kind for c in out if "block Gibbs" not in c.claim} == {"superiority"}
+
+
+def test_block_gibbs_claims_when_it_ran():
+    """With the BlockGibbs sampler's rows: GWG's final log MMD vs block Gibbs's (equivalence, +-0.2) and GWG's
+    log ESS halfway from the baselines' to block Gibbs's (equivalence, +-0.25 of the way)."""
+    base = [5.0, 5.5, 4.5, 5.0]
+    ess = {"GWG": [4 * x for x in base], "Gibbs-1": base, "Gibbs-2": base, "HB-10-1": base,
+           "BlockGibbs": [16 * x for x in base]}
+    mmd = {"GWG": [-3.0, -3.1, -2.9, -3.0, -3.05], "Gibbs-1": FINAL_MMD["Gibbs-1"], "Gibbs-2": FINAL_MMD["Gibbs-2"],
+           "HB-10-1": FINAL_MMD["HB-10-1"], "BlockGibbs": [-3.05, -3.0, -2.95, -3.1, -3.0]}
+    out = {c.claim: c for c in claims(_claims_frame(ess=ess, mmd=mmd))}
+    match = out["GWG's final log MMD matches block Gibbs's"]
+    d = np.array(mmd["GWG"]) - np.array(mmd["BlockGibbs"])
+    assert match.status == "PASS" and np.isclose(match.interval.effect, d.mean()) and match.direction == 0
+    halfway = out["GWG's ESS lies about halfway between the baselines' and block Gibbs's (log-space)"]
+    assert halfway.status == "PASS" and np.isclose(halfway.interval.effect, 0.0, atol=1e-9)
+    assert halfway.tolerance == HALFWAY_MARGIN and "at 0.50 of the log-space way" in halfway.measured
+    near = {**ess, "BlockGibbs": [4.2 * x for x in base]}  # block Gibbs barely above GWG: GWG near the top
+    far = {c.claim: c for c in claims(_claims_frame(ess=near, mmd={**mmd, "BlockGibbs": [-3.6] * 5}))}
+    assert far["GWG's ESS lies about halfway between the baselines' and block Gibbs's (log-space)"].status == "FAIL"
+    assert far["GWG's final log MMD matches block Gibbs's"].status == "FAIL"
+
+
+def test_needs_come_from_the_config():
+    """The paper's 10,000 sampler steps (and 10,000 block-Gibbs steps for the ground truth of the MMD claims);
+    the later samplers' claims need nothing; a FAIL the paper's sizes decide is kept."""
+    df = _claims_frame()
+    quick = {"rbm_sampling": {"num_steps": 5000, "reference": {"num_steps": 10_000}}}
+    out = {c.claim: c for c in claims(df, quick)}
+    assert out["GWG ESS > Gibbs-2 ESS on the MNIST RBM"].status == NOT_DECIDABLE_SCALE
+    assert "sampler steps >= 10,000 (config rbm_sampling.num_steps = 5,000: unmet" in out[
+        "GWG ESS > Gibbs-2 ESS on the MNIST RBM"].row()["note"]
+    short_ref = {"rbm_sampling": {"num_steps": 10_000, "reference": {"num_steps": 2000}}}
+    out = {c.claim: c.status for c in claims(df, short_ref)}
+    assert out["GWG ESS > Gibbs-2 ESS on the MNIST RBM"] == "FAIL"  # ESS does not use the ground truth
+    assert out["GWG's final log MMD is lower than Gibbs-2's"] == NOT_DECIDABLE_SCALE
+    paper = {"rbm_sampling": {"num_steps": 10_000, "reference": {"num_steps": 10_000}}}
+    assert {c.claim: c.status for c in claims(df, paper)} == {c.claim: c.status for c in claims(df)}
 
 
 def test_claims_closed_form_bootstrap_and_small_runs():
-    flat = {k: [v[0]] * 4 for k, v in CHAIN_ESS.items()}
+    flat = {k: [v[0]] * 5 for k, v in CHAIN_ESS.items()}
     df = _claims_frame(num_steps=500, ess=flat, mmd={k: v[:2] for k, v in FINAL_MMD.items()})
     df = df[~((df["metric"] == "ess") & (df["seed"] > 0))]  # one seed's chains: identical values, no spread
     out = {c.claim: c for c in claims(df)}
