@@ -10,14 +10,15 @@ ESS, timed runs and seed differences, see that file):
   :data:`MIN_T_REPLICATES` (5) replicates (scipy.stats.t). Fewer replicates give an honest, unbounded
   interval (the verdict is then INCONCLUSIVE), never a narrow one. Coverage at n = 5 / 10 / 30: normal
   0.948 / 0.946 / 0.949; Student-t(3) differences 0.969 / 0.963 / 0.957; skewed differences (lognormal
-  sigma 0.5, skewness 1.75) 0.911 / 0.919 / 0.937 (>= 0.93 only from about n = 15-20); strongly skewed
-  (sigma 0.75, skewness 2.9) 0.870 / 0.883 / 0.915. **Under-covers skewed replicates at the 5 seeds the
-  configs use**: use :func:`robust_t_interval` for those, or compare positive quantities on a log scale.
+  sigma 0.5, skewness 1.75) 0.911 / 0.919 / 0.937 (0.928 at n = 20 over 20000 sets: >= 0.93 only from about
+  n = 30); strongly skewed (sigma 0.75, skewness 2.9) 0.870 / 0.883 / 0.915. **Under-covers skewed
+  replicates at the 5 seeds the configs use**: use :func:`robust_t_interval` for those, or compare positive
+  quantities on a log scale.
 - :func:`robust_t_interval` / :func:`paired_robust_t_interval`: the same effect (the mean), the union of the
-  Student-t and the studentized bootstrap (bootstrap-t) interval; from 5 replicates it covers >= 0.94 for
-  normal, skewed (sigma 0.5) and Student-t(3) replicates at every n from 5 to 30, and 0.92-0.93 for the
-  strongly skewed shape below n = 20. It is wider: 1.36x Student t's median width at n = 5, 1.04x at n = 20
-  (normal replicates). (Bootstrap-t alone under-covers heavy tails: 0.92 at n = 20-30.)
+  Student-t and the studentized bootstrap (bootstrap-t) interval; from 5 replicates it covers >= 0.944 for
+  normal, skewed (sigma 0.5) and Student-t(3) replicates at every n from 5 to 30, and 0.921-0.937 for the
+  strongly skewed shape below n = 20 (0.938-0.945 from n = 20). It is wider: 1.36x Student t's median
+  width at n = 5, 1.04x at n = 20 (normal replicates). (Bootstrap-t alone under-covers heavy tails: 0.92 at n = 20-30.)
 - :func:`bootstrap_interval`: expanded percentile bootstrap (Hesterberg 2015) of any statistic of one or more
   independent samples, e.g. :func:`log_ratio_of_means` of two samplers' per-chain ESS, or a difference of two
   log ratios (gradmc.claims.ising_sampling ``_growth``): the percentiles of the bootstrap distribution at the
@@ -28,8 +29,8 @@ ESS, timed runs and seed differences, see that file):
   interval covers only 0.89). Coverage at n = 4 / 5 / 10 / 30 (1999 resamples; the claims use 4999):
 
   - log ratio of means: normal 0.954 / 0.966 / 0.955 / 0.955; lognormal(0.75) 0.956 / 0.966 / 0.946 / 0.943;
-    1 + Lomax(2.5) (heavy) 0.964 / 0.965 / 0.952 / 0.937 (falling slowly with n, as the percentile
-    interval's heavy-tail error outlasts the small-n expansion);
+    1 + Lomax(2.5) (heavy) 0.964 / 0.965 / 0.952 / 0.937, falling slowly with n as the percentile
+    interval's heavy-tail error outlasts the small-n expansion (about 0.92-0.94 at n = 64-100, 1500 sets);
   - difference of two log ratios: 0.944-0.981 in every cell;
   - difference of means: normal 0.947 / 0.957 / 0.950 / 0.954, but skewed 0.920-0.938 and heavy 0.870-0.909
     at every n up to 30 (no claim uses it on such data; compare positive replicates as a log ratio).
@@ -185,7 +186,7 @@ def robust_t_interval(values: Sequence[float] | np.ndarray, unit: str, level: fl
     The same effect as :func:`t_interval` (the mean of the replicates). Student t under-covers skewed
     replicates (the bound on the long tail is too close), bootstrap-t under-covers heavy symmetric tails; the
     union covers both at >= 93% from 5 replicates (module docstring), at the price of a wider interval (median
-    1.36x Student t's for normal replicates at n = 5, 1.05x at n = 20). The resampling seed is fixed. Fewer than
+    1.36x Student t's for normal replicates at n = 5, 1.04x at n = 20). The resampling seed is fixed. Fewer than
     :data:`MIN_T_REPLICATES` replicates give an unbounded interval.
 
     Raises:
