@@ -28,6 +28,18 @@ Claims (quote key in :data:`QUOTES`; test; margin):
   ESS (mean over runs). Band +- :data:`TOLERANCE` = log 2: the paper prints rounded "around" values without
   error bars; an ESS estimate of order 25-400 has a relative standard error of about 25-35%, so a single ESS
   (or a ratio of two) is known to within about a factor of 2 at 95%.
+
+What to expect of the ratio claims at the paper's size (measured on our target, 6,000 iterations, 1,000
+history points, runs 0-2): KMC 198, RW 71, KAMH 73 (geometric means of the minimum ArviZ bulk ESS), ratios 2.8
+and 2.7 against the paper's 16.6 and 11.9. The gap is not in KMC: an exact-gradient HMC with the paper's
+leapfrog settings (1-10 steps, size uniform in the stated range) reaches min ESS about 260 on a Gaussian with the
+benchmark's mean and covariance, where an adaptive RW reaches about 100, so no surrogate can give a ratio above
+about 3 on this target; a perfect surrogate (the exact Laplace gradient) gives KMC only 1.35x its lite surrogate's
+ESS. Our RW and KAMH mix about 3x better than the paper's 25 and 35 (the paper's target whitens the inputs and
+puts its prior on the log ARD weight; ours standardises them and puts N(0, 5) on log lengthscale^2, EXPERIMENTS.md
+B3), and our KMC about 2x worse than its 415 (its step sizes are shorter relative to our posterior's width).
+These claims are therefore expected to FAIL at the paper's size for reasons of the target, not of KMC: a finding
+the verdict reports, not a threshold to move.
 """
 
 from __future__ import annotations
