@@ -216,3 +216,52 @@ def test_the_mode_search_bound_on_categorical_data(tmp_path):
     got = df[df["metric"] == "log_z_lower_bound"]["value"].item()
     assert math.isfinite(got) and got >= known - 1e-9
     assert df[df["metric"] == "bound_search_seconds"]["value"].item() > 0
+
+
+def test_steps_by_sampler_sets_gibbs_steps_and_leaves_gwg_on_num_steps(tmp_path):
+    """ebm.train.steps_by_sampler {Gibbs-1: 5}: the Gibbs-1 run takes 5 sampler steps per iteration, GWG the shared
+    num_steps (2); the checkpoint's resolved settings say so; a data set's override replaces the mapping."""
+    from gradmc.experiments.ebm import read_checkpoint, train_stage
+    from gradmc.experiments.ebm_samplers import sampler_steps
+    path = prepared_images(tmp_path)
+    config = _tiny_config(train={"iterations": 1, "eval_every": 0, "steps_by_sampler": {"Gibbs-1": 5}},
+                          ais={"validation_intermediate": 2})
+    steps = {}
+    for sampler in ("GWG", "Gibbs-1"):
+        out = tmp_path / f"{sampler}.pt"
+        train_stage(config, "static_mnist", sampler, str(path), str(out), progress=None)
+        state = read_checkpoint(out)
+        steps[sampler] = state["settings"]["num_steps"]
+        assert "steps_by_sampler" not in state["settings"]["tag"]  # the run's own count only
+    assert steps == {"GWG": 2, "Gibbs-1": 5}
+    train = config["ebm"]["train"]
+    assert (sampler_steps(train, "Gibbs-1"), sampler_steps(train, "GWG"), sampler_steps(train, "DMALA")) == (5, 2, 2)
+    assert sampler_steps({"num_steps": 40}, "Gibbs-1") == 40  # no mapping: every sampler runs num_steps
+    with pytest.raises(InputError, match="Gibbs-2"):
+        sampler_steps({"num_steps": 4, "steps_by_sampler": {"Gibbs-2": 8}}, "GWG")
+    with pytest.raises(InputError, match="int >= 1"):
+        sampler_steps({"num_steps": 4, "steps_by_sampler": {"Gibbs-1": 0}}, "Gibbs-1")
+
+
+@pytest.mark.parametrize(("bad", "expected"), [
+    ({"Gibbs-1": 0}, ["ebm.train.steps_by_sampler.Gibbs-1", "got 0", "minimum"]),
+    ({"Gibbs-1": "many"}, ["ebm.train.steps_by_sampler.Gibbs-1", "'many'", "integer"]),
+    ({"Gibbs-2": 800}, ["ebm.train.steps_by_sampler", "'Gibbs-2'", "Gibbs-1"]),
+])
+def test_steps_by_sampler_bad_values_are_named_by_the_schema(bad, expected):
+    import copy
+    from pathlib import Path
+
+    from gradmc.config import ConfigError, load_config, validate_config
+    from gradmc.experiments.ebm_samplers import SAMPLERS
+    config = copy.deepcopy(load_config(Path(__file__).resolve().parents[1] / "config" / "smoke.yaml"))
+    assert config["ebm"]["train"]["steps_by_sampler"] == {}  # the schema's default: every sampler runs num_steps
+    config["ebm"]["train"]["steps_by_sampler"] = bad
+    with pytest.raises(ConfigError) as err:
+        validate_config(config)
+    for fragment in expected:
+        assert fragment in str(err.value)
+    import yaml  # the schema's enum of sampler names is the training samplers' list
+    spec = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "experiments" /
+                           "ebm.yaml").read_text())
+    assert tuple(spec["properties"]["train"]["properties"]["steps_by_sampler"]["propertyNames"]["enum"]) == SAMPLERS

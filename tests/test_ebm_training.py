@@ -301,6 +301,11 @@ def test_table2_lists_the_runs_deviations_from_the_papers_settings_and_the_base(
     assert deviations(config, "frey") == ("iterations 120 (paper 50,000); buffer 500 (paper 1,000); energy_l2 0.005 "
                                           "(paper 0); AIS levels 200 (paper 300,000)")
     assert deviations({}, "static_mnist") == ""
+    # a sampler's own steps per iteration (ebm.train.steps_by_sampler): listed for Gibbs-1, GWG keeps num_steps
+    gibbs = {"ebm": {**config["ebm"], "train": {**config["ebm"]["train"], "steps_by_sampler": {"Gibbs-1": 200}}}}
+    assert deviations(gibbs, "static_mnist", sampler="Gibbs-1") == (
+        "iterations 2,000 (paper 50,000); Gibbs steps 200 (paper: count lost from its text); energy_l2 0.005 (paper 0)")
+    assert deviations(gibbs, "static_mnist", sampler="GWG") == deviations(config, "static_mnist")
     rows = [("GWG", "test_log_likelihood", 4000, -104.0), ("GWG", "base_test_log_likelihood", 4000, -205.8),
             ("GWG", "convergence_log_likelihood", 2000, -103.0), ("GWG", "convergence_log_likelihood", 4000, -104.0),
             ("GWG", "test_log_likelihood_upper_bound", 4000, -70.0)]

@@ -2,16 +2,40 @@
 # One training job and one AIS job per feasible (data set, sampler) (gradmc.experiments.ebm_samplers.feasible):
 # GWG and DMALA on every data set, Gibbs-1 and ACS only on binary data (categorical Gibbs is infeasible and
 # reported as such; ACS has no categorical form). With equal_time every non-GWG run (Gibbs-1, DMALA, ACS) gets
-# the GWG run's training time.
+# the GWG run's training time. Each sampler runs ebm.train.steps_by_sampler[<sampler>] steps per iteration when
+# the config names it there, else ebm.train.num_steps.
+import copy  # noqa: E402
 import re as _re  # noqa: E402
 
 from gradmc.experiments.ebm_samplers import SAMPLERS as EBM_SAMPLERS, feasible as ebm_feasible  # noqa: E402
+from gradmc.experiments.ebm_samplers import sampler_steps as ebm_sampler_steps  # noqa: E402
 
 EBM_DIR = f"{RESULTS}/ebm"
 EBM_RUNS = [(d, s) for d in config["ebm"]["datasets"] for s in config["ebm"]["samplers"] if ebm_feasible(s, d)]
 EBM_SAMPLER_PATTERN = "|".join(_re.escape(s) for s in EBM_SAMPLERS)
 EBM_EQUAL_TIME = config["ebm"]["equal_time"]
 EBM_SHAPES = {"frey": "28x20"}
+
+
+def ebm_stage_config(stage):
+    """stage_config(stage) for one (data set, sampler) job: ebm.train.steps_by_sampler (and any data set's
+    override of it) kept at the job's sampler's entry only, and left out when it has none (that sampler runs
+    num_steps), so changing Gibbs-1's step count reruns the Gibbs-1 jobs and not GWG's."""
+    whole = stage_config(stage)
+
+    def pick(wildcards):
+        part = copy.deepcopy(whole)
+        train = part["ebm"]["train"]
+        for settings in (train, *(train.get("overrides") or {}).values()):
+            if "steps_by_sampler" in settings:
+                mine = {k: v for k, v in settings["steps_by_sampler"].items() if k == wildcards.sampler}
+                if mine:
+                    settings["steps_by_sampler"] = mine
+                else:
+                    del settings["steps_by_sampler"]
+        return part
+
+    return pick
 # Fig. 8 reads the replay-buffer samples train_ebm writes beside its checkpoint (a figure reads no model)
 EBM_SAMPLES = " ".join(f"{d}/{s}={EBM_DIR}/{d}/{s}/model.samples.npz:{EBM_SHAPES.get(d, '28x28')}"
                        for d, s in EBM_RUNS)
@@ -29,7 +53,7 @@ rule train_ebm:
     wildcard_constraints:
         sampler=EBM_SAMPLER_PATTERN,
     params:
-        config=stage_config("train_ebm"),
+        config=ebm_stage_config("train_ebm"),
         code=digest("gradmc.experiments.ebm"),
         budget=lambda wildcards, input: f"--budget-from {input.budget[0]}" if input.budget else "",
         iterations=lambda wildcards: (
@@ -37,7 +61,9 @@ rule train_ebm:
             "as many iterations as fit in the GWG run's training time" if wildcards.sampler != "GWG" and EBM_EQUAL_TIME
             else f'{ebm_setting("train", wildcards.dataset, "iterations")} iterations'
         ),
-        steps=lambda wildcards: ebm_setting("train", wildcards.dataset, "num_steps"),
+        # ebm.train.steps_by_sampler[sampler], else num_steps (what train_stage runs)
+        steps=lambda wildcards: ebm_sampler_steps(for_dataset(config["ebm"]["train"], wildcards.dataset),
+                                                  wildcards.sampler),
     log:
         f"{LOGS}/train_ebm_{{dataset}}_{{sampler}}.log",
     message:
@@ -62,7 +88,7 @@ rule ais_ebm:
     wildcard_constraints:
         sampler=EBM_SAMPLER_PATTERN,
     params:
-        config=stage_config("ais_ebm"),
+        config=ebm_stage_config("ais_ebm"),
         code=digest("gradmc.experiments.ebm"),
         levels=lambda wildcards: ebm_setting("ais", wildcards.dataset, "num_intermediate"),
         chains=lambda wildcards: ebm_setting("ais", wildcards.dataset, "num_chains"),

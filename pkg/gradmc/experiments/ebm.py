@@ -9,7 +9,9 @@ Stages (each a pipeline job):
    :mod:`gradmc.experiments.ebm_samplers`). With ``equal_time`` every sampler
    other than GWG (Gibbs-1, DMALA, ACS) gets the training time of the GWG run of the same data set (read from its
    checkpoint): the paper's equal wall-clock comparison. Training resumes from ``<out>.partial`` if a previous
-   run was interrupted.
+   run was interrupted. Each sampler runs ``ebm.train.steps_by_sampler[<sampler>]`` steps per iteration when the
+   config names it there, else ``ebm.train.num_steps`` (:func:`gradmc.experiments.ebm_samplers.sampler_steps`):
+   the paper's Gibbs models needed many more steps than GWG's 40 not to diverge (Sec. 5.5).
 2. ``ais_stage``: AIS (GWG transitions, linear schedule, data-fitted base) on the best EMA weights ->
    test log-likelihood rows (nats; and bits per dimension for 256-level data) with their standard error
    (AIS chains and test examples) and the exact log-likelihood of the data-fitted base on the same test
@@ -44,7 +46,7 @@ from gradmc.data.prepare_images import load_prepared_images
 from gradmc.errors import InputError
 from gradmc.evaluation.ais import BernoulliBase, CategoricalBase, ais_log_partition, linear_schedule, log_z_lower_bound
 from gradmc.evaluation.mode_search import search_modes
-from gradmc.experiments.ebm_samplers import CATEGORICAL_SAMPLERS, SAMPLERS, feasible
+from gradmc.experiments.ebm_samplers import CATEGORICAL_SAMPLERS, SAMPLERS, feasible, sampler_steps
 from gradmc.experiments.runner import tidy_frame
 from gradmc.models import ResNetEBM
 from gradmc.samplers.discrete.acs_pcd import ACSOverIterations
@@ -188,6 +190,9 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
     gen = make_generator(seed_from(EXPERIMENT, "train", dataset, sampler), device)
     train = data.splits["train"]
     buffer_size = int(t["buffer_sizes"][dataset] if dataset in t["buffer_sizes"] else t["buffer_size"])
+    # the sampler's own steps per iteration (ebm.train.steps_by_sampler, else num_steps); the tag holds this
+    # run's resolved settings only, so another sampler's count leaves this run's resume checkpoint valid
+    t = {**{k: v for k, v in t.items() if k != "steps_by_sampler"}, "num_steps": sampler_steps(t, sampler)}
     trainer = EBMTrainer(model, sampler_obj, train, data.base, num_steps=t["num_steps"],
                          batch_size=t["batch_size"], buffer_size=buffer_size, lr=float(t["lr"]),
                          warmup=t["warmup"], ema_decay=float(t["ema_decay"]), generator=gen,

@@ -17,13 +17,18 @@ Training samplers (:data:`SAMPLERS`):
               every iteration and runs fewer steps than its 200-step burn-in).
 With ``ebm.equal_time`` every sampler other than GWG (Gibbs-1, DMALA, ACS) trains for the training time of the
 GWG run on the same data set.
+
+Steps per training iteration (:func:`sampler_steps`): ``ebm.train.steps_by_sampler[<sampler>]`` where the config
+names the sampler there, else ``ebm.train.num_steps``. The paper trains GWG with 40 steps and Gibbs with the
+count below which its Gibbs models "quickly diverged" (Sec. 5.5), so Gibbs-1 needs a count of its own.
 """
 
 from __future__ import annotations
 
 from gradmc.errors import InputError
 
-__all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "CATEGORICAL_DATASETS", "BINARY_DATASETS", "LATER_PAPERS", "feasible"]
+__all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "CATEGORICAL_DATASETS", "BINARY_DATASETS", "LATER_PAPERS", "feasible",
+           "sampler_steps"]
 
 #: Samplers that train EBMs by PCD (binary data), in table order.
 SAMPLERS = ("GWG", "Gibbs-1", "DMALA", "ACS")
@@ -72,3 +77,29 @@ def feasible(sampler: str, data: int | str) -> bool:
     if sampler not in SAMPLERS:
         raise InputError(f"ebm: unknown sampler {sampler!r}; the EBM training samplers are {', '.join(SAMPLERS)}")
     return _levels(data) == 2 or sampler in CATEGORICAL_SAMPLERS
+
+
+def sampler_steps(train: dict, sampler: str) -> int:
+    """Sampler steps per PCD iteration of ``sampler``: ``train["steps_by_sampler"][sampler]`` when given, else
+    ``train["num_steps"]``.
+
+    Args:
+        train: the ``ebm.train`` settings of one data set (:func:`gradmc.config.for_dataset`: a data set's
+            ``overrides`` entry replaces ``steps_by_sampler`` as a whole, like any other key).
+        sampler: a training sampler's name (:data:`SAMPLERS`).
+
+    Raises:
+        InputError: a sampler not in :data:`SAMPLERS`, or a ``steps_by_sampler`` entry that names one that is
+            not, or whose count is not an int >= 1 (the schema says the same before any job starts).
+    """
+    if sampler not in SAMPLERS:
+        raise InputError(f"ebm: unknown sampler {sampler!r}; the EBM training samplers are {', '.join(SAMPLERS)}")
+    by = train.get("steps_by_sampler") or {}
+    unknown = sorted(set(by) - set(SAMPLERS))
+    if unknown:
+        raise InputError(f"ebm.train.steps_by_sampler: unknown sampler(s) {', '.join(map(repr, unknown))}; "
+                         f"expected some of {', '.join(SAMPLERS)}")
+    steps = by.get(sampler, train["num_steps"])
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise InputError(f"ebm.train.steps_by_sampler[{sampler!r}] must be an int >= 1, got {steps!r}")
+    return steps

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from gradmc.config import for_dataset
-from gradmc.experiments.ebm_samplers import CATEGORICAL_DATASETS, LATER_PAPERS
+from gradmc.experiments.ebm_samplers import CATEGORICAL_DATASETS, LATER_PAPERS, sampler_steps
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 from gradmc.training.ebm_samples import read_samples
@@ -61,16 +61,24 @@ PAPER_SETTINGS = (("train", "iterations", 50_000, "iterations"), ("train", "num_
 _SMALL_BUFFER = ("caltech", "frey", "histopathology")  # the paper's buffer of 1,000
 
 
-def deviations(config: dict, dataset: str, iterations: float | None = None) -> str:
+def deviations(config: dict, dataset: str, iterations: float | None = None, sampler: str | None = None) -> str:
     """The run's departures from :data:`PAPER_SETTINGS` for ``dataset``, e.g. "iterations 2000 (paper 50,000);
     ...", from the ``ebm`` section of the config its metrics file carries; "" when it has none. ``iterations``:
-    the run's own count when it differs from the config's (an equal wall-clock Gibbs run stops on GWG's time)."""
+    the run's own count when it differs from the config's (an equal wall-clock Gibbs run stops on GWG's time).
+    ``sampler``: the run's sampler, whose steps per iteration are ``ebm.train.steps_by_sampler[sampler]`` when the
+    config names it there (:func:`gradmc.experiments.ebm_samplers.sampler_steps`); Gibbs-1's are not compared with
+    GWG's 40 (the paper's Gibbs count is lost from its text) but listed as they are."""
 
     ebm = (config or {}).get("ebm") or {}
     parts = []
     for section, key, paper, label in PAPER_SETTINGS:
         part = ebm.get(section) or {}
         ours = (for_dataset(part, dataset) if section != "model" else part).get(key)
+        if key == "num_steps" and sampler is not None and ours is not None:
+            ours = sampler_steps(for_dataset(part, dataset), sampler)
+            if sampler == "Gibbs-1":
+                parts.append(f"Gibbs steps {ours:,} (paper: count lost from its text)")
+                continue
         if key == "buffer_size":
             ours = (part.get("buffer_sizes") or {}).get(dataset, ours)
             paper = 1_000 if dataset in _SMALL_BUFFER else paper
@@ -122,7 +130,7 @@ def table(df: pd.DataFrame, settings: dict | None = None) -> pd.DataFrame:
             ll, hard = float(s.get("test_log_likelihood", math.nan)), float(s.get("test_log_likelihood_upper_bound",
                                                                                    math.nan))
             note = deviations((settings or {}).get((dataset, sampler), {}), dataset,
-                              float(s.get("train_iterations", math.nan)))
+                              float(s.get("train_iterations", math.nan)), sampler)
             if ll > hard:  # NaN compares False
                 note = (f"INVALID: the AIS estimate lies above the hard bound {hard:.2f} nats, so it is wrong (AIS "
                         f"missed the model's mass; the true value is at most the bound); {note}")
