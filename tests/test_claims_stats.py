@@ -3,50 +3,88 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
+from _t_bounds import bootstrap_t_bounds, t_bounds
 
+import gradmc.claims
+import gradmc.figures
 from gradmc.claims.stats import (
+    MIN_BOOTSTRAP_REPLICATES,
     MIN_T_REPLICATES,
     Interval,
     bootstrap_interval,
     decide,
     difference_of_means,
     log_ratio_of_means,
+    paired_robust_t_interval,
     paired_t_interval,
+    robust_t_interval,
+    student_t_interval,
     t_interval,
 )
 
 T_975_4 = 2.7764451051977987  # Student-t 0.975 quantile, 4 degrees of freedom (tables)
 
 
-def test_t_interval_closed_form():
-    iv = t_interval([1.0, 2.0, 3.0, 4.0, 5.0], "seeds")
+def test_student_t_interval_closed_form():
+    iv = student_t_interval([1.0, 2.0, 3.0, 4.0, 5.0], "seeds")
     half = T_975_4 * math.sqrt(2.5) / math.sqrt(5)
     assert iv.effect == pytest.approx(3.0)
     assert (iv.low, iv.high) == pytest.approx((3.0 - half, 3.0 + half), rel=1e-12)
-    assert iv.replicates == 5 and iv.unit == "seeds" and "t over 5 seeds" in iv.method
+    assert iv.replicates == 5 and iv.unit == "seeds" and iv.method == "Student t over 5 seeds"
+
+
+def test_t_interval_is_the_union_of_student_t_and_bootstrap_t():
+    x = [1.0, 2.0, 3.0, 4.0, 5.0]
+    iv = t_interval(x, "seeds")
+    half = T_975_4 * math.sqrt(2.5) / math.sqrt(5)
+    boot = bootstrap_t_bounds(x)  # recomputed resample by resample (tests/_t_bounds.py)
+    assert iv.effect == pytest.approx(3.0)
+    assert (iv.low, iv.high) == pytest.approx((min(3.0 - half, boot[0]), max(3.0 + half, boot[1])), rel=1e-12)
+    assert iv.low < 3.0 - half and iv.high > 3.0 + half  # five replicates: bootstrap-t is the wider on both sides
+    assert iv.replicates == 5 and iv.unit == "seeds"
+    assert iv.method == "t and bootstrap-t (union) over 5 seeds (4999 resamples)"
+    assert iv == robust_t_interval(x, "seeds")
+    skewed = np.random.default_rng(7).lognormal(0.0, 0.5, 6)
+    assert (t_interval(skewed, "runs").low, t_interval(skewed, "runs").high) == pytest.approx(t_bounds(skewed))
 
 
 def test_t_interval_needs_five_replicates_else_unbounded():
     iv = t_interval([1.0, 2.0, 3.0, 4.0], "seeds")
     assert iv.effect == pytest.approx(2.5)
     assert iv.low == -math.inf and iv.high == math.inf and iv.replicates == MIN_T_REPLICATES - 1
+    assert iv.method == f"t and bootstrap-t (union) needs >= {MIN_T_REPLICATES} seeds, has 4"
     assert decide(iv, +1).status == "INCONCLUSIVE"
     assert f"at least {MIN_T_REPLICATES} seeds" in decide(iv, +1).note
+    student = student_t_interval([1.0, 2.0, 3.0, 4.0], "seeds")
+    assert student.low == -math.inf and student.high == math.inf
 
 
 def test_t_interval_zero_spread_is_a_point():
-    iv = t_interval([2.0] * 6, "runs")
-    assert (iv.low, iv.effect, iv.high) == (2.0, 2.0, 2.0)
+    for interval in (t_interval, student_t_interval):
+        iv = interval([2.0] * 6, "runs")
+        assert (iv.low, iv.effect, iv.high) == (2.0, 2.0, 2.0)
+    # one number along two floating-point paths (0.1 + 0.2 != 0.3): no spread, not an unbounded bootstrap-t
+    rounded = t_interval([0.3, 0.1 + 0.2, 0.3, 0.1 + 0.2, 0.3], "runs")
+    assert (rounded.low, rounded.high) == pytest.approx((0.3, 0.3), abs=1e-15)
 
 
-def test_t_interval_coverage_is_95_percent():
+def test_student_t_interval_coverage_is_95_percent():
     rng = np.random.default_rng(1)
-    hits = sum(iv.low <= 0.3 <= iv.high for iv in (t_interval(rng.normal(0.3, 2.0, 8), "seeds")
+    hits = sum(iv.low <= 0.3 <= iv.high for iv in (student_t_interval(rng.normal(0.3, 2.0, 8), "seeds")
                                                    for _ in range(4000)))
     assert 0.94 <= hits / 4000 <= 0.96  # binomial sd of the rate: 0.0034
+
+
+def test_no_claim_uses_the_plain_student_t():
+    """student_t_interval under-covers skewed replicates at 5 seeds: no claims or figure module calls it."""
+    for package in (gradmc.claims, gradmc.figures):
+        for path in Path(package.__file__).parent.glob("*.py"):
+            if path.name != "stats.py":
+                assert "student_t_interval" not in path.read_text(), path
 
 
 def test_paired_t_is_the_t_interval_of_differences():
@@ -54,7 +92,9 @@ def test_paired_t_is_the_t_interval_of_differences():
     paired = paired_t_interval(a, b, "seeds")
     direct = t_interval(np.subtract(a, b), "seeds")
     assert (paired.effect, paired.low, paired.high) == pytest.approx((direct.effect, direct.low, direct.high))
-    assert paired.method.startswith("paired t")
+    assert (paired.low, paired.high) == pytest.approx(t_bounds(np.subtract(a, b)))
+    assert paired == paired_robust_t_interval(a, b, "seeds")
+    assert paired.method == "paired t and bootstrap-t (union) over 5 seeds (4999 resamples)"
     with pytest.raises(ValueError, match="equal numbers"):
         paired_t_interval([1.0, 2.0], [1.0], "seeds")
 
@@ -83,11 +123,23 @@ def test_bootstrap_is_reproducible_and_degenerate_cases():
     assert single.low == -math.inf and single.high == math.inf
 
 
+def test_an_unbounded_interval_names_its_methods_own_minimum():
+    rng = np.random.default_rng(8)
+    few = bootstrap_interval(log_ratio_of_means, (rng.lognormal(size=3), rng.lognormal(size=9)), "chains")
+    assert f"needs at least {MIN_BOOTSTRAP_REPLICATES} chains (has 3)" in decide(few, +1).note
+    stated = Interval(0.1, -math.inf, math.inf, 4, "timed runs", "bootstrap needs >= 5 timed runs per sampler, has 4")
+    assert "needs at least 5 timed runs (has 4)" in decide(stated, +1).note
+    t_few = t_interval([1.0, 2.0, 3.0], "seeds")
+    assert f"needs at least {MIN_T_REPLICATES} seeds (has 3)" in decide(t_few, +1).note
+
+
 def test_non_finite_and_empty_inputs_raise():
     with pytest.raises(ValueError, match="non-finite"):
         t_interval([1.0, math.nan, 2.0, 3.0, 4.0], "seeds")
     with pytest.raises(ValueError, match="no replicates"):
         t_interval([], "seeds")
+    with pytest.raises(ValueError, match="equal numbers"):
+        paired_t_interval([1.0, 2.0, 3.0, 4.0, 5.0], [1.0] * 4, "seeds")
     with pytest.raises(ValueError, match="empty"):
         bootstrap_interval(difference_of_means, ([], [1.0]), "chains")
 

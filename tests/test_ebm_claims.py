@@ -277,3 +277,58 @@ def test_an_unconverged_estimate_stays_an_upper_bound_when_its_check_is_not_deci
     assert [c.status for c in conv] == [NOT_DECIDABLE_SCALE]
     gibbs = out["our EBM(Gibbs-1) test log-likelihood on static_mnist agrees with the paper's -117.17 nats"]
     assert gibbs.interval.low == -math.inf and "did not converge" in gibbs.interval.method
+
+
+def _with_ess(frame: pd.DataFrame, ess: dict) -> pd.DataFrame:
+    """``frame`` with each sampler's ``ais_weights_ess`` row set to ``ess[sampler]``."""
+    out = frame.copy()
+    for sampler, value in ess.items():
+        out.loc[(out["sampler"] == sampler) & (out["metric"] == "ais_weights_ess"), "value"] = value
+    return out
+
+
+def test_too_few_effective_ais_chains_give_no_interval():
+    """Below MIN_AIS_WEIGHTS_ESS (25 = 25/32 of the 32 chains its coverage was measured with) the normal interval
+    from the AIS standard error covers under 93%: every interval that rests on that run is unbounded and its verdict
+    INCONCLUSIVE, however far the estimate lies from the null; at the threshold the interval is the normal one."""
+    from gradmc.claims.ebm import AIS_REFERENCE_CHAINS, MIN_AIS_ESS_FRACTION, MIN_AIS_WEIGHTS_ESS
+
+    assert MIN_AIS_WEIGHTS_ESS == MIN_AIS_ESS_FRACTION * AIS_REFERENCE_CHAINS == 25.0
+    clear = {"GWG": (-81.0, 0.3), "Gibbs-1": (-118.0, 0.4)}  # 37 nats apart, SE 0.5: PASS with enough chains
+    base = _frame(clear, base=-150.0)
+    at = _by_claim(claims(_with_ess(base, {"GWG": 25.0, "Gibbs-1": 25.0})))
+    ok = at["EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
+    assert ok.status == "PASS" and ok.interval.high - ok.interval.effect == pytest.approx(Z * 0.5)
+    low = _by_claim(claims(_with_ess(base, {"GWG": 50.0, "Gibbs-1": 19.0})))
+    c = low["EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"]
+    assert c.status == "INCONCLUSIVE" and c.interval.effect == pytest.approx(37.0)
+    assert (c.interval.low, c.interval.high) == (-math.inf, math.inf)
+    assert "AIS weights ESS Gibbs-1 19 < 25" in c.interval.method and "GWG" not in c.interval.method.split(";")[0]
+    assert "the metrics do not record the chain count" in c.interval.method
+    assert "interval_method column says why" in c.row()["note"] and "AIS evaluations" not in c.row()["note"]
+    # Gibbs-1's own agreement claim is unbounded; GWG's claims (ESS 50) keep their normal intervals
+    gibbs = [x for x in low.values() if x.direction == 0 and "Gibbs-1" in x.claim]
+    assert [x.status for x in gibbs] == ["INCONCLUSIVE"] and math.isinf(gibbs[0].interval.low)
+    gwg = [x for x in low.values() if "Gibbs" not in x.claim]  # agreement, baselines, base: all rest on GWG's run
+    assert gwg and all(math.isfinite(x.interval.low) and math.isfinite(x.interval.high) for x in gwg)
+    assert low["EBM trained with GWG beats its data-fitted base distribution (static_mnist)"].status == "PASS"
+    few = _by_claim(claims(_with_ess(base, {"GWG": 9.0, "Gibbs-1": 50.0})))
+    assert {x.status for x in few.values() if "Gibbs-1)" not in x.claim and "Gibbs-1 test" not in x.claim} == {
+        "INCONCLUSIVE"}
+    # no ais_weights_ess row: unchecked, the normal interval
+    none = _by_claim(claims(base[base["metric"] != "ais_weights_ess"]))
+    assert none["EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"].status == "PASS"
+
+
+def test_the_convergence_claim_checks_the_ess_of_its_recorded_run():
+    """The ais_weights_ess row is the final estimate's run (its step: that run's levels); the convergence claim
+    checks it when that run is one of its two, and says when a run's ESS is not in the metrics."""
+    points = {2000: (-90.0, 0.1), 4000: (-90.1, 0.1)}
+    frame = _with_convergence(_frame({"GWG": (-90.0, 0.3)}), points)
+    frame.loc[frame["metric"] == "ais_weights_ess", "step"] = 4000
+    (ok,) = [c for c in claims(frame) if c.paper == "GWG Fig. 14"]
+    assert ok.status == "PASS" and "weights ESS of the 2000 levels run is not in the metrics" in ok.interval.method
+    frame.loc[frame["metric"] == "ais_weights_ess", "value"] = 12.0
+    (few,) = [c for c in claims(frame) if c.paper == "GWG Fig. 14"]
+    assert few.status == "INCONCLUSIVE" and math.isinf(few.interval.low) and math.isinf(few.interval.high)
+    assert "AIS weights ESS 4000 levels 12 < 25" in few.interval.method

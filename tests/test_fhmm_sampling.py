@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from scipy import stats
+from _t_bounds import t_bounds
 
 from gradmc.claims.fhmm_sampling import claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
@@ -137,13 +137,12 @@ def test_claims_pass_fail_and_inconclusive():
         "GWG reaches a lower reconstruction error than Gibbs-1": "PASS",
         "GWG reaches a lower reconstruction error than HB-10-1": "INCONCLUSIVE"}
     assert good["GWG reaches a higher log joint than Gibbs-1"].note == ""  # paper-sized run: no size note
-    # closed form: paired t over 5 seeds of the final log joint GWG - Gibbs-1
+    # by hand: the t interval (t union bootstrap-t, tests/_t_bounds.py) over 5 seeds of the final log joint
+    # GWG - Gibbs-1
     d = (-250.0 + np.array(JITTER["GWG"])) - (-300.0 + np.array(JITTER["Gibbs-1"]))
-    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / np.sqrt(5)
     c = good["GWG reaches a higher log joint than Gibbs-1"]
     assert c.direction == 1 and c.interval.replicates == 5 and c.interval.unit == "seeds"
-    assert np.allclose([c.interval.effect, c.interval.low, c.interval.high],
-                       [d.mean(), d.mean() - half, d.mean() + half])
+    assert np.allclose([c.interval.effect, c.interval.low, c.interval.high], [d.mean(), *t_bounds(d)])
     assert "GWG -248 vs Gibbs-1 -298" in c.measured
     bad = {c.claim: c for c in claims(_synthetic(gwg_best=False, seeds=FIVE))}
     assert bad["GWG reaches a higher log joint than Block-HB"].status == "FAIL"

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from scipy import stats
+from _t_bounds import t_bounds
 
 from gradmc.claims.base import NOT_DECIDABLE_SCALE
 from gradmc.claims.kmc_gpc import QUOTES, claims
@@ -208,7 +208,8 @@ def test_figure_and_claims_on_the_smoke_run(sampling_metrics, tmp_path):
     assert [c.status for c in out if c.quote == QUOTES["plateau"]] == ["NOT RUN"] * (1 + others)
 
 
-_NOISE = {"KMC": [0.1, -0.2, 0.0, 0.3, -0.1], "KAMH": [-0.1, 0.0, 0.2, 0.1, 0.0], "RW": [0.0, 0.2, -0.1, 0.1, 0.05]}
+_NOISE = {"KMC": [0.05, -0.1, 0.0, 0.15, -0.05], "KAMH": [-0.05, 0.0, 0.1, 0.05, 0.0],
+          "RW": [0.0, 0.1, -0.05, 0.05, 0.025]}
 _W = [1.0, -1.0, 0.0, 2.0, -2.0]
 
 
@@ -237,7 +238,9 @@ def test_claims_pass_fail_inconclusive_on_synthetic_metrics():
     good = claims(_synthetic(415.0, 10.0))
     assert [c.status for c in good] == ["PASS"] * 12, [c.row() for c in good]
     assert [c.direction for c in good] == [1, 1, -1, -1] + [0] * 8
-    assert "KMC 423.4 vs RW 26.3" in good[0].measured and "paper: KMC ~415" in good[0].measured
+    # geometric means over runs: 415 exp(mean noise_KMC) and 25 exp(mean noise_RW)
+    kmc, rw = 415.0 * math.exp(np.mean(_NOISE["KMC"])), 25.0 * math.exp(np.mean(_NOISE["RW"]))
+    assert f"KMC {kmc:.1f} vs RW {rw:.1f}" in good[0].measured and "paper: KMC ~415" in good[0].measured
     bad = claims(_synthetic(10.0, 200.0, iterations=2000))
     assert [c.status for c in bad] == ["FAIL"] * 4 + ["NOT RUN"] * 3 + ["FAIL"] * 3 + ["PASS"] * 2
     assert "2000 iterations per run (paper 6000)" in bad[0].note and "0.33x" in bad[9].note
@@ -278,16 +281,15 @@ def test_claims_the_config_cannot_decide_are_not_decidable():
 def test_claims_effects_by_hand():
     good = claims(_synthetic(415.0, 10.0))
     # the KMC / RW ratio agreement: mean over runs of log(KMC / RW) - log(415 / 25) = mean(noise_KMC - noise_RW).
+    # The t interval (t union bootstrap-t) over 5 runs, recomputed in tests/_t_bounds.py.
     d = np.array(_NOISE["KMC"]) - np.array(_NOISE["RW"])
-    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / math.sqrt(5)
     iv = good[7].interval
-    np.testing.assert_allclose([iv.effect, iv.low, iv.high], [d.mean(), d.mean() - half, d.mean() + half])
+    np.testing.assert_allclose([iv.effect, iv.low, iv.high], [d.mean(), *t_bounds(d)])
     assert good[7].tolerance == pytest.approx(math.log(2)) and good[7].paper_value == pytest.approx(math.log(16.6))
     # MMD^2 vs RW from iteration 500 on: every recorded step >= 500 has log(10 / 80) + the noise difference (the
     # step-100 rows are before 500; the step-3,000 factor is common to both samplers).
     np.testing.assert_allclose(good[2].interval.effect, math.log(10 / 80) + d.mean())
     # KMC's plateau: per run log MMD^2(6,000) - log MMD^2(3,000) = -0.02 w_i.
     x = -0.02 * np.array(_W)
-    half = stats.t.ppf(0.975, 4) * x.std(ddof=1) / math.sqrt(5)
     iv = good[4].interval
-    np.testing.assert_allclose([iv.effect, iv.low, iv.high], [x.mean(), x.mean() - half, x.mean() + half], atol=1e-12)
+    np.testing.assert_allclose([iv.effect, iv.low, iv.high], [x.mean(), *t_bounds(x)], atol=1e-12)

@@ -5,7 +5,9 @@ There is ONE training run per (data set, sampler), so no interval here covers tr
 covers evaluation noise only. The test log-likelihood is mean_x f(x_test) - log Z_hat; its standard error is
 the row ``test_log_likelihood_se`` when the metrics hold it (AIS chains and test examples together), otherwise
 ``log_z_se`` alone (the AIS standard error over AIS chains; the test-example part is then missing, and the
-note says so). Intervals are normal: estimate +- z_{0.975} SE.
+note says so). Intervals are normal: estimate +- z_{0.975} SE, unbounded (INCONCLUSIVE) when the weights ESS of an AIS
+run it rests on (``ais_weights_ess``) is below :data:`MIN_AIS_WEIGHTS_ESS` (25, 25/32 of the 32 chains its
+coverage was measured with), where that interval covers under 93%.
 
 What the paper's numbers need (read from the config only; :func:`protocol_needs`). A model "as the paper trained
 it": ``ebm.train.iterations`` >= 50,000 (QUOTES["iterations"]), ``ebm.model.channels`` >= 64 and
@@ -82,7 +84,8 @@ from gradmc.claims.base import Claim, Need, agreement, at_least, config_value
 from gradmc.claims.stats import LEVEL, Interval
 from gradmc.experiments.ebm_samplers import LATER_PAPERS
 
-__all__ = ["claims", "protocol_needs", "CONVERGENCE_NATS", "PAPER_AIS_LEVELS", "PAPER_CHANNELS", "PAPER_BLOCKS",
+__all__ = ["claims", "protocol_needs", "AIS_REFERENCE_CHAINS", "CONVERGENCE_NATS", "MIN_AIS_ESS_FRACTION",
+           "MIN_AIS_WEIGHTS_ESS", "PAPER_AIS_LEVELS", "PAPER_CHANNELS", "PAPER_BLOCKS",
            "PAPER_GIBBS_STEPS", "PAPER_GWG_STEPS", "PAPER_ITERATIONS", "QUOTES", "TABLE2_BASELINES", "TABLE2_NATS",
            "TOLERANCE_NATS"]
 
@@ -200,11 +203,47 @@ def _se(df: pd.DataFrame, dataset: str, sampler: str) -> tuple[float, str]:
     return _value(df, dataset, sampler, "log_z_se"), "log_z_se only (AIS chains; the test-example part is missing)"
 
 
-def _normal(effect: float, se: float, method: str) -> Interval:
+AIS_REFERENCE_CHAINS = 32
+"""The AIS chains the coverage of :func:`_normal` was measured with (quick's ``ebm.ais.num_chains``)."""
+MIN_AIS_ESS_FRACTION = 25 / 32
+"""The AIS weights ESS, as a fraction of :data:`AIS_REFERENCE_CHAINS`, below which :func:`_normal` gives no bounds."""
+MIN_AIS_WEIGHTS_ESS = MIN_AIS_ESS_FRACTION * AIS_REFERENCE_CHAINS
+"""25: the fewest effective AIS chains (``ais_weights_ess``) for a normal interval from the AIS standard error.
+
+Measured (lognormal log weights over 32 chains): estimate +- 1.96 SE of log Z covers 0.943 at weights ESS 31.7 of
+32, 0.933 at 25, 0.913 at 19, 0.82 at 9 and 0.59 at 4: the delta-method SE of a log mean of skewed importance
+weights is too small when few weights dominate. The coverage reaches the claims' 0.93 at 25 / 32 = 0.78 of the
+chains. The metrics do not record the number of AIS chains, so the threshold is that fraction of the 32 chains it
+was measured with: an absolute ESS of 25. The ESS a normal interval needs grows with the chain count (with 100
+chains, as the paper config runs, the same simulation reaches 0.93 only from an ESS of about 50 and covers about
+0.91 at 32), so above 32 chains this threshold is too lenient; with 8 chains the interval never reaches 0.93 (0.91
+at equal weights) and no ESS of 8 chains passes it."""
+
+
+def _normal(effect: float, se: float, method: str, ess: dict[str, float] | None = None) -> Interval:
+    """effect +- z_{0.975} se over one AIS evaluation; unbounded without a standard error, or when an AIS run's
+    weights ESS (``ess``: which run -> its ``ais_weights_ess``; NaN: not in the metrics, unchecked) is below
+    :data:`MIN_AIS_WEIGHTS_ESS`, where the interval under-covers (the verdict is then INCONCLUSIVE)."""
     if not math.isfinite(se):
         return Interval(effect, -math.inf, math.inf, 1, _UNIT, f"no standard error in the metrics; {method}")
+    low_ess = {run: v for run, v in (ess or {}).items() if v < MIN_AIS_WEIGHTS_ESS}  # NaN compares False
+    if low_ess:
+        return Interval(effect, -math.inf, math.inf, 1, _UNIT,
+                        "no interval: AIS weights ESS " + ", ".join(f"{run} {v:.3g}" for run, v in low_ess.items())
+                        + f" < {MIN_AIS_WEIGHTS_ESS:g} ({MIN_AIS_ESS_FRACTION:.2f} of the {AIS_REFERENCE_CHAINS} "
+                        "chains the coverage was measured with; the metrics do not record the chain count): with "
+                        "so few effective AIS chains the normal interval from the AIS standard error covers under "
+                        f"93% (0.913 at ESS 19 of 32, 0.82 at 9); SE {se:.3g} ({method})")
     half = float(stats.norm.ppf(0.5 + LEVEL / 2.0)) * se
     return Interval(effect, effect - half, effect + half, 1, _UNIT, f"normal, SE {se:.3g} ({method})")
+
+
+def _ess(df: pd.DataFrame, dataset: str, sampler: str, levels: int | None = None) -> float:
+    """``ais_weights_ess`` of ``sampler``'s AIS run (of ``levels`` levels when given: the row's step), else NaN."""
+    m = df[(df["target"] == dataset) & (df["sampler"] == sampler) & (df["metric"] == "ais_weights_ess")]
+    if levels is not None:
+        m = m[m["step"] == levels]
+    return float(m["value"].iloc[-1]) if len(m) else math.nan
 
 
 def _context(df: pd.DataFrame, dataset: str, samplers: tuple[str, ...], source: str) -> str:
@@ -261,6 +300,7 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
         present = sorted(set(ll.loc[ll["target"] == dataset, "sampler"]))
         value = {s: _bounded_value(df, dataset, s) for s in present}
         se = {s: _se(df, dataset, s) for s in present}
+        ess = {s: _ess(df, dataset, s) for s in present}
         conv = {s: c for s in present if (c := _convergence(df, dataset, s, config)) is not None}
         loose = {s: _upper_bound_only(df, dataset, s, conv) for s in present}
         table2 = QUOTES.get(f"table2_{dataset}", "")
@@ -268,7 +308,7 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
         if {"GWG", "Gibbs-1"} <= set(present):
             both = math.hypot(se["GWG"][0], se["Gibbs-1"][0])
             src = se["GWG"][1] if se["GWG"][1] == se["Gibbs-1"][1] else f"GWG {se['GWG'][1]}, Gibbs {se['Gibbs-1'][1]}"
-            iv = _normal(value["GWG"] - value["Gibbs-1"], both, "sqrt(se_GWG^2 + se_Gibbs^2)")
+            iv = _normal(value["GWG"] - value["Gibbs-1"], both, "sqrt(se_GWG^2 + se_Gibbs^2)", ess)
             why = "; ".join(w for w in (loose["GWG"], loose["Gibbs-1"]) if w)
             iv = _bounded(iv, not loose["GWG"], not loose["Gibbs-1"], why)
             needs = _unique(protocol_needs(config, dataset, "GWG") + protocol_needs(config, dataset, "Gibbs-1") + ais)
@@ -280,8 +320,8 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
                              quote=" ... ".join(q for q in (table2, QUOTES["equal_time"]) if q),
                              test="superiority", needs=needs))
         for sampler in present:
-            ours = _bounded(_normal(value[sampler], se[sampler][0], se[sampler][1]), not loose[sampler], True,
-                            loose[sampler])
+            ours = _bounded(_normal(value[sampler], se[sampler][0], se[sampler][1], {sampler: ess[sampler]}),
+                            not loose[sampler], True, loose[sampler])
             context = _context(df, dataset, (sampler,), se[sampler][1])
             if sampler in TABLE2_NATS.get(dataset, {}):
                 out.append(agreement("ebm", "GWG Table 2", f"EBM({sampler}) test log-likelihood on {dataset}", ours,
@@ -300,7 +340,7 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
                 if printed >= TABLE2_NATS[dataset]["GWG"]:
                     continue  # the paper's own table has this baseline ahead ("on most datasets")
                 iv = _bounded(_normal(value["GWG"] - printed, se["GWG"][0], f"{se['GWG'][1]}; the printed value is "
-                                      "a constant"), not loose["GWG"], True, loose["GWG"])
+                                      "a constant", {"GWG": ess["GWG"]}), not loose["GWG"], True, loose["GWG"])
                 out.append(Claim("ebm", "GWG Table 2", f"EBM trained with GWG beats the {baseline} of Table 2 "
                                  f"({dataset})", f"test log-likelihood EBM(GWG) - {baseline}'s printed {printed:g} "
                                  "(nats); > 0: the EBM better", iv, +1,
@@ -313,7 +353,8 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
         rows = df[(df["target"] == dataset) & (df["metric"] == "base_test_log_likelihood")]["value"]
         base = float(rows.iloc[0]) if len(rows) else math.nan  # the base depends on the data only
         if "GWG" in present and math.isfinite(base):
-            iv = _normal(value["GWG"] - base, se["GWG"][0], f"EBM's SE, {se['GWG'][1]}; the base is exact")
+            iv = _normal(value["GWG"] - base, se["GWG"][0], f"EBM's SE, {se['GWG'][1]}; the base is exact",
+                         {"GWG": ess["GWG"]})
             iv = _bounded(iv, not loose["GWG"], True, loose["GWG"])
             out.append(Claim("ebm", "sanity check (the AIS base of GWG App. I.2.1)", f"EBM trained with GWG beats its "
                              f"data-fitted base distribution ({dataset})",
@@ -344,7 +385,11 @@ def _convergence(df: pd.DataFrame, dataset: str, sampler: str, config: dict | No
     k_prev = far[-1] if far else int(ll.index[0])  # the paper's ten-fold span, or the widest we have
     change = float(ll[k] - ll[k_prev])
     se_k, se_prev = float(se.get(k, math.nan)), float(se.get(k_prev, math.nan))
-    iv = _normal(change, math.hypot(se_k, se_prev), "sqrt(se_K^2 + se_K'^2), AIS chains of the two runs")
+    runs = {f"{k} levels": _ess(df, dataset, sampler, k), f"{k_prev} levels": _ess(df, dataset, sampler, k_prev)}
+    unknown = [run for run, v in runs.items() if math.isnan(v)]
+    iv = _normal(change, math.hypot(se_k, se_prev), "sqrt(se_K^2 + se_K'^2), AIS chains of the two runs"
+                 + (f"; the weights ESS of the {' and '.join(unknown)} run is not in the metrics" if unknown else ""),
+                 runs)
     est_se = _se(df, dataset, sampler)[0]
     literal = "yes" if abs(change) < est_se else "no"
     hard = _value(df, dataset, sampler, "test_log_likelihood_upper_bound")

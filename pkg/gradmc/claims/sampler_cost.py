@@ -10,7 +10,7 @@ the process, ``chain`` = the run), plus the per-(target, sampler) median ``ms_pe
 
 - Several processes: a replicate is a process. Effect: the mean over processes of log(median ms per step of X /
   median of Y) within the process (the runs of one process are interleaved, so the pair shares the machine's
-  state); interval: Student-t over processes (:func:`gradmc.claims.stats.t_interval`; unbounded below
+  state); interval: t union bootstrap-t over processes (:func:`gradmc.claims.stats.t_interval`; unbounded below
   :data:`MIN_PROCESSES`).
 - One process (older metrics): a replicate is a timed run; effect log(mean X / mean Y) over the runs, a
   percentile bootstrap over runs, the two samplers' runs resampled independently

@@ -15,8 +15,9 @@ appears here without code. One replicate is one seed (its chains run as one batc
   ESS per second = mean over chains of ESS / the sampler seconds of the chain's batch; ESS per energy
   evaluation = mean over chains of ESS / batched evaluations. These are per-chain numbers, as DISCS's tables.
 
-Intervals: Student t over seeds (:func:`gradmc.claims.stats.t_interval`, the claims' own rule: at least
-:data:`~gradmc.claims.stats.MIN_T_REPLICATES` seeds, else the interval is unbounded and the table says so).
+Intervals: the claims' t interval over seeds (:func:`gradmc.claims.stats.t_interval`: Student t union bootstrap-t,
+the claims' own rule: at least :data:`~gradmc.claims.stats.MIN_T_REPLICATES` seeds, else the interval is unbounded
+and the table says so).
 """
 
 from __future__ import annotations
