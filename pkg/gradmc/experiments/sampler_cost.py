@@ -69,7 +69,7 @@ def run_cost(config: dict, model_path, data_path, progress=print) -> pd.DataFram
         (seed 0, chain -1).
     """
     spec = config[EXPERIMENT]
-    processes = int(spec.get("processes", 1))
+    processes = int(spec["processes"])
     runs = []
     if processes == 1:
         runs = _time_one_process(config, model_path, data_path, 0)
