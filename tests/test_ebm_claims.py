@@ -332,3 +332,23 @@ def test_the_convergence_claim_checks_the_ess_of_its_recorded_run():
     (few,) = [c for c in claims(frame) if c.paper == "GWG Fig. 14"]
     assert few.status == "INCONCLUSIVE" and math.isinf(few.interval.low) and math.isinf(few.interval.high)
     assert "AIS weights ESS 4000 levels 12 < 25" in few.interval.method
+
+
+def test_gibbs_steps_need_reads_the_samplers_own_step_count():
+    """Gibbs-1's steps come from ebm.train.steps_by_sampler where set (a data set's override replaces the whole
+    mapping), else from num_steps; GWG's from num_steps unless it has an entry of its own."""
+    from gradmc.claims.ebm import protocol_needs
+
+    def gibbs(config, dataset="static_mnist", sampler="Gibbs-1"):
+        (need,) = [n for n in protocol_needs(config, dataset, sampler) if "steps per training iteration" in n.what]
+        return need.key, need.have
+
+    train = {"iterations": 10, "num_steps": 10, "steps_by_sampler": {"Gibbs-1": 800}}
+    config = {"ebm": {"equal_time": True, "model": {"channels": 64, "num_blocks": 8}, "train": train}}
+    assert gibbs(config) == ("ebm.train.steps_by_sampler.Gibbs-1", 800.0)
+    assert gibbs(config, sampler="GWG") == ("ebm.train.num_steps", 10.0)
+    train["overrides"] = {"frey": {"steps_by_sampler": {"GWG": 40}}}
+    assert gibbs(config, "frey") == ("ebm.train.num_steps", 10.0)
+    assert gibbs(config, "frey", "GWG") == ("ebm.train.overrides.frey.steps_by_sampler.GWG", 40.0)
+    del train["steps_by_sampler"]
+    assert gibbs(config) == ("ebm.train.num_steps", 10.0)
