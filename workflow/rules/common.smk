@@ -1,4 +1,5 @@
 # Shared helpers: config loading and validation, source digests, paths.
+import copy as _copy
 import os
 import sys
 
@@ -134,6 +135,27 @@ def stage_config(stage):
     """The part of the config hand-written stage ``stage`` reads (its module's META stages entry), keys sorted."""
     keys = _registry.stage_config_keys(stage)
     return _part(lambda whole: select(whole, keys), f"the stage {stage}")
+
+
+def ebm_stage_config(stage):
+    """stage_config(stage) for one (data set, sampler) job: ebm.train.steps_by_sampler (and any data set's
+    override of it) kept at the job's sampler's entry only, and left out when it has none (that sampler runs
+    num_steps), so changing Gibbs-1's step count reruns the Gibbs-1 jobs and not GWG's."""
+    whole = stage_config(stage)
+
+    def pick(wildcards):
+        part = _copy.deepcopy(whole)
+        train = part["ebm"]["train"]
+        for settings in (train, *(train.get("overrides") or {}).values()):
+            if "steps_by_sampler" in settings:
+                mine = {k: v for k, v in settings["steps_by_sampler"].items() if k == wildcards.sampler}
+                if mine:
+                    settings["steps_by_sampler"] = mine
+                else:
+                    del settings["steps_by_sampler"]
+        return part
+
+    return pick
 
 
 def job_message(exp):

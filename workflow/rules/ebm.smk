@@ -4,7 +4,6 @@
 # reported as such; ACS has no categorical form). With equal_time every non-GWG run (Gibbs-1, DMALA, ACS) gets
 # the GWG run's training time. Each sampler runs ebm.train.steps_by_sampler[<sampler>] steps per iteration when
 # the config names it there, else ebm.train.num_steps.
-import copy  # noqa: E402
 import re as _re  # noqa: E402
 
 from gradmc.experiments.ebm_samplers import SAMPLERS as EBM_SAMPLERS, feasible as ebm_feasible  # noqa: E402
@@ -17,25 +16,6 @@ EBM_EQUAL_TIME = config["ebm"]["equal_time"]
 EBM_SHAPES = {"frey": "28x20"}
 
 
-def ebm_stage_config(stage):
-    """stage_config(stage) for one (data set, sampler) job: ebm.train.steps_by_sampler (and any data set's
-    override of it) kept at the job's sampler's entry only, and left out when it has none (that sampler runs
-    num_steps), so changing Gibbs-1's step count reruns the Gibbs-1 jobs and not GWG's."""
-    whole = stage_config(stage)
-
-    def pick(wildcards):
-        part = copy.deepcopy(whole)
-        train = part["ebm"]["train"]
-        for settings in (train, *(train.get("overrides") or {}).values()):
-            if "steps_by_sampler" in settings:
-                mine = {k: v for k, v in settings["steps_by_sampler"].items() if k == wildcards.sampler}
-                if mine:
-                    settings["steps_by_sampler"] = mine
-                else:
-                    del settings["steps_by_sampler"]
-        return part
-
-    return pick
 # Fig. 8 reads the replay-buffer samples train_ebm writes beside its checkpoint (a figure reads no model)
 EBM_SAMPLES = " ".join(f"{d}/{s}={EBM_DIR}/{d}/{s}/model.samples.npz:{EBM_SHAPES.get(d, '28x28')}"
                        for d, s in EBM_RUNS)
