@@ -4,7 +4,8 @@ The claims' interval of a mean is the union of the Student-t interval and the st
 interval. This module recomputes both without the module's code: Student t from scipy's quantile, bootstrap-t
 resample by resample in a plain loop, from the resamples the module documents (one generator seeded with
 BOOTSTRAP_SEED draws an index array of shape (1, resamples, n), int32), t* = (mean* - mean) / se* per resample, the
-order statistics at floor(p (resamples - 1)) for p = 0.025 and 0.975, bounds mean - t*_hi se and mean - t*_lo se
+order statistics at floor(p (k - 1)) for p = 0.025 and 0.975 over the k resamples with spread (one of a
+repeated value has no t* and is left out), bounds mean - t*_hi se and mean - t*_lo se
 (both the mean when the spread is at floating-point rounding).
 """
 
@@ -39,13 +40,11 @@ def bootstrap_t_bounds(values, level: float = 0.95, resamples: int = N_RESAMPLES
         r = x[row]
         r_se = float(r.std(ddof=1)) / math.sqrt(n)
         diff = float(r.mean()) - mean
-        if r_se > 0:
+        if r_se > 1e-12 * float(np.abs(x).max()):  # a resample of one repeated value has no t*: left out
             ts.append(diff / r_se)
-        else:  # a resample of one repeated value: t* = 0 at the sample's mean, else +-inf
-            ts.append(0.0 if diff == 0 else math.copysign(math.inf, diff))
     ts.sort()
-    t_lo = ts[math.floor((0.5 - level / 2) * (resamples - 1))]
-    t_hi = ts[math.floor((0.5 + level / 2) * (resamples - 1))]
+    t_lo = ts[math.floor((0.5 - level / 2) * (len(ts) - 1))]
+    t_hi = ts[math.floor((0.5 + level / 2) * (len(ts) - 1))]
     return mean - t_hi * se, mean - t_lo * se
 
 

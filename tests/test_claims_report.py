@@ -115,3 +115,13 @@ def test_claims_md_shows_quotes_and_keeps_undecidable_claims_apart(tmp_path):
     decided, rest = text.index("### Decided by this config (1)"), text.index("### Not decidable by this config")
     assert decided < text.index("GWG beats Gibbs |") < rest < text.index("GWG beats Gibbs at scale")
     assert figure(parquet, tmp_path / "dash", "quick")[1].stat().st_size > 1000
+
+
+def test_claims_md_escapes_table_pipes(tmp_path):
+    clear = Interval(1.0, 0.5, 1.5, 100, "chains", "bootstrap")
+    rows = pd.DataFrame([Claim("x", "KMC Fig. 3", "KMC's mean error is lower", "log ||E_hat[x]|| KMC - RW", clear,
+                               -1).row()])
+    md, _, _ = write_claims(rows, tmp_path / "claims", "quick")
+    line = next(x for x in md.read_text().splitlines() if "KMC's mean error" in x)
+    assert "\\|\\|E_hat[x]\\|\\|" in line
+    assert len(line.replace("\\|", "").split("|")) - 2 == 11  # every row has the header's 11 cells

@@ -226,3 +226,11 @@ def test_equivalence_is_two_one_sided_tests_and_superiority_is_unchanged():
         decide(_iv(1.0, 0.2, 1.8), +1, test="non-inferiority")
     with pytest.raises(ValueError, match="test must be one of"):
         decide(_iv(1.0, 0.2, 1.8), +1, test="comparable")
+
+
+def test_tied_replicates_keep_a_bounded_interval():
+    """Resamples of one repeated value (frequent when 3 of 5 replicates tie, e.g. a recall of k / L) have no
+    studentized value and are left out, so ties do not make the interval unbounded."""
+    for values in ([0.0, 0.0, 0.0, 0.0, 1 / 56], [-0.2, -0.2, -0.2, -0.3, -0.15]):
+        iv = t_interval(values, "seeds")
+        assert math.isfinite(iv.low) and math.isfinite(iv.high) and iv.low <= iv.effect <= iv.high, iv

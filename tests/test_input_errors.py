@@ -12,7 +12,7 @@ from gradmc.claims import claims_frame
 from gradmc.cli import main
 from gradmc.evaluation.ais import BernoulliBase
 from gradmc.experiments.ebm import read_checkpoint
-from gradmc.results import provenance, write_parquet
+from gradmc.results import provenance, read_parquet, write_parquet
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.training.ebm import EBMTrainer
 
@@ -201,3 +201,35 @@ def test_a_cpu_only_job_of_a_cuda_config_runs_without_cuda(tmp_path, monkeypatch
     assert reached == [("kmc_abc", "cpu")]
     assert main(["run", "ising_sampling", "--config", "config/paper.yaml", "--out", out]) == 2
     assert "asks for device: cuda but this machine has no CUDA device" in capsys.readouterr().err
+
+
+def test_claims_refuse_a_config_the_metrics_were_not_made_with(tmp_path, capsys, monkeypatch):
+    """A need's key that the metrics' own provenance config holds must agree with --config; --out may not overwrite
+    an input; a claims module's ValueError (e.g. a non-finite replicate) is one line naming the file."""
+    from gradmc.claims import kmc_abc
+    from gradmc.claims.base import Claim, _check_run_config, at_least
+    from gradmc.claims.stats import Interval
+
+    config = {"kmc_abc": {"runs": [0, 1, 2, 3, 4], "num_iterations": 5000}}
+    claim = Claim("kmc_abc", "KMC Fig. 4 right", "c", "e", Interval(1.0, 0.5, 1.5, 5, "runs", "t"), +1,
+                  needs=(at_least(config, "kmc_abc.num_iterations", 5000, "iterations"),))
+    _check_run_config([claim], config, {"kmc_abc": {"num_iterations": 5000}}, "m.parquet")  # agrees
+    _check_run_config([claim], config, {"kmc_gpc": {}}, "m.parquet")  # the file's config lacks the key: unchecked
+    with pytest.raises(ValueError, match="m.parquet was made with kmc_abc.num_iterations = 1000, but the config "
+                                         "given holds 5000"):
+        _check_run_config([claim], config, {"kmc_abc": {"num_iterations": 1000}}, "m.parquet")
+
+    good = _metrics(tmp_path, "kmc_abc")
+    assert main(["claims", "--metrics", f"kmc_abc={good}", "--config", SMOKE, "--out",
+                 str(good).removesuffix(".parquet")]) == 2
+    assert "would overwrite" in capsys.readouterr().err and read_parquet(good)[0]["metric"].iloc[0] == "min_ess"
+
+    def non_finite(df, config=None):
+        raise ValueError("t interval over runs: 1 non-finite of 5 values")
+
+    monkeypatch.setattr(kmc_abc, "claims", non_finite)
+    out = tmp_path / "out" / "claims"
+    assert main(["claims", "--metrics", f"kmc_abc={good}", "--config", SMOKE, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "kmc_abc claims cannot be computed" in err and "non-finite" in err and "Traceback" not in err
+    assert not list((tmp_path / "out").glob("claims.*"))

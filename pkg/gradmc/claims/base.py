@@ -296,8 +296,33 @@ def claims_frame(metrics: dict[str, str | Path], config: dict | None = None) -> 
             raise InputError(f"{path} is not a gradmc metrics file: {err}") from None
         inputs[experiment] = {"path": str(path), "git_commit": prov.get("git_commit"),
                               "config_hash": prov.get("config_hash")}
-        rows += [c.row() for c in module.claims(df, config)]
+        try:
+            made = module.claims(df, config)
+        except ValueError as err:  # e.g. a non-finite replicate the schema let through
+            raise InputError(f"{path}: the {experiment} claims cannot be computed from these metrics: {err}") from None
+        _check_run_config(made, config, prov.get("config"), path)
+        rows += [c.row() for c in made]
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS), inputs
+
+
+def _check_run_config(made: list[Claim], config: dict | None, run_config: dict | None, path) -> None:
+    """Refuse to judge a metrics file by a config it was not made with: every key a need reads that the file's
+    own provenance config also holds must have the same value in both.
+
+    Raises:
+        InputError: naming the file, the key and both values.
+    """
+    if config is None or not isinstance(run_config, dict):
+        return
+    for key in sorted({n.key for c in made for n in c.needs if n.key}):
+        try:
+            theirs = config_value(run_config, key)
+        except InputError:
+            continue  # the file's config part does not hold this key (another stage's setting)
+        ours = config_value(config, key)
+        if theirs != ours:
+            raise InputError(f"{path} was made with {key} = {theirs!r}, but the config given holds {ours!r}: its "
+                             "claims would be judged against a run that did not happen; give the run's own config")
 
 
 def _fmt(v: float) -> str:
@@ -358,6 +383,8 @@ def write_claims(frame: pd.DataFrame, out_prefix: str | Path, config_name: str, 
     columns = {"paper": "figure", "quote": "the paper says", "claim": "claim", "test_margin": "test",
                "effect_name": "effect", "interval": "effect [95% interval]", "n": "replicates", "status": "verdict",
                "paper_number": "paper value", "measured": "measured", "why": "needs and notes"}
+    table[list(columns)] = table[list(columns)].apply(  # a "|" in a cell would split the markdown table's columns
+        lambda col: col.astype(str).str.replace("|", "\\|", regex=False))
     for origin in [o for o in ORIGINS if (table["origin"] == o).any()]:
         part = table[table["origin"] == origin]
         lines += [f"## {origin}: {ORIGINS[origin]}", ""]

@@ -274,6 +274,13 @@ def _cmd_claims(args) -> None:
     from gradmc.config import load_config
 
     metrics = _named_metrics(args.metrics)
+    inputs = {os.path.realpath(p): e for e, p in metrics.items()}
+    outputs = [f"{args.out}.{ext}" for ext in ("md", "csv", "parquet")]
+    outputs += [f"{args.dashboard}.{ext}" for ext in ("pdf", "png")] if args.dashboard else []
+    for out in outputs:
+        if os.path.realpath(out) in inputs:
+            raise InputError(f"--out/--dashboard would overwrite {out}, the {inputs[os.path.realpath(out)]} metrics "
+                             "this command reads; choose another prefix")
     config = load_config(args.config)
     name = args.config_name or str(config.get("name", ""))
     for prefix in (args.out, args.dashboard):  # before any work or write: a bad folder loses nothing
