@@ -59,8 +59,8 @@ from the effect to the null (or to the nearer band edge).
 from __future__ import annotations
 
 import math
-import warnings
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
