@@ -120,3 +120,27 @@ def test_corrupt_plan_json_is_refused(tmp_path, capsys, text, expected):
     assert code == 2 and f"plan {tmp_path / 'plan.json'}" in err and expected in err, err
     assert "gradmc plan --config" in err and "Traceback" not in err
     assert profile.read_text() == PROFILE.read_text()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("name: decide\n", "results/decide"),          # where the pipeline writes that config's results
+    ("name: ''\n", "results/mine"),                # no usable name: the file's stem
+    ("name: a/b\n", "results/mine"),
+    ("[1, 2]\n", "results/mine"),                  # not a mapping: the plan's config check reports it later
+    (": : :\n", "results/mine"),                   # not YAML
+])
+def test_default_out_is_the_configs_results_folder(tmp_path, text, expected):
+    from gradmc.plan.cli import _default_out
+
+    config = tmp_path / "mine.yaml"
+    config.write_text(text)
+    assert _default_out(str(config)) == expected
+
+
+@pytest.mark.parametrize("history, chains, expected", [(0, 4, 100), (400, 4, 100), (1000, 4, 250), (1001, 4, 251)])
+def test_slice_benchmark_holds_kmc_gpcs_history(history, chains, expected):
+    from gradmc.plan.measure import benchmark_iterations
+
+    config = {"kmc_gpc": {"num_history": history, "benchmark": {"num_chains": chains}}}
+    assert benchmark_iterations(config) == expected
+    assert benchmark_iterations(config) * chains >= history

@@ -30,8 +30,9 @@ def add_plan_parser(sub) -> None:
                "runs)\n  gradmc plan --out results/paper --slurm-profile workflow/profiles/slurm/config.yaml\n"
                "      (no probes: rewrite the profile's set-resources from OUT/plan.json)")
     p.add_argument("--config", default=None, help="config to plan (default config/paper.yaml)")
-    p.add_argument("--out", default="results/paper", help="folder of plan.md, plan.json and the slice's files "
-                                                          "(OUT/slice/; default results/paper)")
+    p.add_argument("--out", default=None, help="folder of plan.md, plan.json and the slice's files (OUT/slice/; "
+                                               "default results/<the config's name>, where the pipeline writes "
+                                               "that config's results; with --slurm-profile results/paper)")
     p.add_argument("--workers", type=positive_int, nargs="+", default=None,
                    help=f"worker counts (>= 1) of the makespan table (default "
                         f"{' '.join(map(str, DEFAULT_WORKERS))})")
@@ -98,6 +99,23 @@ def _resolve_mode(args) -> None:
             setattr(args, name, value)
 
 
+def _default_out(config_path: str) -> str:
+    """``results/<name>`` for the config's ``name`` key (the folder the pipeline writes that config's results to);
+    the file's stem when the YAML has no usable name (its own errors are reported by the plan's config check)."""
+    import yaml
+
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            name = (yaml.safe_load(f) or {}).get("name")
+    except (OSError, yaml.YAMLError, AttributeError):
+        name = None
+    if not isinstance(name, str) or not name.strip() or "/" in name:
+        from pathlib import Path
+
+        name = Path(config_path).stem
+    return f"results/{name}"
+
+
 def _check_out_folder(out: str) -> None:
     from pathlib import Path
 
@@ -150,13 +168,16 @@ def plan_command(args) -> None:
     from gradmc.errors import MissingInputError
 
     _resolve_mode(args)
-    _check_out_folder(args.out)
     if args.slurm_profile is not None:
+        args.out = args.out or "results/paper"
+        _check_out_folder(args.out)
         _write_profile(args)
         return
     if not args.config.strip() or not Path(args.config).exists():
         raise MissingInputError(f"--config {args.config}: config file not found (expected a config YAML such as "
                                 "config/paper.yaml or config/quick.yaml)")
+    args.out = args.out or _default_out(args.config)
+    _check_out_folder(args.out)
     from gradmc.plan.report import write_plan
     from gradmc.plan.slice import make_plan
 

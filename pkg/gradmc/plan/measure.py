@@ -276,13 +276,22 @@ def warm_pair(make_level1, level2, repeats: int = WARM_REPEATS, repeat_below_s: 
     return t1, t2
 
 
-def produce_benchmark(config: dict, out: str, iterations: int = 100) -> None:
+def benchmark_iterations(config: dict, least: int = 100) -> int:
+    """Iterations per chain of the slice's benchmark file: ``least``, or more where kmc_gpc's ``num_history``
+    needs more samples than ``num_chains x least`` (kmc_gpc refuses a benchmark file shorter than its history)."""
+    spec = config["kmc_gpc"]
+    chains = int(spec["benchmark"]["num_chains"])
+    return max(int(least), -(-int(spec.get("num_history", 0) or 0) // chains))
+
+
+def produce_benchmark(config: dict, out: str, iterations: int | None = None) -> None:
     """The GP-classification benchmark file kmc_gpc reads, at slice length: every chain of
-    ``kmc_gpc.benchmark`` for ``iterations`` iterations, no burn-in, no thinning (num_chains x iterations
-    samples; kmc_gpc needs num_history of them)."""
+    ``kmc_gpc.benchmark`` for ``iterations`` iterations (default :func:`benchmark_iterations`), no burn-in, no
+    thinning (num_chains x iterations samples; kmc_gpc needs num_history of them)."""
     from gradmc.experiments.standard import collect, job_config
     from gradmc.results import provenance, write_parquet
 
+    iterations = benchmark_iterations(config) if iterations is None else iterations
     cfg = copy.deepcopy(config)
     cfg["kmc_gpc"]["benchmark"].update(num_iterations=iterations, num_burn_in=0, thin=1)
     module = importlib.import_module("gradmc.experiments.kmc_gpc_benchmark")

@@ -150,6 +150,10 @@ def _produce_benchmark(p: Planner, path: Path) -> None:
     code = ("import sys; from gradmc.config import load_config; from gradmc.plan.measure import produce_benchmark; "
             "produce_benchmark(load_config(sys.argv[1]), sys.argv[2])")
     if p.progress:
-        p.progress("[plan] making a short kmc_gpc benchmark file (10 chains x 100 iterations) for kmc_gpc's probes")
+        from gradmc.plan.measure import benchmark_iterations
+
+        chains = p.paper["kmc_gpc"]["benchmark"]["num_chains"]
+        p.progress(f"[plan] making a short kmc_gpc benchmark file ({chains} chains x {benchmark_iterations(p.paper)} "
+                   "iterations) for kmc_gpc's probes")
     subprocess.run([sys.executable, "-c", code, str(p.config_path), str(path)], check=False,
                    capture_output=True, timeout=max(p.seconds_left(), 5))
