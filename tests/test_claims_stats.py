@@ -202,6 +202,29 @@ def test_bad_verdict_arguments():
         decide(_iv(1.0, 0.0, 2.0), 0)
     with pytest.raises(ValueError, match="NaN"):
         decide(_iv(math.nan, 0.0, 2.0), 1)
+    with pytest.raises(ValueError, match="lower bound above its upper bound"):
+        decide(_iv(1.0, 2.0, 0.5), 1)
+    with pytest.raises(ValueError, match="superiority test has no margin"):
+        decide(_iv(1.0, 0.2, 1.8), 1, tolerance=0.1)
+    for margin in (math.inf, 0.0, -1.0):   # an infinite band would PASS every bounded interval
+        with pytest.raises(ValueError, match="finite margin"):
+            decide(_iv(1.0, 0.2, 1.8), 0, tolerance=margin, test="equivalence")
+
+
+def test_inconclusive_note_reads_the_bound_that_crosses_the_edge():
+    # a lopsided interval (t union bootstrap-t): 1.0 from the null, the lower bound reaches 1.5 below the
+    # estimate, the upper only 0.2 above it: (1.5 / 1)^2 = 2.25x, never "1.0x" from the symmetric half-width
+    lopsided = decide(_iv(1.0, -0.5, 1.2), +1)
+    assert lopsided.status == "INCONCLUSIVE" and "about 2.2x the seeds" in lopsided.note, lopsided.note
+    mirrored = decide(_iv(-1.0, -1.2, 0.5), -1)
+    assert "about 2.2x the seeds" in mirrored.note, mirrored.note
+    # equivalence: only the upper edge (0.5) is crossed, 0.3 from the estimate, reached 0.6 above it: 4x
+    upper = decide(_iv(0.2, 0.1, 0.8), 0, tolerance=0.5, test="equivalence")
+    assert "about 4.0x the seeds" in upper.note, upper.note
+    # an estimate exactly on the decision edge: no replicate count can decide it
+    for verdict in (decide(_iv(0.0, -1.0, 1.0), +1), decide(_iv(0.5, 0.0, 1.0), 0, tolerance=0.5, test="equivalence")):
+        assert verdict.status == "INCONCLUSIVE" and "the estimate sits on" in verdict.note, verdict.note
+        assert "x the seeds" not in verdict.note
 
 
 @pytest.mark.parametrize(("interval", "status"), [

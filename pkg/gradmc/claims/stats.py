@@ -389,8 +389,10 @@ def _minimum(method: str) -> int | None:
     return MIN_T_REPLICATES if re.match(r"(paired )?(Student )?t\b", method) else None
 
 
-def _more_replicates(interval: Interval, distance: float) -> str:
-    """The replicates that would shrink the half-width below ``distance`` (1 / sqrt(n) scaling)."""
+def _more_replicates(interval: Interval, distance: float, width: float | None = None) -> str:
+    """The replicates that would shrink ``width`` (the interval's reach from the estimate across the decision
+    edge; default its half-width) below ``distance``, the estimate's distance to that edge (1 / sqrt(n)
+    scaling)."""
     n, unit = interval.replicates, interval.unit
     if math.isinf(interval.low) != math.isinf(interval.high):
         return ("one bound of the interval is unknown (one-sided: the interval_method column says why), so more "
@@ -402,12 +404,14 @@ def _more_replicates(interval: Interval, distance: float) -> str:
         if n < minimum:
             return f"needs at least {minimum} {unit} (has {n}) for an interval"
     if distance <= 0 or not math.isfinite(distance):
-        return "the effect sits on the null: more replicates would not decide it unless the effect differs"
-    factor = (interval.half_width / distance) ** 2
+        return ("the estimate sits on the decision edge: more replicates would not decide it unless the effect "
+                "differs")
+    width = interval.half_width if width is None else width
+    factor = (width / distance) ** 2
     if factor > MAX_FACTOR:
         return (f"would need over {MAX_FACTOR:,}x the {unit} (the estimate is {distance:.3g} from the decision "
-                f"edge, the half-width {interval.half_width:.3g}): not decidable by more replicates")
-    return f"would need about {max(factor, 1.0):.1f}x the {unit} (about {math.ceil(n * factor)} instead of {n})"
+                f"edge, the interval reaches {width:.3g} from it): not decidable by more replicates")
+    return f"would need about {factor:.1f}x the {unit} (about {math.ceil(n * factor)} instead of {n})"
 
 
 TESTS = ("superiority", "non-inferiority", "equivalence", "agreement")
@@ -447,7 +451,8 @@ def decide(interval: Interval, direction: int, null: float = 0.0, tolerance: flo
 
     Raises:
         ValueError: an unknown test; a direction that does not fit the test; a test with a margin and no
-            positive tolerance; a NaN bound.
+            finite positive tolerance; a superiority test given a tolerance (it has no margin); a NaN bound; a
+            lower bound above the upper one.
     """
     test = test or ("agreement" if direction == 0 else "superiority")
     if test not in TESTS:
@@ -460,9 +465,14 @@ def decide(interval: Interval, direction: int, null: float = 0.0, tolerance: flo
     lo, hi, e = interval.low, interval.high, interval.effect
     if any(math.isnan(v) for v in (lo, hi, e)):
         raise ValueError(f"interval with NaN: {interval}")
-    if test != "superiority" and (tolerance is None or not tolerance > 0):
-        raise ValueError(f"{'an' if test[0] in 'aeiou' else 'a'} {test} claim needs a margin (tolerance) > 0, got "
-                         f"{tolerance!r}")
+    if lo > hi:
+        raise ValueError(f"interval with its lower bound above its upper bound: {interval}")
+    if test == "superiority" and tolerance is not None:
+        raise ValueError(f"a superiority test has no margin, got tolerance {tolerance!r} (use test="
+                         "'non-inferiority' or 'equivalence' for a claim with a margin)")
+    if test != "superiority" and (tolerance is None or not 0 < tolerance < math.inf):
+        raise ValueError(f"{'an' if test[0] in 'aeiou' else 'a'} {test} claim needs a finite margin (tolerance) > 0, "
+                         f"got {tolerance!r}")
     if direction == 0:
         a, b = null - tolerance, null + tolerance
         if a <= lo and hi <= b:
@@ -471,9 +481,15 @@ def decide(interval: Interval, direction: int, null: float = 0.0, tolerance: flo
             return Verdict("FAIL")
         inside = min(e - a, b - e)
         band = "agreement band" if test == "agreement" else "equivalence margin"
-        return Verdict("INCONCLUSIVE", f"interval overlaps the {band}'s edge; "
-                       + (_more_replicates(interval, inside) if inside > 0 else
-                          "the estimate lies outside the band: more replicates would most likely make it a FAIL"))
+        if inside > 0:
+            crossed = [(e - a, e - lo)] * (lo < a) + [(b - e, hi - e)] * (hi > b)   # (distance, reach) per edge
+            distance, reach = max(crossed, key=lambda side: side[1] / side[0])
+            more = _more_replicates(interval, distance, reach)
+        elif inside == 0:
+            more = "the estimate sits on the band's edge: more replicates would not decide it unless the effect differs"
+        else:
+            more = "the estimate lies outside the band: more replicates would most likely make it a FAIL"
+        return Verdict("INCONCLUSIVE", f"interval overlaps the {band}'s edge; {more}")
     if test == "non-inferiority":
         null = null - direction * tolerance
     side_lo, side_hi = (lo - null, hi - null) if direction > 0 else (null - hi, null - lo)
@@ -483,5 +499,7 @@ def decide(interval: Interval, direction: int, null: float = 0.0, tolerance: flo
         return Verdict("FAIL")
     side = "the paper's side" if direction * (e - null) > 0 else "the other side"
     what = "the null" if test == "superiority" else "the non-inferiority margin"
+    # the bound that crosses the (shifted) null: the lower one when the estimate lies above it, else the upper one
+    reach = (e - lo) if e > null else (hi - e)
     return Verdict("INCONCLUSIVE", f"interval straddles {what}, estimate on {side}; "
-                   + _more_replicates(interval, abs(e - null)))
+                   + _more_replicates(interval, abs(e - null), reach))
