@@ -65,10 +65,11 @@ def _log_ess(df: pd.DataFrame, sampler: str) -> pd.DataFrame:
     return np.log(m.pivot_table(index="seed", columns="n", values="value", aggfunc="mean"))
 
 
-def per_run_slopes(log_ess: pd.DataFrame) -> np.ndarray:
-    """Least-squares slope of log min ESS against log n, one per run (row) with values at >= 2 n."""
+def per_run_slopes(values: pd.DataFrame) -> np.ndarray:
+    """Least-squares slope of the values (e.g. log min ESS, acceptance rate) against log n, one per run (row) with
+    values at >= 2 n."""
     slopes = []
-    for _, row in log_ess.iterrows():
+    for _, row in values.iterrows():
         row = row.dropna()
         if len(row) >= 2:
             slopes.append(float(np.polyfit(np.log(row.index.to_numpy(dtype=float)), row.to_numpy(), 1)[0]))
@@ -104,6 +105,23 @@ def _gm(x: np.ndarray | pd.Series) -> float:
     return float(np.exp(np.nanmean(x)))
 
 
+def _against_baselines(kmc_hi: pd.Series, present: set, n_hi: int, table):
+    """KMC at the largest n paired by run with RW (its one column: RW has no n) and with KAMH at the same n.
+
+    Yields (other, at, where, kmc values, other's values) per baseline present with paired runs; ``at`` is the
+    baseline's n (None for RW), ``where`` its wording; ``table(sampler)`` is that sampler's frame (runs x n)."""
+    for other, at in (("RW", None), ("KAMH", n_hi)):
+        if other not in present:
+            continue
+        theirs = table(other)
+        col = at if at is not None else theirs.columns[0]
+        if col not in theirs.columns:
+            continue
+        a, b = _pair(kmc_hi, theirs[col])
+        if len(a):
+            yield other, at, ("at the same n" if at is not None else f"(KMC at the largest n = {n_hi})"), a, b
+
+
 def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     """KMC vs RW and KAMH at the largest n; KMC's trend over n and its gap to HMC (module docstring)."""
     ess = df[df["metric"] == "min_ess"]
@@ -116,17 +134,7 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     present = set(ess["sampler"])
     runs = _runs_need(config)
     out: list[Claim] = []
-    for other, at in (("RW", None), ("KAMH", n_hi)):
-        if other not in present:
-            continue
-        theirs = _log_ess(df, other)
-        col = at if at is not None else theirs.columns[0]
-        if col not in theirs.columns:
-            continue
-        a, b = _pair(kmc[n_hi], theirs[col])
-        if not len(a):
-            continue
-        where = "at the same n" if at is not None else f"(KMC at the largest n = {n_hi})"
+    for other, at, where, a, b in _against_baselines(kmc[n_hi], present, n_hi, lambda s: _log_ess(df, s)):
         out.append(Claim(
             _EXP, _FIG, f"KMC's minimum ESS beats {other} {where}",
             f"mean over runs of log(min ESS KMC (n = {n_hi}) / min ESS {other}); > 0: KMC larger",
@@ -170,19 +178,11 @@ def _panel_claims(df: pd.DataFrame, present: set, n_hi: int, note: str, config: 
     out: list[Claim] = []
     if "mean_norm" in metrics:
         kmc = _values(df, "mean_norm", "KMC")
-        for other, at in (("RW", None), ("KAMH", n_hi)):
-            if other not in present or n_hi not in kmc.columns:
-                continue
-            theirs = _values(df, "mean_norm", other)
-            col = at if at is not None else theirs.columns[0]
-            if col not in theirs.columns:
-                continue
-            a, b = _pair(kmc[n_hi], theirs[col])
-            if not len(a):
-                continue
+        pairs = (_against_baselines(kmc[n_hi], present, n_hi, lambda s: _values(df, "mean_norm", s))
+                 if n_hi in kmc.columns else ())
+        for other, _, where, a, b in pairs:
             out.append(Claim(
-                _EXP, _FIG, f"KMC's norm of the empirical mean is below {other}'s "
-                + ("at the same n" if at is not None else f"(KMC at the largest n = {n_hi})"),
+                _EXP, _FIG, f"KMC's norm of the empirical mean is below {other}'s {where}",
                 f"mean over runs of log(||E_hat[x]|| KMC (n = {n_hi}) / {other}); < 0: KMC closer to the true mean 0",
                 paired_t_interval(a, b, "runs"), -1,
                 f"geometric mean ||E_hat[x]||: KMC (n = {n_hi}) {_gm(a):.3g} vs {other} {_gm(b):.3g}", note,
@@ -190,15 +190,11 @@ def _panel_claims(df: pd.DataFrame, present: set, n_hi: int, note: str, config: 
     if "acceptance_rate" in metrics:
         acc = _values(df, "acceptance_rate", "KMC")
         if acc.shape[1] >= 2:
-            slopes = []
-            for _, row in acc.iterrows():
-                row = row.dropna()
-                if len(row) >= 2:
-                    slopes.append(float(np.polyfit(np.log(row.index.to_numpy(dtype=float)), row.to_numpy(), 1)[0]))
+            slopes = per_run_slopes(acc)
             out.append(Claim(
                 _EXP, _FIG, "KMC's acceptance rate rises with n = m (trend over all n; KMC approaches HMC)",
                 "mean over runs of the least-squares slope of KMC's acceptance rate against log n; > 0: rises",
-                t_interval(np.asarray(slopes), "runs"), +1,
+                t_interval(slopes, "runs"), +1,
                 "mean acceptance of KMC: " + ", ".join(f"n = {n}: {acc[n].mean():.3f}" for n in acc.columns)
                 + (f"; HMC {_values(df, 'acceptance_rate', 'HMC').iloc[:, 0].mean():.3f}" if "HMC" in present else ""),
                 note, quote=QUOTES["approaches"], test="superiority", needs=(runs,)))
