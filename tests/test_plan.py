@@ -127,6 +127,27 @@ def test_ebm_tasks_wait_for_their_own_data_set(tmp_path):
     assert (train["gpu"], prep["gpu"]) == (True, False)
 
 
+def test_ebm_units_follow_each_data_sets_overrides(tmp_path):
+    """A data set's ``overrides`` entry (quick: frey trains 120 iterations, 200 + 100 + 50 AIS levels) sets its
+    tasks' units, not the base section's 1,800 iterations and 12,000 levels."""
+    from types import SimpleNamespace
+
+    from gradmc.config import for_dataset, load_config
+    from gradmc.plan.ebm_jobs import plan_ebm
+
+    quick = load_config(REPO / "config" / "quick.yaml")
+    spec = quick["ebm"]
+    fake = SimpleNamespace(paper=quick, work=tmp_path, missing={f"images:{ds}": ["x.npz"] for ds in spec["datasets"]})
+    _, train, ais = plan_ebm(fake)
+    units = {t["key"]: t["units"] for job in (train, ais) for t in job["tasks"]}
+    frey_train, frey_ais = for_dataset(spec["train"], "frey"), for_dataset(spec["ais"], "frey")
+    assert frey_train["iterations"] != spec["train"]["iterations"]  # the case this test is about
+    assert units["train_ebm[frey/GWG]"] == frey_train["iterations"] == 120
+    assert units["ais_ebm[frey/GWG]"] == ebm_levels(frey_ais) == 200 + 50 + 100
+    assert units["train_ebm[static_mnist/GWG]"] == spec["train"]["iterations"]
+    assert units["ais_ebm[static_mnist/GWG]"] == ebm_levels(spec["ais"])
+
+
 def test_progress_and_error_labels_have_no_empty_parts():
     assert probe_key("kmc_gpc_benchmark", []) == "kmc_gpc_benchmark"
     assert probe_key("ising_sampling", [40, "GWG"]) == "ising_sampling 40/GWG"
@@ -234,10 +255,10 @@ def test_plan_on_the_smoke_config(tmp_path, monkeypatch):
     assert job["name"] == "kmc_trajectories" and job["status"] == "ok", job
     assert plan["partial"] is True and plan["jobs_requested"] == ["kmc_trajectories"]
     assert plan["config"] == str(SMOKE) and plan["config_device"] == "cpu"
-    assert [t["label"] for t in job["tasks"]] == ["kmc_trajectories 50", "kmc_trajectories 100"] * 2
-    # smoke: dims [2, 4] x n [50, 100], 2 trials per shard -> 4 shards of 2 trials; one probe per n
+    assert [t["label"] for t in job["tasks"]] == [f"kmc_trajectories {d}/{n}" for d in (2, 4) for n in (50, 100)]
+    # smoke: dims [2, 4] x n [50, 100], 2 trials per shard -> 4 shards of 2 trials; one probe per (d, n)
     assert job["num_tasks"] == 4 and job["tasks_costed"] == 4 and job["units_total"] == 8
-    assert [p["class"] for p in job["probes"]] == [[50], [100]]
+    assert [p["class"] for p in job["probes"]] == [[2, 50], [2, 100], [4, 50], [4, 100]]
     for probe in job["probes"]:
         assert probe["status"] == "ok" and (probe["u1"], probe["u2"]) == (1, 2)
         assert probe["peak_rss_mb"] > 50  # a Python process with torch

@@ -10,6 +10,7 @@ for its own preparation only, its AIS for its own model only.
 
 from __future__ import annotations
 
+from gradmc.config import for_dataset
 from gradmc.plan.jobs import JOBS, ebm_runs
 from gradmc.plan.planner import Planner
 from gradmc.plan.records import add_task, brief, finish, job_key, new_job
@@ -64,8 +65,9 @@ def plan_ebm(p: Planner) -> tuple[dict, dict, dict]:
     spec = p.paper["ebm"]
     runs = ebm_runs(p.paper)
     done = {ds: m for ds in spec["datasets"] if (m := _probe_data_set(p, ds, prep, train, ais)) is not None}
-    units_train, units_ais = JOBS["train_ebm"].units(p.paper), JOBS["ais_ebm"].units(p.paper)
     for ds, sampler in runs:
+        units_train, units_ais = (JOBS[job].units({**p.paper, "ebm": {**spec, key: for_dataset(spec[key], ds)}})
+                                  for job, key in (("train_ebm", "train"), ("ais_ebm", "ais")))
         m = done.get(ds)
         tr, ar = (m["train"], m["ais"]) if m else (None, None)
         train_key = job_key("train_ebm", f"{ds}/{sampler}")

@@ -127,18 +127,22 @@ def _train_ebm(config: dict, probe: dict) -> dict:
     u + S * s. A step that comes out <= 0 (noise) is replaced by t(2, 3) / 6, an upper bound; u is at least 0.
     The fixed cost is the cold run's wall time less its training seconds. Validation is cut to 1 level on 2
     rows here; its real cost is added by the plan from the ais_ebm probe (seconds per level and per row)."""
+    from gradmc.config import for_dataset
     from gradmc.experiments.ebm import train_stage
 
     ds, sampler = probe["cls"]
-    steps = int(config["ebm"]["train"]["num_steps"])
+    steps = int(for_dataset(config["ebm"]["train"], ds)["num_steps"])
     model = Path(probe["workdir"]) / "ebm" / ds / sampler / "model.pt"
     model.parent.mkdir(parents=True, exist_ok=True)
 
     def run(iterations: int, num_steps: int) -> tuple[float, float]:
+        # the data set's own settings with the slice's put over them: a data set's ``overrides`` entry (e.g.
+        # frey's iterations and eval_every) would otherwise put its full length back over the slice's
         cfg = copy.deepcopy(config)
-        cfg["ebm"]["train"].update(iterations=iterations, num_steps=num_steps, eval_every=0,
-                                   checkpoint_every=1000000, log_every=1)
-        cfg["ebm"]["ais"].update(validation_intermediate=1, validation_examples=2)
+        cfg["ebm"]["train"] = {**for_dataset(cfg["ebm"]["train"], ds), "iterations": iterations,
+                               "num_steps": num_steps, "eval_every": 0, "checkpoint_every": 1000000, "log_every": 1}
+        cfg["ebm"]["ais"] = {**for_dataset(cfg["ebm"]["ais"], ds), "validation_intermediate": 1,
+                             "validation_examples": 2}
         model.unlink(missing_ok=True)
         start = time.perf_counter()
         meta = train_stage(cfg, ds, sampler, probe["inputs"]["data"], str(model), progress=None)
@@ -223,7 +227,7 @@ def _ais_ebm(config: dict, probe: dict) -> dict:
                        "bound_search_steps": search_steps, "bound_search_seconds": search,
                        "validation_rows": min(int(ais["validation_examples"]), int(data.splits["valid"].shape[0])),
                        "validation_levels": int(ais["validation_intermediate"]),
-                       "validation_runs": ebm_evals(spec["train"])}}
+                       "validation_runs": ebm_evals(for_dataset(spec["train"], ds))}}
 
 
 def measure(probe: dict, config: dict) -> dict:
