@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gradmc.claims.base import _known
+from gradmc.claims.base import THEORY, _known
 
 PAPERS = Path(__file__).resolve().parents[2] / "shared" / "papers"
 TEXTS = {"GWG": "gibbs_with_gradients_2021.txt", "KMC": "kernel_hmc_2015_excerpt.txt"}
@@ -31,7 +31,7 @@ def _found(quote: str, text: str) -> bool:
     return True
 
 
-@pytest.mark.parametrize("experiment", _known())
+@pytest.mark.parametrize("experiment", [*_known(), *THEORY])
 def test_every_quote_is_the_papers_own_words(experiment):
     if not PAPERS.is_dir():
         pytest.skip(f"the papers' text is not beside this checkout ({PAPERS})")

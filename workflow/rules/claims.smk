@@ -2,6 +2,8 @@
 # interval, PASS/FAIL/INCONCLUSIVE, and the dashboard (forest plot) figures/claims_dashboard.{png,pdf}. One input per
 # claims module gradmc.claims.<experiment>: that experiment's results/<config>/<experiment>/metrics.parquet.
 _CLAIMS_INPUTS = {name: f"{RESULTS}/{name}/metrics.parquet" for name in _registry.claims_experiments()}
+# claims modules that read no metrics (exact computations, e.g. GWG Theorem 1), computed with the others
+from gradmc.claims.base import THEORY as _THEORY_CLAIMS  # noqa: E402
 
 
 rule claims:
@@ -16,7 +18,7 @@ rule claims:
         dashboard_pdf=f"{RESULTS}/figures/claims_dashboard.pdf",
     params:
         code=digest("gradmc.claims.base", "gradmc.claims.stats", "gradmc.figures.claims_dashboard",
-                    *(f"gradmc.claims.{name}" for name in _CLAIMS_INPUTS)),
+                    *(f"gradmc.claims.{name}" for name in (*_CLAIMS_INPUTS, *_THEORY_CLAIMS))),
         dashboard=lambda wildcards, output: output.dashboard.removesuffix(".png"),
         prefix=lambda wildcards, output: output.md.removesuffix(".md"),
         metrics=lambda wildcards, input: " ".join(f"{name}={path}" for name, path in input.items()),

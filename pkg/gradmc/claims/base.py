@@ -258,18 +258,26 @@ def agreement(experiment: str, paper: str, what: str, ours: Interval, paper_valu
                  margin_why=why_tolerance, needs=tuple(needs))
 
 
+THEORY = ("gwg_theorem1",)
+"""Claims modules that read no metrics: exact computations on small models, ``claims(config)``, computed
+whenever the claims are (:func:`claims_frame`)."""
+
+
 def _known() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(importlib.import_module("gradmc.claims").__path__)
-                  if m.name not in ("base", "stats"))
+                  if m.name not in ("base", "stats", *THEORY))
 
 
-def claims_frame(metrics: dict[str, str | Path], config: dict | None = None) -> tuple[pd.DataFrame, dict]:
-    """Evaluate ``gradmc.claims.<experiment>.claims(df, config)`` on each experiment's metrics Parquet.
+def claims_frame(metrics: dict[str, str | Path], config: dict | None = None,
+                 theory: bool = True) -> tuple[pd.DataFrame, dict]:
+    """Evaluate ``gradmc.claims.<experiment>.claims(df, config)`` on each experiment's metrics Parquet, and the
+    :data:`THEORY` claims.
 
     Args:
         metrics: experiment name -> metrics Parquet path.
         config: the run's config (the parsed YAML); the claims read their needs from it (:class:`Need`).
             None leaves the needs unchecked (for a bare metrics file; the pipeline always passes it).
+        theory: also compute the :data:`THEORY` claims (exact, about a second).
 
     Returns:
         (frame, inputs): one row per claim with :data:`CLAIM_COLUMNS`; and, per experiment, the provenance
@@ -302,6 +310,8 @@ def claims_frame(metrics: dict[str, str | Path], config: dict | None = None) -> 
             raise InputError(f"{path}: the {experiment} claims cannot be computed from these metrics: {err}") from None
         _check_run_config(made, config, prov.get("config"), path)
         rows += [c.row() for c in made]
+    for name in THEORY if theory else ():
+        rows += [c.row() for c in importlib.import_module(f"gradmc.claims.{name}").claims(config)]
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS), inputs
 
 
