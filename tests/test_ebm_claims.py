@@ -304,7 +304,15 @@ def test_too_few_effective_ais_chains_give_no_interval():
     assert c.status == "INCONCLUSIVE" and c.interval.effect == pytest.approx(37.0)
     assert (c.interval.low, c.interval.high) == (-math.inf, math.inf)
     assert "AIS weights ESS Gibbs-1 19 < 25" in c.interval.method and "GWG" not in c.interval.method.split(";")[0]
-    assert "the metrics do not record the chain count" in c.interval.method
+    assert "the chain count is not known" in c.interval.method  # no config here
+    # with the config's chain count: 100 chains need an ESS of 50, so GWG's 50 passes and Gibbs-1's 19 does not
+    from gradmc.config import load_config
+
+    config = load_config("config/paper.yaml")  # 100 AIS chains
+    hundred = _by_claim(claims(_with_ess(base, {"GWG": 50.0, "Gibbs-1": 19.0}), config))
+    assert "ESS Gibbs-1 19 < 50 of 100 AIS chains" in hundred[c.claim].interval.method
+    gate = _by_claim(claims(_with_ess(base, {"GWG": 40.0, "Gibbs-1": 60.0}), config))
+    assert "ESS GWG 40 < 50 of 100 AIS chains" in gate[c.claim].interval.method  # 40 passes at 32 chains, not 100
     assert "interval_method column says why" in c.row()["note"] and "AIS evaluations" not in c.row()["note"]
     # Gibbs-1's own agreement claim is unbounded; GWG's claims (ESS 50) keep their normal intervals
     gibbs = [x for x in low.values() if x.direction == 0 and "Gibbs-1" in x.claim]

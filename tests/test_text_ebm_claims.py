@@ -74,7 +74,7 @@ def test_real_run_through_the_claims_framework(tmp_path):
     assert "text_ebm" in _known()
     metrics, _, _ = tiny_run(tmp_path)
     df, _ = read_parquet(metrics)
-    frame, inputs = claims_frame({"text_ebm": metrics})
+    frame, inputs = claims_frame({"text_ebm": metrics}, theory=False)
     assert list(frame["claim"]) == [UNIGRAM, UNIFORM, LM] and inputs["text_ebm"]["path"] == str(metrics)
 
     def ll(model):
@@ -107,4 +107,21 @@ def test_the_orderings_need_the_papers_setting_and_the_sanity_check_does_not():
     paper = {c.claim: c for c in claims(frame, load_config("config/paper.yaml"))}
     assert paper[LM].status == "FAIL" and paper[UNIGRAM].status == "PASS"
     smoke = claims(frame, load_config("config/smoke.yaml"))
-    assert [c.status for c in smoke] == [NOT_DECIDABLE_SCALE, "PASS", NOT_DECIDABLE_SCALE]
+    assert [c.status for c in smoke] == [NOT_DECIDABLE_SCALE, "INCONCLUSIVE", NOT_DECIDABLE_SCALE]
+    # smoke's 4 AIS chains: no chain count below 32 reaches the normal interval's coverage, whatever the ESS
+    assert "no interval: the EBM's AIS weights ESS 30 < inf of 4 AIS chains" in smoke[1].interval.method
+
+
+def test_the_ais_ess_gate_reads_the_configs_chain_count():
+    from gradmc.claims.ebm import min_ais_weights_ess
+
+    assert [min_ais_weights_ess(n) for n in (None, 4, 31, 32, 33, 100, 400)] == [25, math.inf, math.inf, 25, 50,
+                                                                                 50, 200]
+    from gradmc.config import load_config
+
+    frame = _frame({"EBM (GWG)": (-80.0, 0.6), "uniform": (UNIFORM_LL, 0.0)})  # the EBM's weights ESS: 30
+    config = load_config("config/quick.yaml")
+    for chains, status in ((32, "PASS"), (100, "INCONCLUSIVE")):   # 30 >= 25 of 32; 30 < 50 of 100
+        config["text_ebm"]["ais"]["num_chains"] = chains
+        (c,) = claims(frame, config)
+        assert c.status == status, (chains, c.interval)

@@ -6,8 +6,8 @@ covers evaluation noise only. The test log-likelihood is mean_x f(x_test) - log 
 the row ``test_log_likelihood_se`` when the metrics hold it (AIS chains and test examples together), otherwise
 ``log_z_se`` alone (the AIS standard error over AIS chains; the test-example part is then missing, and the
 note says so). Intervals are normal: estimate +- z_{0.975} SE, unbounded (INCONCLUSIVE) when the weights ESS of an AIS
-run it rests on (``ais_weights_ess``) is below :data:`MIN_AIS_WEIGHTS_ESS` (25, 25/32 of the 32 chains its
-coverage was measured with), where that interval covers under 93%.
+run it rests on (``ais_weights_ess``) is below :func:`min_ais_weights_ess` of the config's AIS chain count (25 of
+32 chains, 50 of 100, none below 32: measured by simulation), where that interval covers under 93%.
 
 What the paper's numbers need (read from the config only; :func:`protocol_needs`). A model "as the paper trained
 it": ``ebm.train.iterations`` >= 50,000 (QUOTES["iterations"]), ``ebm.model.channels`` >= 64 and
@@ -83,6 +83,7 @@ from scipy import stats
 
 from gradmc.claims.base import Claim, Need, agreement, at_least, config_value
 from gradmc.claims.stats import LEVEL, Interval
+from gradmc.errors import InputError
 from gradmc.experiments.ebm_samplers import LATER_PAPERS
 
 __all__ = ["claims", "protocol_needs", "AIS_REFERENCE_CHAINS", "CONVERGENCE_NATS", "MIN_AIS_ESS_FRACTION",
@@ -216,38 +217,79 @@ def _se(df: pd.DataFrame, dataset: str, sampler: str) -> tuple[float, str]:
 
 
 AIS_REFERENCE_CHAINS = 32
-"""The AIS chains the coverage of :func:`_normal` was measured with (quick's ``ebm.ais.num_chains``)."""
+"""The AIS chains the coverage of :func:`_normal` was first measured with (quick's ``ebm.ais.num_chains``)."""
 MIN_AIS_ESS_FRACTION = 25 / 32
 """The AIS weights ESS, as a fraction of :data:`AIS_REFERENCE_CHAINS`, below which :func:`_normal` gives no bounds."""
 MIN_AIS_WEIGHTS_ESS = MIN_AIS_ESS_FRACTION * AIS_REFERENCE_CHAINS
-"""25: the fewest effective AIS chains (``ais_weights_ess``) for a normal interval from the AIS standard error.
+"""25: the fewest effective AIS chains (``ais_weights_ess``) of 32 for a normal interval from the AIS standard error.
 
 Measured (lognormal log weights over 32 chains): estimate +- 1.96 SE of log Z covers 0.943 at weights ESS 31.7 of
 32, 0.933 at 25, 0.913 at 19, 0.82 at 9 and 0.59 at 4: the delta-method SE of a log mean of skewed importance
 weights is too small when few weights dominate. The coverage reaches the claims' 0.93 at 25 / 32 = 0.78 of the
-chains. The metrics do not record the number of AIS chains, so the threshold is that fraction of the 32 chains it
-was measured with: an absolute ESS of 25. The ESS a normal interval needs grows with the chain count (with 100
-chains, as the paper config runs, the same simulation reaches 0.93 only from an ESS of about 50 and covers about
-0.91 at 32), so above 32 chains this threshold is too lenient; with 8 chains the interval never reaches 0.93 (0.91
-at equal weights) and no ESS of 8 chains passes it."""
+chains. The ESS a normal interval needs grows with the chain count: with 100 chains, as the paper config runs,
+the same simulation reaches 0.93 only from an ESS of about 50 (and covers about 0.91 at 32); with 8 chains it
+never reaches 0.93 (0.91 at equal weights). :func:`min_ais_weights_ess` reads the threshold for a run's chain
+count from these measurements."""
+AIS_ESS_FOR_COVERAGE = ((AIS_REFERENCE_CHAINS, MIN_AIS_WEIGHTS_ESS), (100, 50.0))
+"""(AIS chains, the fewest weights ESS at which the normal interval covers >= 0.93), as measured (above)."""
 
 
-def _normal(effect: float, se: float, method: str, ess: dict[str, float] | None = None) -> Interval:
+def min_ais_weights_ess(num_chains: int | None) -> float:
+    """The fewest AIS weights ESS for which :func:`_normal` gives bounds, for a run of ``num_chains`` chains.
+
+    The measured threshold of the smallest measured chain count at or above ``num_chains``
+    (:data:`AIS_ESS_FOR_COVERAGE`: 25 for 32 chains, 50 for 33-100); half the chains beyond 100 (the needed
+    fraction falls with the chain count: 0.78 at 32, 0.5 at 100); infinite below 32 chains (unmeasured there,
+    and 8 chains never reach 0.93: no interval). ``None`` (the chain count is not known, e.g. no config): 25,
+    the threshold of the 32 chains the quick config runs.
+    """
+    if num_chains is None:
+        return MIN_AIS_WEIGHTS_ESS
+    if num_chains < AIS_REFERENCE_CHAINS:
+        return math.inf
+    for chains, ess in AIS_ESS_FOR_COVERAGE:
+        if num_chains <= chains:
+            return ess
+    return 0.5 * num_chains
+
+
+def _normal(effect: float, se: float, method: str, ess: dict[str, float] | None = None,
+            chains: int | None = None) -> Interval:
     """effect +- z_{0.975} se over one AIS evaluation; unbounded without a standard error, or when an AIS run's
     weights ESS (``ess``: which run -> its ``ais_weights_ess``; NaN: not in the metrics, unchecked) is below
-    :data:`MIN_AIS_WEIGHTS_ESS`, where the interval under-covers (the verdict is then INCONCLUSIVE)."""
+    :func:`min_ais_weights_ess` of the run's ``chains`` (from the config; None: unknown), where the interval
+    under-covers (the verdict is then INCONCLUSIVE)."""
     if not math.isfinite(se):
         return Interval(effect, -math.inf, math.inf, 1, _UNIT, f"no standard error in the metrics; {method}")
-    low_ess = {run: v for run, v in (ess or {}).items() if v < MIN_AIS_WEIGHTS_ESS}  # NaN compares False
+    least = min_ais_weights_ess(chains)
+    low_ess = {run: v for run, v in (ess or {}).items() if v < least}  # NaN compares False
     if low_ess:
+        of = (f"of {chains} AIS chains" if chains is not None else
+              f"of the {AIS_REFERENCE_CHAINS} chains the coverage was measured with (the chain count is not known)")
         return Interval(effect, -math.inf, math.inf, 1, _UNIT,
                         "no interval: AIS weights ESS " + ", ".join(f"{run} {v:.3g}" for run, v in low_ess.items())
-                        + f" < {MIN_AIS_WEIGHTS_ESS:g} ({MIN_AIS_ESS_FRACTION:.2f} of the {AIS_REFERENCE_CHAINS} "
-                        "chains the coverage was measured with; the metrics do not record the chain count): with "
-                        "so few effective AIS chains the normal interval from the AIS standard error covers under "
-                        f"93% (0.913 at ESS 19 of 32, 0.82 at 9); SE {se:.3g} ({method})")
+                        + f" < {least:g} {of}: with so few effective AIS chains the normal interval from the AIS "
+                        "standard error covers under 93% (32 chains: 0.913 at ESS 19, 0.82 at 9); SE "
+                        f"{se:.3g} ({method})")
     half = float(stats.norm.ppf(0.5 + LEVEL / 2.0)) * se
     return Interval(effect, effect - half, effect + half, 1, _UNIT, f"normal, SE {se:.3g} ({method})")
+
+
+def ais_chains(config: dict | None, section: str, dataset: str | None = None) -> int | None:
+    """``num_chains`` of the config's AIS section ``section`` (e.g. "ebm.ais"; a data set's overrides applied),
+    None without a config or without that key."""
+    if config is None:
+        return None
+    try:
+        spec = config_value(config, section)
+    except InputError:
+        return None
+    if dataset is not None:
+        from gradmc.config import for_dataset
+
+        spec = for_dataset(spec, dataset)
+    chains = spec.get("num_chains")
+    return None if chains is None else int(chains)
 
 
 def _ess(df: pd.DataFrame, dataset: str, sampler: str, levels: int | None = None) -> float:
@@ -313,6 +355,7 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
         value = {s: _bounded_value(df, dataset, s) for s in present}
         se = {s: _se(df, dataset, s) for s in present}
         ess = {s: _ess(df, dataset, s) for s in present}
+        chains = ais_chains(config, "ebm.ais", dataset)
         conv = {s: c for s in present if (c := _convergence(df, dataset, s, config)) is not None}
         loose = {s: _upper_bound_only(df, dataset, s, conv) for s in present}
         table2 = QUOTES.get(f"table2_{dataset}", "")
@@ -320,7 +363,7 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
         if {"GWG", "Gibbs-1"} <= set(present):
             both = math.hypot(se["GWG"][0], se["Gibbs-1"][0])
             src = se["GWG"][1] if se["GWG"][1] == se["Gibbs-1"][1] else f"GWG {se['GWG'][1]}, Gibbs {se['Gibbs-1'][1]}"
-            iv = _normal(value["GWG"] - value["Gibbs-1"], both, "sqrt(se_GWG^2 + se_Gibbs^2)", ess)
+            iv = _normal(value["GWG"] - value["Gibbs-1"], both, "sqrt(se_GWG^2 + se_Gibbs^2)", ess, chains)
             why = "; ".join(w for w in (loose["GWG"], loose["Gibbs-1"]) if w)
             iv = _bounded(iv, not loose["GWG"], not loose["Gibbs-1"], why)
             needs = _unique(protocol_needs(config, dataset, "GWG") + protocol_needs(config, dataset, "Gibbs-1") + ais)
@@ -332,7 +375,7 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
                              quote=" ... ".join(q for q in (table2, QUOTES["equal_time"]) if q),
                              test="superiority", needs=needs))
         for sampler in present:
-            ours = _bounded(_normal(value[sampler], se[sampler][0], se[sampler][1], {sampler: ess[sampler]}),
+            ours = _bounded(_normal(value[sampler], se[sampler][0], se[sampler][1], {sampler: ess[sampler]}, chains),
                             not loose[sampler], True, loose[sampler])
             context = _context(df, dataset, (sampler,), se[sampler][1])
             if sampler in TABLE2_NATS.get(dataset, {}):
@@ -352,7 +395,8 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
                 if printed >= TABLE2_NATS[dataset]["GWG"]:
                     continue  # the paper's own table has this baseline ahead ("on most datasets")
                 iv = _bounded(_normal(value["GWG"] - printed, se["GWG"][0], f"{se['GWG'][1]}; the printed value is "
-                                      "a constant", {"GWG": ess["GWG"]}), not loose["GWG"], True, loose["GWG"])
+                                      "a constant", {"GWG": ess["GWG"]}, chains), not loose["GWG"], True,
+                              loose["GWG"])
                 out.append(Claim("ebm", "GWG Table 2", f"EBM trained with GWG beats the {baseline} of Table 2 "
                                  f"({dataset})", f"test log-likelihood EBM(GWG) - {baseline}'s printed {printed:g} "
                                  "(nats); > 0: the EBM better", iv, +1,
@@ -366,7 +410,7 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
         base = float(rows.iloc[0]) if len(rows) else math.nan  # the base depends on the data only
         if "GWG" in present and math.isfinite(base):
             iv = _normal(value["GWG"] - base, se["GWG"][0], f"EBM's SE, {se['GWG'][1]}; the base is exact",
-                         {"GWG": ess["GWG"]})
+                         {"GWG": ess["GWG"]}, chains)
             iv = _bounded(iv, not loose["GWG"], True, loose["GWG"])
             out.append(Claim("ebm", "sanity check (the AIS base of GWG App. I.2.1)", f"EBM trained with GWG beats its "
                              f"data-fitted base distribution ({dataset})",
@@ -401,7 +445,7 @@ def _convergence(df: pd.DataFrame, dataset: str, sampler: str, config: dict | No
     unknown = [run for run, v in runs.items() if math.isnan(v)]
     iv = _normal(change, math.hypot(se_k, se_prev), "sqrt(se_K^2 + se_K'^2), AIS chains of the two runs"
                  + (f"; the weights ESS of the {' and '.join(unknown)} run is not in the metrics" if unknown else ""),
-                 runs)
+                 runs, ais_chains(config, "ebm.ais", dataset))
     est_se = _se(df, dataset, sampler)[0]
     literal = "yes" if abs(change) < est_se else "no"
     hard = _value(df, dataset, sampler, "test_log_likelihood_upper_bound")

@@ -43,6 +43,7 @@ import pandas as pd
 from scipy import stats
 
 from gradmc.claims.base import Claim, Need, at_least
+from gradmc.claims.ebm import ais_chains, min_ais_weights_ess
 from gradmc.claims.stats import LEVEL, Interval
 
 __all__ = ["claims", "setting_needs", "PAPER_ITERATIONS", "PAPER_VOCAB", "PAPER_LENGTH", "QUOTES"]
@@ -76,10 +77,19 @@ def _value(df: pd.DataFrame, model: str, metric: str) -> float:
     return float(rows.iloc[-1]) if len(rows) else math.nan
 
 
-def _interval(effect: float, se: float, n: int) -> Interval:
+def _interval(effect: float, se: float, n: int, ais_ess: float = math.nan, chains: int | None = None) -> Interval:
+    """effect +- z_{0.975} se; unbounded without a standard error, or when the EBM's AIS weights ESS ``ais_ess``
+    (NaN: not in the metrics, unchecked) is below :func:`gradmc.claims.ebm.min_ais_weights_ess` of its ``chains``
+    (from the config): the image EBMs' coverage rule, for the same AIS standard error."""
     unit = "test sentences" if n > 1 else "test sets"  # the metrics may not record the number of sentences
     if not math.isfinite(se):
         return Interval(effect, -math.inf, math.inf, n, unit, "no standard error in the metrics")
+    least = min_ais_weights_ess(chains)
+    if ais_ess < least:  # NaN compares False
+        of = f"{chains} AIS chains" if chains is not None else "AIS chains (the chain count is not known)"
+        return Interval(effect, -math.inf, math.inf, n, unit,
+                        f"no interval: the EBM's AIS weights ESS {ais_ess:.3g} < {least:g} of {of}: the normal "
+                        f"interval from its AIS standard error covers under 93%; SE {se:.3g}")
     half = float(stats.norm.ppf(0.5 + LEVEL / 2.0)) * se
     return Interval(effect, effect - half, effect + half, n, unit,
                     f"normal, SE {se:.3g} = sqrt(se_a^2 + se_b^2) over test sentences (conservative: the same "
@@ -139,6 +149,7 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
             f"same sentences; the EBM's SE includes the AIS SE of log Z; {_NO_DIGITS}")
     sizes = _sizes(df)
     note = f"{note}; {sizes}" if sizes else note
+    chains = ais_chains(config, "text_ebm.ais")
     specs = (("unigram", EBM, "the text EBM (GWG) beats the unigram baseline on PTB",
               "test log-likelihood EBM (GWG) - unigram (nats per sentence); > 0: the EBM better",
               dict(paper=PAPER, quote=f"{QUOTES['comparison']} ... {QUOTES['success']}", needs=setting_needs(config))),
@@ -156,7 +167,8 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
     for worse, better, claim, effect_name, extra in specs:
         if not {worse, better} <= present:
             continue
-        iv = _interval(ll[better] - ll[worse], math.hypot(se[better], se[worse]), n)
+        ais_ess = _value(df, EBM, "ais_weights_ess") if EBM in (worse, better) else math.nan
+        iv = _interval(ll[better] - ll[worse], math.hypot(se[better], se[worse]), n, ais_ess, chains)
         measured = (f"{better} {ll[better]:.2f} (SE {se[better]:.3g}) vs {worse} {ll[worse]:.2f} "
                     f"(SE {se[worse]:.3g}) nats per sentence")
         paper = extra.pop("paper")
