@@ -223,6 +223,14 @@ def test_claims_refuse_a_config_the_metrics_were_not_made_with(tmp_path, capsys,
     assert main(["claims", "--metrics", f"kmc_abc={good}", "--config", SMOKE, "--out",
                  str(good).removesuffix(".parquet")]) == 2
     assert "would overwrite" in capsys.readouterr().err and read_parquet(good)[0]["metric"].iloc[0] == "min_ess"
+    for folder in (f"{tmp_path}/", str(tmp_path)):   # a folder, not a prefix: it would write hidden files ".md"
+        for option in ("--out", "--dashboard"):
+            argv = ["claims", "--metrics", f"kmc_abc={good}", "--config", SMOKE, "--out", str(tmp_path / "c")]
+            argv[argv.index(option) if option in argv else len(argv):] = [option, folder]
+            assert main(argv) == 2
+            err = capsys.readouterr().err
+            assert f"{option} {folder} is a folder" in err and "e.g." in err, err
+    assert not list(tmp_path.glob(".*"))
 
     def non_finite(df, config=None):
         raise ValueError("t interval over runs: 1 non-finite of 5 values")

@@ -274,6 +274,10 @@ def _cmd_claims(args) -> None:
     from gradmc.config import load_config
 
     metrics = _named_metrics(args.metrics)
+    for what, prefix in (("--out", args.out), ("--dashboard", args.dashboard)):
+        if prefix and (prefix.endswith(("/", os.sep)) or os.path.isdir(prefix) or not os.path.basename(prefix)):
+            raise InputError(f"{what} {prefix} is a folder; {what} is a file prefix (PREFIX.md, PREFIX.csv, ... are "
+                             f"written), e.g. {what} {os.path.join(prefix.rstrip('/' + os.sep) or '.', 'claims')}")
     inputs = {os.path.realpath(p): e for e, p in metrics.items()}
     outputs = [f"{args.out}.{ext}" for ext in ("md", "csv", "parquet")]
     outputs += [f"{args.dashboard}.{ext}" for ext in ("pdf", "png")] if args.dashboard else []
