@@ -125,3 +125,33 @@ def test_claims_md_escapes_table_pipes(tmp_path):
     line = next(x for x in md.read_text().splitlines() if "KMC's mean error" in x)
     assert "\\|\\|E_hat[x]\\|\\|" in line
     assert len(line.replace("\\|", "").split("|")) - 2 == 11  # every row has the header's 11 cells
+
+
+def test_inconclusive_notes_name_the_decide_config_where_it_runs_larger():
+    from gradmc.claims.base import larger_sizes
+    from gradmc.config import load_config
+
+    quick, decide = load_config("config/quick.yaml"), load_config("config/decide.yaml")
+    assert "num_steps" in larger_sizes("ising_sampling", quick, decide)
+    assert larger_sizes("sampler_cost", quick, decide) == []        # the same sizes: nothing to point to
+    assert larger_sizes("ising_sampling", decide, decide) == []     # the decide run itself
+    assert larger_sizes("ising_sampling", None, decide) == larger_sizes("nothing", quick, decide) == []
+
+
+def test_claims_frame_appends_the_hint_to_inconclusive_rows_only(tmp_path):
+    from test_rbm_sampling import _claims_frame
+
+    from gradmc.claims.base import claims_frame
+    from gradmc.config import load_config
+    from gradmc.results import provenance, write_parquet
+
+    df = _claims_frame().assign(target="mnist_rbm", energy_evals=0, grad_evals=0, wall_time_s=0.0)
+    path = write_parquet(df, tmp_path / "m.parquet", provenance({"name": "test"}), validate=True)
+    decide = load_config("config/decide.yaml")
+    mine = {**decide, "name": "mine", "rbm_sampling": {**decide["rbm_sampling"], "num_chains": 50}}  # needs met
+    frame, _ = claims_frame({"rbm_sampling": path}, mine, theory=False, larger=("config/decide.yaml", decide))
+    hinted = frame["note"].str.contains("config/decide.yaml runs rbm_sampling at other sizes \\(num_chains\\)")
+    assert hinted.any() and (frame.loc[hinted, "status"] == "INCONCLUSIVE").all()
+    assert (frame["status"] == "PASS").any() and not hinted[frame["status"] == "PASS"].any()
+    plain, _ = claims_frame({"rbm_sampling": path}, mine, theory=False)
+    assert not plain["note"].str.contains("decide.yaml").any()

@@ -268,8 +268,20 @@ def _known() -> list[str]:
                   if m.name not in ("base", "stats", *THEORY))
 
 
+def larger_sizes(experiment: str, config: dict | None, larger: dict | None) -> list[str]:
+    """The keys of ``experiment``'s config section whose value the ``larger`` config (e.g. the decide config) sets
+    otherwise: where a larger run could decide what this one left INCONCLUSIVE. Empty when either config lacks the
+    section, or both hold the same."""
+    if config is None or larger is None or larger.get("name") == config.get("name"):
+        return []
+    mine, theirs = config.get(experiment), larger.get(experiment)
+    if not isinstance(mine, dict) or not isinstance(theirs, dict):
+        return []
+    return [key for key in theirs if key in mine and theirs[key] != mine[key]]
+
+
 def claims_frame(metrics: dict[str, str | Path], config: dict | None = None,
-                 theory: bool = True) -> tuple[pd.DataFrame, dict]:
+                 theory: bool = True, larger: tuple[str, dict] | None = None) -> tuple[pd.DataFrame, dict]:
     """Evaluate ``gradmc.claims.<experiment>.claims(df, config)`` on each experiment's metrics Parquet, and the
     :data:`THEORY` claims.
 
@@ -278,6 +290,9 @@ def claims_frame(metrics: dict[str, str | Path], config: dict | None = None,
         config: the run's config (the parsed YAML); the claims read their needs from it (:class:`Need`).
             None leaves the needs unchecked (for a bare metrics file; the pipeline always passes it).
         theory: also compute the :data:`THEORY` claims (exact, about a second).
+        larger: (its path, the parsed config) of a config that runs experiments at larger sizes (the decide
+            config): an INCONCLUSIVE claim's note names it and the keys it sets otherwise
+            (:func:`larger_sizes`).
 
     Returns:
         (frame, inputs): one row per claim with :data:`CLAIM_COLUMNS`; and, per experiment, the provenance
@@ -309,7 +324,15 @@ def claims_frame(metrics: dict[str, str | Path], config: dict | None = None,
         except ValueError as err:  # e.g. a non-finite replicate the schema let through
             raise InputError(f"{path}: the {experiment} claims cannot be computed from these metrics: {err}") from None
         _check_run_config(made, config, prov.get("config"), path)
-        rows += [c.row() for c in made]
+        hint = ""
+        if larger is not None and (keys := larger_sizes(experiment, config, larger[1])):
+            hint = (f"{larger[0]} runs {experiment} at other sizes ({', '.join(keys)}), chosen to decide the claims "
+                    "that need no GPU: run it there")
+        for c in made:
+            row = c.row()
+            if hint and row["status"] == "INCONCLUSIVE":
+                row["note"] = f"{row['note']}; {hint}" if row["note"] else hint
+            rows.append(row)
     for name in THEORY if theory else ():
         rows += [c.row() for c in importlib.import_module(f"gradmc.claims.{name}").claims(config)]
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS), inputs

@@ -267,6 +267,20 @@ def _named_metrics(items: list[str], allowed: tuple[str, ...] = ()) -> dict[str,
     return metrics
 
 
+def _decide_config(config_path: str) -> tuple[str, dict] | None:
+    """(path, parsed) of ``decide.yaml`` beside the run's config (the sizes that decide the claims that need no GPU),
+    for the INCONCLUSIVE notes; None where there is none or it cannot be read."""
+    from gradmc.config import load_config
+
+    path = os.path.join(os.path.dirname(config_path), "decide.yaml")
+    if not os.path.isfile(path):
+        return None
+    try:
+        return os.path.relpath(path), load_config(path)
+    except InputError:
+        return None
+
+
 def _cmd_claims(args) -> None:
     import os
 
@@ -291,7 +305,7 @@ def _cmd_claims(args) -> None:
         if prefix:
             what = "--out" if prefix == args.out else "--dashboard"
             check_writable_folder(os.path.dirname(os.path.abspath(prefix)), what)
-    frame, inputs = claims_frame(metrics, config)
+    frame, inputs = claims_frame(metrics, config, larger=_decide_config(args.config))
     for experiment in metrics:
         if not (frame["experiment"] == experiment).any():
             log(f"[claims] warning: {experiment} ({metrics[experiment]}) gave no claims: its metrics lack the samplers "
