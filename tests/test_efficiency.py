@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from gradmc.claims.gwg_theorem1 import SIGMAS, _model, _smoothness, claims, kernels, theorem_terms
+from gradmc.claims.theory.gwg_theorem1 import SIGMAS, _model, _smoothness, claims, kernels, theorem_terms
 from gradmc.samplers.efficiency import asymptotic_variance, locally_balanced_kernel, spectral_gap
 from gradmc.samplers.enumerate import detailed_balance_error, stationarity_error
 from gradmc.targets.exact import enumerate_binary

@@ -238,8 +238,5 @@ def stage_config_keys(stage: str) -> tuple[str, ...]:
 
 def claims_experiments() -> list[str]:
     """Experiments with a claims module ``gradmc.claims.<name>`` (file names, sorted); the claims stage reads
-    each one's ``results/<config>/<name>/metrics.parquet``. The modules that read no metrics
-    (:data:`gradmc.claims.base.THEORY`) are not experiments."""
-    from gradmc.claims.base import THEORY
-
-    return sorted(p.stem for p in CLAIMS_DIR.glob("*.py") if p.stem not in ("__init__", "base", "stats", *THEORY))
+    each one's ``results/<config>/<name>/metrics.parquet``."""
+    return sorted(p.stem for p in CLAIMS_DIR.glob("*.py") if p.stem not in ("__init__", "base", "stats"))

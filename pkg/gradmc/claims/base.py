@@ -258,14 +258,14 @@ def agreement(experiment: str, paper: str, what: str, ours: Interval, paper_valu
                  margin_why=why_tolerance, needs=tuple(needs))
 
 
-THEORY = ("gwg_theorem1",)
-"""Claims modules that read no metrics: exact computations on small models, ``claims(config)``, computed
-whenever the claims are (:func:`claims_frame`)."""
+THEORY = ("theory.gwg_theorem1",)
+"""Claims modules that read no metrics (under ``gradmc.claims.theory``): exact computations on small models,
+``claims(config)``, computed whenever the claims are (:func:`claims_frame`)."""
 
 
 def _known() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(importlib.import_module("gradmc.claims").__path__)
-                  if m.name not in ("base", "stats", *THEORY))
+                  if m.name not in ("base", "stats", "theory"))
 
 
 def larger_sizes(experiment: str, config: dict | None, larger: dict | None) -> list[str]:
