@@ -34,6 +34,15 @@ def test_sampling_stage_depends_on_samplers_and_metrics():
     assert "training/cd.py" not in deps
 
 
+def test_no_experiment_depends_on_the_claims_or_figures():
+    """A claim's or figure's edit re-judges or redraws (seconds), never reruns an experiment."""
+    from gradmc.registry import experiments
+
+    for exp in experiments().values():
+        deps = _rel(stage_modules(exp.module, "gradmc.experiments.standard", *exp.uses))
+        assert not {d for d in deps if d.startswith(("claims/", "figures/", "plan/", "cli/"))}, exp.name
+
+
 def test_digest_changes_with_content_not_mtime(tmp_path):
     root = tmp_path / "gradmc"
     shutil.copytree(PACKAGE_ROOT, root, ignore=shutil.ignore_patterns("__pycache__"))
