@@ -189,7 +189,8 @@ def _config(num_steps: int = 800, iterations: int = 50_000, levels: int = 300_00
     if frey:
         train["overrides"] = {"frey": frey}
     return {"ebm": {"equal_time": True, "model": {"channels": 64, "num_blocks": 8}, "train": train,
-                    "ais": {"num_intermediate": levels, "convergence": [30_000, 300_000], "overrides": {}}}}
+                    "ais": {"num_intermediate": levels, "num_chains": 32, "convergence": [30_000, 300_000],
+                            "overrides": {}}}}
 
 
 def test_claims_quote_the_paper_and_name_their_test():
@@ -202,7 +203,8 @@ def test_claims_quote_the_paper_and_name_their_test():
     assert len(agree) == 2 and all(a.quote == QUOTES["table2_static_mnist"] and a.source == "GWG" for a in agree)
     assert all("stated allowance" in a.margin_why and "2.40 nats" in a.margin_why for a in agree)
     base = out["EBM trained with GWG beats its data-fitted base distribution (static_mnist)"]
-    assert base.source == "other" and base.kind == "superiority" and not base.needs and "sanity" in base.paper
+    assert base.source == "other" and base.kind == "superiority" and "sanity" in base.paper
+    assert [n.key for n in base.needs] == ["ebm.ais.num_chains"]
     baselines = {k: v for k, v in out.items() if "of Table 2" in k}
     assert set(baselines) == {f"EBM trained with GWG beats the {b} of Table 2 (static_mnist)"
                               for b in ("VAE (MLP)", "VAE (Conv)", "RBM", "DBN")}
@@ -252,6 +254,23 @@ def test_gibbs_claims_need_the_papers_stable_gibbs_protocol():
     off["ebm"]["equal_time"] = False
     assert _by_claim(claims(frame, off))["EBM trained with GWG beats Gibbs at equal wall-clock (static_mnist)"] \
         .status == NOT_DECIDABLE_SCALE
+
+
+def test_fewer_than_32_ais_chains_make_every_ais_claim_not_decidable():
+    """Below 32 AIS chains no run gives an interval (min_ais_weights_ess is infinite): the config alone makes every
+    claim from AIS, the sanity check included, NOT DECIDABLE; 32 chains decide it."""
+    frame = _with_convergence(_frame({"GWG": (-81.0, 0.3), "Gibbs-1": (-118.0, 0.4)}, base=-200.0),
+                              {30_000: (-81.0, 0.1), 300_000: (-81.0, 0.1)})
+    few = _config()
+    few["ebm"]["ais"]["num_chains"] = 4
+    out = claims(frame, few)
+    assert out and all(c.status == NOT_DECIDABLE_SCALE for c in out)
+    assert all("AIS chains (fewer give no calibrated interval) >= 32 (config ebm.ais.num_chains = 4: unmet"
+               in c.row()["note"] for c in out)
+    enough = _config()
+    enough["ebm"]["ais"]["num_chains"] = 32
+    base = _by_claim(claims(frame, enough))["EBM trained with GWG beats its data-fitted base distribution (static_mnist)"]
+    assert base.status == "PASS"
 
 
 def test_needs_read_a_data_sets_override_and_fig14_needs_the_papers_levels():

@@ -12,7 +12,8 @@ rule ising_pcd_data:
         f"{LOGS}/ising_pcd_data.log",
     message:
         "Sampling the true Ising models of GWG Fig. 6: lattices {params.config[ising_pcd][data][lattice_sides]} x "
-        "thetas {params.config[ising_pcd][data][thetas]} and the Erdos-Renyi graph, "
+        "thetas {params.config[ising_pcd][data][thetas]}"
+        + (" and the Erdos-Renyi graph" if config["ising_pcd"]["data"].get("erdos_renyi") else "") + ", "
         "{params.config[ising_pcd][data][num_samples]} chains each"
     threads: all_cores()
     shell:

@@ -20,7 +20,8 @@ the config sets it, else ``ebm.train.num_steps`` (as the experiment reads them:
 :func:`gradmc.experiments.ebm_samplers.sampler_steps`). A per-data-set override (``ebm.train.overrides.<data set>``,
 ``ebm.ais.overrides.<data set>``) is read in place of the default, as the experiment reads it. AIS scores: the
 paper's 300,000 intermediate distributions (QUOTES["ais_levels"]): ``ebm.ais.num_intermediate`` >= 300,000. The
-paper does not state its number of AIS chains, so none is required. An unmet need makes the claim NOT DECIDABLE
+paper does not state its number of AIS chains; every claim from AIS needs at least 32 (``ebm.ais.num_chains``,
+:func:`ais_chains_need`), since with fewer no run gives an interval. An unmet need makes the claim NOT DECIDABLE
 AT THIS SCALE; our value still shows beside the paper's.
 
 1. Per binary data set with both runs: "EBM(GWG) beats EBM(Gibbs) trained for equal wall-clock" (Table 2,
@@ -46,7 +47,7 @@ AT THIS SCALE; our value still shows beside the paper's.
    Bernoulli / categorical base, exact): "EBM(GWG) beats its base", origin "other" (a sanity check, not a claim
    of the paper: the base is the AIS start of App. I.2.1); superiority. Effect: test log-likelihood EBM(GWG) -
    base (nats); > 0: the EBM better; SE: the EBM's alone (the base is exact; both average over the same test
-   examples). No needs. Not emitted when the row is absent.
+   examples). Needs only the AIS chains. Not emitted when the row is absent.
 5. Per (data set, sampler) with at least two ``convergence_log_likelihood`` rows (Fig. 14, App. I.2.1,
    QUOTES["fig14"]: "between 30,000 and 300,000 ... the values appear to be converged"): an agreement claim with
    null 0: the estimate at the most levels K minus at K', the largest level <= K / 10 (the paper's ten-fold
@@ -86,7 +87,7 @@ from gradmc.claims.stats import LEVEL, Interval
 from gradmc.errors import InputError
 from gradmc.experiments.ebm_samplers import LATER_PAPERS
 
-__all__ = ["claims", "protocol_needs", "AIS_REFERENCE_CHAINS", "CONVERGENCE_NATS", "MIN_AIS_ESS_FRACTION",
+__all__ = ["claims", "protocol_needs", "ais_chains_need", "AIS_REFERENCE_CHAINS", "CONVERGENCE_NATS", "MIN_AIS_ESS_FRACTION",
            "MIN_AIS_WEIGHTS_ESS", "PAPER_AIS_LEVELS", "PAPER_CHANNELS", "PAPER_BLOCKS",
            "PAPER_GIBBS_STEPS", "PAPER_GWG_STEPS", "PAPER_ITERATIONS", "QUOTES", "TABLE2_BASELINES", "TABLE2_NATS",
            "TOLERANCE_NATS"]
@@ -193,6 +194,15 @@ def protocol_needs(config: dict | None, dataset: str, sampler: str) -> tuple[Nee
 def _ais_need(config: dict | None, dataset: str) -> Need:
     return at_least(config, _key(config, "ebm.ais", "num_intermediate", dataset), PAPER_AIS_LEVELS,
                     "AIS intermediate distributions", why="GWG App. I.2.1: 300,000")
+
+
+def ais_chains_need(config: dict | None, section: str, dataset: str | None = None) -> Need:
+    """The AIS chains an interval from the AIS standard error needs: below :data:`AIS_REFERENCE_CHAINS` chains
+    :func:`min_ais_weights_ess` is infinite and no run gives an interval, so the claim is undecidable from the
+    config alone (``section``: "ebm.ais" or "text_ebm.ais"; ``dataset``: the data set whose override applies)."""
+    key = _key(config, section, "num_chains", dataset) if dataset is not None else f"{section}.num_chains"
+    return at_least(config, key, AIS_REFERENCE_CHAINS, "AIS chains (fewer give no calibrated interval)",
+                    why="the normal interval's coverage reaches 0.93 only from 32 chains (min_ais_weights_ess)")
 
 
 def _convergence_needs(config: dict | None, dataset: str) -> tuple[Need, ...]:
@@ -359,7 +369,7 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
         conv = {s: c for s in present if (c := _convergence(df, dataset, s, config)) is not None}
         loose = {s: _upper_bound_only(df, dataset, s, conv) for s in present}
         table2 = QUOTES.get(f"table2_{dataset}", "")
-        ais = (_ais_need(config, dataset),)
+        ais = (_ais_need(config, dataset), ais_chains_need(config, "ebm.ais", dataset))
         if {"GWG", "Gibbs-1"} <= set(present):
             both = math.hypot(se["GWG"][0], se["Gibbs-1"][0])
             src = se["GWG"][1] if se["GWG"][1] == se["Gibbs-1"][1] else f"GWG {se['GWG'][1]}, Gibbs {se['Gibbs-1'][1]}"
@@ -418,6 +428,7 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
                              +1, f"EBM(GWG) {value['GWG']:.2f} vs base {base:.2f}"
                              + (f"; {loose['GWG']}" if loose["GWG"] else ""),
                              _context(df, dataset, ("GWG",), se["GWG"][1]), origin="other", test="superiority",
+                             needs=(ais_chains_need(config, "ebm.ais", dataset),),
                              quote="not a claim of the paper: an EBM that learnt anything beats the Bernoulli / "
                              "categorical fit to the training data it starts AIS from (GWG App. I.2.1)"))
         out.extend(conv[s] for s in present if s in conv)
@@ -460,4 +471,5 @@ def _convergence(df: pd.DataFrame, dataset: str, sampler: str, config: dict | No
                  wrong + f"tolerance: {CONVERGENCE_NATS:g} nat (margin_why); "
                  + _context(df, dataset, (sampler,), "convergence_log_z_se"), 0.0, CONVERGENCE_NATS,
                  quote=QUOTES["fig14"], test="equivalence", margin_why=_WHY_CONVERGENCE,
-                 needs=_convergence_needs(config, dataset) + protocol_needs(config, dataset, sampler))
+                 needs=_convergence_needs(config, dataset) + protocol_needs(config, dataset, sampler)
+                 + (ais_chains_need(config, "ebm.ais", dataset),))

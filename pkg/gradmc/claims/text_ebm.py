@@ -12,13 +12,15 @@ What the paper's setting needs (read from the config only; :func:`setting_needs`
 512, ``model.embed_dim`` >= 256, ``model.proj`` >= 512; QUOTES["model"]) and "training ... identical to our image
 EBMs" (QUOTES["identical"]: ``train.iterations`` >= 50,000, App. I.2). The LM claim also needs the LM's sizes
 (``lm.hidden`` >= 512, ``lm.embed_dim`` >= 256; QUOTES["lm"]). An unmet need makes the claim NOT DECIDABLE AT THIS
-SCALE: the orderings of models of another vocabulary, length and size are not the paper's.
+SCALE: the orderings of models of another vocabulary, length and size are not the paper's. Every claim also needs
+at least 32 AIS chains (``ais.num_chains``; :func:`gradmc.claims.ebm.ais_chains_need`): with fewer, no interval is
+given, whatever the run.
 
 1. "The text EBM beats the unigram baseline" (QUOTES["comparison"], QUOTES["success"]): superiority; effect test
    log-likelihood EBM (GWG) - unigram (nats per sentence); > 0: the EBM better (direction +1). Needs the setting.
 2. "The text EBM beats the uniform distribution": origin "other" (a sanity check: any trained model should beat
    the uniform; the paper only prints the uniform's value for comparison); superiority, EBM (GWG) - uniform,
-   likewise (direction +1). No needs.
+   likewise (direction +1). Needs only the AIS chains (below).
 3. "The autoregressive LSTM LM outperforms the text EBM" (QUOTES["slightly"]): superiority, the test "outperforms"
    calls for; LSTM LM - EBM (GWG); > 0: the LM better (direction +1, the paper's side). A FAIL means our EBM is
    significantly better than our LM. "Slightly" sizes the gap, but the paper's digits are lost, so no number
@@ -43,7 +45,7 @@ import pandas as pd
 from scipy import stats
 
 from gradmc.claims.base import Claim, Need, at_least
-from gradmc.claims.ebm import ais_chains, min_ais_weights_ess
+from gradmc.claims.ebm import ais_chains, ais_chains_need, min_ais_weights_ess
 from gradmc.claims.stats import LEVEL, Interval
 
 __all__ = ["claims", "setting_needs", "PAPER_ITERATIONS", "PAPER_VOCAB", "PAPER_LENGTH", "QUOTES"]
@@ -172,6 +174,7 @@ def claims(df: pd.DataFrame, config: dict | None = None) -> list[Claim]:
         measured = (f"{better} {ll[better]:.2f} (SE {se[better]:.3g}) vs {worse} {ll[worse]:.2f} "
                     f"(SE {se[worse]:.3g}) nats per sentence")
         paper = extra.pop("paper")
+        extra["needs"] = extra["needs"] + (ais_chains_need(config, "text_ebm.ais"),)
         extra_note = extra.pop("note", "")
         out.append(Claim("text_ebm", paper, claim, effect_name, iv, +1, measured,
                          f"{extra_note}; {note}" if extra_note else note, test="superiority", **extra))

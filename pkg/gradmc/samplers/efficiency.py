@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import torch
 
+from gradmc.samplers.enumerate import detailed_balance_error
+
 __all__ = ["spectral_gap", "asymptotic_variance", "locally_balanced_kernel"]
 
 
@@ -30,8 +32,7 @@ def _check(P: torch.Tensor, pi: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
         raise ValueError("pi must be a positive probability vector (sum 1)")
     if float((P.sum(1) - 1.0).abs().max()) > 1e-9 or bool((P < -1e-12).any()):
         raise ValueError("P must be a transition matrix: non-negative rows that sum to 1")
-    flux = pi[:, None] * P
-    if float((flux - flux.T).abs().max()) > 1e-9:
+    if detailed_balance_error(P, pi) > 1e-9:
         raise ValueError("P is not reversible with respect to pi (the spectral gap and this asymptotic variance "
                          "formula are for reversible kernels)")
     return P, pi
