@@ -87,8 +87,8 @@ from gradmc.claims.stats import LEVEL, Interval
 from gradmc.errors import InputError
 from gradmc.experiments.ebm_samplers import LATER_PAPERS
 
-__all__ = ["claims", "protocol_needs", "ais_chains_need", "AIS_REFERENCE_CHAINS", "CONVERGENCE_NATS", "MIN_AIS_ESS_FRACTION",
-           "MIN_AIS_WEIGHTS_ESS", "PAPER_AIS_LEVELS", "PAPER_CHANNELS", "PAPER_BLOCKS",
+__all__ = ["claims", "protocol_needs", "ais_chains_need", "AIS_REFERENCE_CHAINS", "CONVERGENCE_NATS",
+           "MIN_AIS_ESS_FRACTION", "MIN_AIS_WEIGHTS_ESS", "PAPER_AIS_LEVELS", "PAPER_CHANNELS", "PAPER_BLOCKS",
            "PAPER_GIBBS_STEPS", "PAPER_GWG_STEPS", "PAPER_ITERATIONS", "QUOTES", "TABLE2_BASELINES", "TABLE2_NATS",
            "TOLERANCE_NATS"]
 
