@@ -99,6 +99,11 @@ def _file_info(path: Path) -> tuple[str, tuple[ast.stmt, ...]]:
     return _parsed(path.read_bytes(), str(path))
 
 
+#: Modules that import kernel modules by name at run time (``make_sampler``): their dependencies are every
+#: module under ``samplers/`` that declares a sampler (:func:`gradmc.sampler_catalog.builtin_modules`).
+DYNAMIC_IMPORTERS = ("gradmc.samplers.discrete.registry",)
+
+
 def _imports(path: Path, root: Path) -> set[str]:
     name = _module_name(path, root)
     package = name.rsplit(".", 1)[0] if path.name != "__init__.py" else name
@@ -115,6 +120,10 @@ def _imports(path: Path, root: Path) -> set[str]:
                     base = ".".join(anchor + ([base] if base else []))
                 found.add(base)
                 found.update(f"{base}.{alias.name}" for alias in node.names)  # submodules imported by name
+    if name in DYNAMIC_IMPORTERS:  # builds kernels by name: depends on every module that declares one
+        from gradmc.sampler_catalog import builtin_modules
+
+        found.update(builtin_modules(root / "samplers"))
     return {name for name in found if name == "gradmc" or name.startswith("gradmc.")}
 
 
@@ -162,7 +171,8 @@ def stage_modules(*modules: str, root: Path = PACKAGE_ROOT, opaque: Iterable[str
 def code_manifest(*modules: str, root: Path = PACKAGE_ROOT, opaque: Iterable[str] = (),
                   extra: Iterable[str] = ()) -> dict[str, str]:
     """Relative path -> first 16 hex digits of the normalised-source SHA-256 of each file that
-    :func:`stage_modules` finds for ``modules`` (with ``opaque``), plus the full closures of ``extra``.
+    :func:`stage_modules` finds for ``modules`` (with ``opaque``), plus the full closures of ``extra``; a name
+    in ``extra`` outside gradmc (a sampler plugin's module) adds its own file, as ``plugin:<name>``.
 
     Raises:
         ValueError: a named module is not a gradmc source file.
@@ -170,9 +180,27 @@ def code_manifest(*modules: str, root: Path = PACKAGE_ROOT, opaque: Iterable[str
     """
     root = Path(root)
     files = set(stage_modules(*modules, root=root, opaque=opaque))
+    foreign = sorted(name for name in extra if name != "gradmc" and not name.startswith("gradmc."))
     if extra:
-        files |= set(stage_modules(*extra, root=root))
-    return {path.relative_to(root).as_posix(): _file_info(path)[0][:16] for path in sorted(files)}
+        files |= set(stage_modules(*(name for name in extra if name not in foreign), root=root))
+    manifest = {path.relative_to(root).as_posix(): _file_info(path)[0][:16] for path in sorted(files)}
+    for name in foreign:  # a sampler plugin's module: its own file
+        manifest[f"plugin:{name}"] = _file_info(_foreign_file(name))[0][:16]
+    return manifest
+
+
+def _foreign_file(name: str) -> Path:
+    """The source file of module ``name`` outside gradmc (a sampler plugin), found without importing it.
+
+    Raises:
+        ValueError: no such module, or one without a Python source file.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise ValueError(f"{name!r} is not a Python module with a source file (a sampler plugin must be one)")
+    return Path(spec.origin)
 
 
 def digest_of_manifest(manifest: dict[str, str]) -> str:

@@ -18,7 +18,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from gradmc.errors import ConfigError, MissingInputError
+from gradmc import sampler_catalog
+from gradmc.errors import ConfigError, MissingInputError, UserError
 from gradmc.experiments.ebm_samplers import SAMPLERS as _EBM_SAMPLERS
 
 __all__ = ["ConfigError", "ConfigPart", "SCHEMA_PATH", "fill_defaults", "for_dataset", "load_config", "select",
@@ -42,7 +43,48 @@ def _load_schema() -> dict:
     for part in sorted((SCHEMA_PATH.parent / "experiments").glob("*.yaml")):
         schema["properties"][part.stem] = yaml.safe_load(part.read_text())
         schema["required"].append(part.stem)
+    _sampler_names(schema)
     return schema
+
+
+def _sampler_names(schema: dict) -> None:
+    """Set the ``binary_sampler`` pattern from the sampler catalog: every declared name (plugins too), with
+    optional ``(key=value, ...)`` options, or a group (:data:`gradmc.sampler_catalog.GROUPS`)."""
+    pattern = sampler_catalog.name_pattern()
+    groups = "|".join(sampler_catalog.GROUPS)
+    schema["$defs"]["binary_sampler"]["pattern"] = pattern.replace("^(", f"^({groups}|", 1)
+
+
+def _sampler_lists(schema: dict, config, path: tuple = ()):
+    """(dotted key, list) of every list of ``binary_sampler`` names in ``config`` (schema-directed)."""
+    if not isinstance(schema, dict) or not isinstance(config, dict):
+        return
+    for key, sub in schema.get("properties", {}).items():
+        if key not in config or not isinstance(sub, dict):
+            continue
+        if sub.get("type") == "array" and sub.get("items", {}).get("$ref") == "#/$defs/binary_sampler":
+            yield ".".join((*path, key)), config[key]
+        else:
+            yield from _sampler_lists(sub, config[key], (*path, key))
+
+
+def _expand_samplers(schema: dict, config: dict) -> list[str]:
+    """Check every sampler reference against its kernel's declaration and replace the groups ``paper``,
+    ``later`` and ``plugins`` by their samplers (in place); the errors, naming the key."""
+    errors = []
+    for key, names in list(_sampler_lists(schema, config)):
+        if not isinstance(names, list):
+            continue  # the schema names the type error
+        expanded, bad = [], False
+        for i, entry in enumerate(names):
+            try:
+                expanded += [n for n in sampler_catalog.expand([entry], "binary") if n not in expanded]
+            except UserError as err:
+                errors.append(f"config key '{key}.{i}': {err}")
+                bad = True
+        if not bad:
+            names[:] = expanded
+    return errors
 
 
 def _fill(schema: dict, instance) -> None:
@@ -198,8 +240,13 @@ def validate_config(config: dict) -> dict:
         ConfigError: naming the most relevant violation (key, value, expectation), followed by any
             unknown keys (a misspelt key otherwise shows up only as a missing required one).
     """
+    if isinstance(config, dict) and isinstance(config.get("plugins"), list):
+        sampler_catalog.load_plugins(config["plugins"])
     schema = _load_schema()
     _fill(schema, config)
+    named = _expand_samplers(schema, config)  # before the schema: its messages name the known samplers
+    if named:
+        raise ConfigError("; ".join(named))
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), e.message))
     if errors:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from gradmc import sampler_catalog
 from gradmc.errors import InputError
 
 __all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "TEXT_EBM_SUITE", "RBM_ESS_SUITE",
@@ -19,10 +20,10 @@ __all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "TE
            "DEFAULT_STEPS", "DEFAULT_REPEATS", "DEFAULT_WARMUP", "DEFAULT_ESS_STEPS", "DEFAULT_ESS_BURN_IN",
            "MIN_REPEATS", "LATER_BINARY", "LATER_CATEGORICAL", "select_suites"]
 
-#: the samplers after GWG (issue 17), at their registry defaults: timed in every binary suite (and the RBM ESS
-#: suite); the categorical ones in the Potts suites
-LATER_BINARY = ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS")
-LATER_CATEGORICAL = ("DMALA", "DULA", "DLMC")
+#: the samplers after GWG and those of plugins (the config groups ``later`` and ``plugins``), at their declared
+#: defaults: timed in every binary suite (and the RBM ESS suite); the categorical ones in the Potts suites
+LATER_BINARY = tuple(sampler_catalog.expand(["later", "plugins"], "binary"))
+LATER_CATEGORICAL = tuple(sampler_catalog.expand(["later", "plugins"], "categorical"))
 
 RBM_SUITE = "rbm_784x500_100chains"
 ISING_SUITE = "ising_40x40_theta0.25_32chains"

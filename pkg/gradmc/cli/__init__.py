@@ -38,7 +38,11 @@ def main(argv: list[str] | None = None) -> int:
 
     tune_allocator()  # malloc thresholds for the compute commands (gradmc.tuning)
 
-    parser = build_parser()
+    try:
+        parser = build_parser()  # reads the sampler catalog: a broken plugin is a user error
+    except UserError as err:
+        print(f"gradmc: error: {err}", file=sys.stderr, flush=True)
+        return 2
     args = parser.parse_args(argv)
     if args.version:
         from gradmc import __version__

@@ -391,5 +391,33 @@ def _cmd_plan(args) -> None:
     plan_command(args)
 
 
+def _cmd_samplers(args) -> None:
+    from gradmc import sampler_catalog
+
+    sampler_catalog.load_plugins(args.plugin)
+    print(f"{'name':<32} {'state':<12} {'family':<7} {'exact':<6} options")
+    for spec in sorted(sampler_catalog.specs(), key=lambda s: (s.state, s.order, s.name)):
+        required = f" (required: {', '.join(spec.required)})" if spec.required else ""
+        options = ", ".join(spec.allowed_options) + required
+        print(f"{spec.name:<32} {spec.state:<12} {spec.family:<7} {'yes' if spec.exact else 'no':<6} {options}")
+
+
+def _cmd_check_sampler(args) -> None:
+    from gradmc import sampler_catalog
+    from gradmc.samplers.exactness import check_sampler
+
+    sampler_catalog.load_plugins(args.plugin)
+    failed = []
+    for name in args.names:
+        r = check_sampler(name, args.state, num_chains=args.chains)
+        verdict = "PASS" if r.passed else "FAIL"
+        print(f"{verdict} {name} ({r.state}): chi-square {r.chi2:.1f} on {r.cells} cells, p = {r.p_value:.3g}, "
+              f"{r.moved:.0%} of chains moved", flush=True)
+        if not r.passed:
+            failed.append(name)
+    if failed:
+        raise SystemExit(1)
+
+
 COMMANDS = {"data": _cmd_data, "run": _cmd_run, "figure": _cmd_figure, "claims": _cmd_claims, "bench": _cmd_bench,
-            "plan": _cmd_plan}
+            "plan": _cmd_plan, "samplers": _cmd_samplers, "check-sampler": _cmd_check_sampler}

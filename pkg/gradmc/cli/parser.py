@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gradmc", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="store_true", help="print the gradmc version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="{data,run,figure,claims,bench,plan}")
+    sub = parser.add_subparsers(dest="command", metavar="{data,run,figure,claims,bench,plan,samplers,check-sampler}")
     _add_data(sub)
     standard = list(experiments())
     run = sub.add_parser("run", help="run one experiment stage").add_subparsers(
@@ -226,7 +226,24 @@ def build_parser() -> argparse.ArgumentParser:
                              "to PREFIX.pdf and PREFIX.png; claims.md links the PNG")
     _add_bench(sub)
     add_plan_parser(sub)
+    _add_samplers(sub)
     return parser
+
+
+def _add_samplers(sub) -> None:
+    plugins = ("--plugin", {"action": "append", "default": [], "metavar": "MODULE",
+                            "help": "import this module first (a sampler plugin; repeatable); installed plugins "
+                                    "(entry-point group gradmc.samplers) load by themselves"})
+    listing = sub.add_parser("samplers", help="list every sampler the catalog knows: names, state, family, options")
+    listing.add_argument(plugins[0], **plugins[1])
+    check = sub.add_parser(
+        "check-sampler", help="exactness check of samplers by exact enumeration (chi-square after a few steps from pi "
+                              "on a 10-bit RBM or a 3-site Potts model); exit status 1 if one fails")
+    check.add_argument("names", nargs="+", metavar="NAME", help="sampler references, e.g. GWG 'DMALA(step_size=0.5)'")
+    check.add_argument("--state", choices=("binary", "categorical"), default="binary",
+                       help="state kind (default binary)")
+    check.add_argument("--chains", type=int, default=200_000, help="chains drawn from pi (default 200000)")
+    check.add_argument(plugins[0], **plugins[1])
 
 
 def _add_bench(sub) -> None:

@@ -14,6 +14,8 @@ and at step 0 and the last step:
 - ``bit_error``: mean over chains of the fraction of the L * K bits that differ from x_true.
 - ``log_joint_true`` / ``recon_error_true`` (step 0 only): the same for x_true, a reference level.
 - ``acceptance_rate`` (last step): mean Metropolis-Hastings acceptance probability over steps and chains.
+- ``adapted_value``, ``acceptance_rate_after_burn_in`` (last step; a sampler with ``adapt=N`` only): the step
+  size (or path length) tuned during the first N steps, and the mean acceptance probability after them.
 ``energy_evals``/``grad_evals`` are cumulative evaluations per chain; ``wall_time_s`` is cumulative
 sampler time only (the metric evaluations are not timed).
 """
@@ -121,11 +123,19 @@ def run(shard: Shard) -> pd.DataFrame:
         add("log_joint_true", posterior(x_true)[0])
         add("recon_error_true", posterior.reconstruction_error(x_true)[0])
     record()
+    adapted = hasattr(state, "frozen")  # an Adapted kernel's state (gradmc.samplers.adaptation.AdaptedState)
+    burn_in = sampler.burn_in if adapted else 0
+    after_sum = torch.zeros(C, device=device)
     for t in range(1, T + 1):
         state, info = clock.step(sampler, state, posterior, generator)
         accept_sum += info.acceptance_prob
+        if t > burn_in:
+            after_sum += info.acceptance_prob
         if t % shard.record_every == 0 or t == T:
             record()
     add("acceptance_rate", (accept_sum / max(T, 1)).mean())
+    if adapted:  # the tuned value and the acceptance of the frozen kernel
+        add("adapted_value", float(state.value))
+        add("acceptance_rate_after_burn_in", (after_sum / max(T - burn_in, 1)).mean())
     return tidy_frame(rows, EXPERIMENT, TARGET)
 

@@ -10,19 +10,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gradmc import sampler_catalog
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 
 __all__ = ["figure", "summary_table"]
 
-#: Legend / table order: the paper's samplers, then the later ones (PAS-3, DMALA, DULA, DLMC, DLMC-Euler, ACS);
-#: any other name present follows, sorted.
-_ORDER = ("Gibbs-1", "Gibbs-2", "HB-10-1", "Block-HB", "GWG", "PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS")
-
-
 def _samplers(df: pd.DataFrame) -> list[str]:
-    present = list(df["sampler"].unique())
-    return [s for s in _ORDER if s in present] + sorted(s for s in present if s not in _ORDER)
+    """Legend / table order: the paper's samplers, then the later ones, then plugins, as the catalog orders them
+    (:func:`gradmc.sampler_catalog.order_key`)."""
+    return sorted(df["sampler"].unique(), key=sampler_catalog.order_key)
 
 
 def _final(d: pd.DataFrame, metric: str) -> pd.Series:

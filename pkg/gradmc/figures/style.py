@@ -9,20 +9,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from gradmc import sampler_catalog  # noqa: E402
 from gradmc.atomic import atomic_path  # noqa: E402
+from gradmc.errors import UserError  # noqa: E402
 
 __all__ = ["plt", "sampler_color", "save_figure", "save_table", "UNASSIGNED_COLOR"]
 
-#: One colour per sampler (and per fitting method), the same in every figure; no two names share one.
-#: Figure modules take colours only from :func:`sampler_color`.
+#: One colour per method and per sampler the catalog does not hold, the same in every figure; the samplers'
+#: own colours are declared with their kernels (:func:`gradmc.sampler_catalog.colour`). Figure modules take
+#: colours only from :func:`sampler_color`.
 _COLORS = {
-    # GWG paper samplers
-    "Gibbs-1": "tab:blue", "Gibbs-2": "tab:orange", "HB-10-1": "tab:green", "GWG": "tab:red",
-    "GWG-3": "tab:purple", "GWG-5": "tab:brown", "BlockGibbs": "black", "Target": "grey",
-    "Block-HB": "tab:olive", "R-MALA": "tab:cyan", "R-HMC": "tab:pink", "D-SVGD": "slategray",
-    # samplers after GWG (issue 17)
-    "PAS-3": "darkorange", "DMALA": "darkgreen", "DULA": "yellowgreen", "DLMC": "mediumblue",
-    "DLMC-Euler": "cornflowerblue", "ACS": "magenta",
+    "Target": "grey",
     # Potts fitting methods (GWG Fig. 7)
     "PLM": "darkgoldenrod", "PCD-Gibbs": "royalblue", "PCD-GWG": "firebrick", "PCD-DMALA": "chocolate",
     "PCD-DLMC": "darkcyan",
@@ -36,9 +33,16 @@ UNASSIGNED_COLOR = "lightgray"
 
 
 def sampler_color(name: str) -> str:
-    """The colour of sampler (or method) ``name``, the same in every figure; :data:`UNASSIGNED_COLOR` for a
-    name not in the table."""
-    return _COLORS.get(name, UNASSIGNED_COLOR)
+    """The colour of sampler (or method) ``name``, the same in every figure: the method table's, else the
+    sampler's declared colour (options ignored: "DMALA(adapt=500)" is drawn as DMALA); :data:`UNASSIGNED_COLOR`
+    for a name with neither."""
+    if name in _COLORS:
+        return _COLORS[name]
+    try:
+        declared = sampler_catalog.colour(name)
+    except UserError:  # not a sampler reference at all (e.g. a method name with parentheses)
+        declared = None
+    return declared or UNASSIGNED_COLOR
 
 
 def save_figure(fig, prefix: str | Path) -> list[Path]:

@@ -54,6 +54,11 @@ class AdaptedState(NamedTuple):
     num_steps: int = 0
     frozen: bool = False
 
+    @property
+    def x(self):
+        """The chains' current states: the inner kernel's ``x`` (so experiments read an adapted chain as any)."""
+        return self.inner.x
+
 
 @dataclass(frozen=True)
 class Adapted:

@@ -70,6 +70,7 @@ from typing import Any, NamedTuple
 import torch
 import torch.nn.functional as F
 
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.adaptation import Adapted, AdaptedState
 from gradmc.samplers.base import Info
 from gradmc.samplers.discrete.factorised import IndependentFlipMH
@@ -195,6 +196,10 @@ class ACSState(NamedTuple):
         return self.inner.x
 
 
+@register_sampler("ACS", family="later", options={"cycle_length": None, "alpha_max": None, "alpha_min": None,
+                                                   "beta_max": None, "burn_in": None, "target_acceptance": None,
+                                                   "rate": None, "decay": None},
+                  colour="magenta", order=65, doc="automatic cyclical sampler (Pynadath et al., NeurIPS 2024)")
 @dataclass(frozen=True)
 class ACS:
     """Automatic cyclical sampler, binary (module docstring): burn-in tuning of (alpha_min, alpha_max), then

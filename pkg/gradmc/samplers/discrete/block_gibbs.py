@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import torch
 
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import Info, check_finite
 from gradmc.targets.validation import check_binary
 
@@ -32,6 +33,8 @@ def _require_conditionals(target) -> None:
         )
 
 
+@register_sampler("BlockGibbs", colour="black", order=40, in_groups=False,
+                  doc="exact h | x, x | h alternation (RBM targets only)")
 @dataclass(frozen=True)
 class RBMBlockGibbs:
     """Alternating exact conditional updates of an RBM's hidden and visible layers.

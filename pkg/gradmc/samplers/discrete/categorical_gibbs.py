@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import torch
 
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
 from gradmc.samplers.discrete.blocks import random_orders
 from gradmc.samplers.discrete.onehot import check_onehot, enumerate_onehot
@@ -50,6 +51,8 @@ class CategoricalGibbsState(NamedTuple):
     cache_key: CacheKey | None = None
 
 
+@register_sampler("Gibbs-{block_size}", state="categorical", colour={"Gibbs-1": "tab:blue", "Gibbs-2": "tab:orange"},
+                  order=10, examples=("Gibbs-1",), doc="categorical block Gibbs (K**X evaluations per step)")
 @dataclass(frozen=True)
 class CategoricalGibbs:
     """Random-permutation-scan block Gibbs on one-hot categorical states (Gibbs-1, Gibbs-2, ...).

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import torch
 
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
 from gradmc.samplers.discrete.blocks import next_permutation_block, set_block
 from gradmc.samplers.enumerate import combinations
@@ -58,6 +59,11 @@ class GibbsState(NamedTuple):
     cache_key: CacheKey | None = None
 
 
+@register_sampler("Gibbs-{block_size}", fixed={"scan": "random"},
+                  colour={"Gibbs-1": "tab:blue", "Gibbs-2": "tab:orange"}, order=10, examples=("Gibbs-1", "Gibbs-2"),
+                  doc="random-permutation-scan block Gibbs, block size X")
+@register_sampler("Gibbs-{block_size}-systematic", fixed={"scan": "systematic"}, order=11,
+                  doc="block Gibbs with a systematic (cyclic) scan")
 @dataclass(frozen=True)
 class Gibbs:
     """Block Gibbs with block size X (Gibbs-1, Gibbs-2, ...), random-permutation or systematic scan.

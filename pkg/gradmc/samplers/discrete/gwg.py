@@ -15,6 +15,7 @@ from typing import ClassVar, NamedTuple
 
 import torch
 
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import (
     Info,
     acceptance_probability,
@@ -178,6 +179,8 @@ class GradientFlipMH:
         return torch.cat([x_new, x[:, None, :]], 1), torch.cat([move, stay], 1)
 
 
+@register_sampler("GWG", fixed={"temperature": 2.0}, colour="tab:red", order=30,
+                  doc="Gibbs-With-Gradients, one flip per step, temperature 2")
 @dataclass(frozen=True)
 class GWG(GradientFlipMH):
     """Gibbs-With-Gradients, binary, one flip per step (the paper's GWG).

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import torch
 
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import (
     Info,
     acceptance_probability,
@@ -54,6 +55,8 @@ class GWGCategoricalState(NamedTuple):
     cache_key: CacheKey | None = None
 
 
+@register_sampler("GWG", state="categorical", fixed={"temperature": 2.0}, colour="tab:red", order=30,
+                  doc="categorical Gibbs-With-Gradients (Eq. 4)")
 @dataclass(frozen=True)
 class GWGCategorical:
     """Gibbs-With-Gradients on one-hot categorical states, one site changed per step.

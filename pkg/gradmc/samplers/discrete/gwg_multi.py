@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.discrete.flips import DENSITIES
 from gradmc.samplers.discrete.gwg import GradientFlipMH, GWGState
 
 __all__ = ["GWGMulti", "GWGState"]
 
 
+@register_sampler("GWG-{num_draws}", colour={"GWG-3": "tab:purple", "GWG-5": "tab:brown"}, order=31,
+                  examples=("GWG-3",), doc="GWG with N draws per step (Appendix D.2)")
 @dataclass(frozen=True)
 class GWGMulti(GradientFlipMH):
     """GWG-N: N gradient-informed draws with replacement per step, one MH test.

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import torch
 
 import gradmc.samplers.streams as streams
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
 from gradmc.samplers.discrete.blocks import next_permutation_block, xor_block
 from gradmc.samplers.enumerate import ball_patterns, ball_size, combinations
@@ -150,6 +151,8 @@ class _HammingBallKernel:
         return candidates.reshape(C, -1, D), probs.reshape(C, -1)
 
 
+@register_sampler("HB-{block_size}-{radius}", colour={"HB-10-1": "tab:green"}, order=20, examples=("HB-10-1",),
+                  doc="Hamming ball, block X, radius Y")
 @dataclass(frozen=True)
 class HammingBall(_HammingBallKernel):
     """HB-X-Y: Hamming-ball updates of X coordinates with radius Y, random-permutation block scan.
@@ -211,6 +214,8 @@ class HammingBall(_HammingBallKernel):
         return self._enumerate(x, blocks, log_prob)
 
 
+@register_sampler("Block-HB", fixed={"radius": 1}, target_args={"blocks": "blocks"}, colour="tab:olive", order=21,
+                  doc="Hamming ball on the target's own blocks (needs target.blocks()), radius 1")
 @dataclass(frozen=True)
 class BlockHammingBall(_HammingBallKernel):
     """Block-HB: Hamming-ball updates on blocks given by the target's structure.

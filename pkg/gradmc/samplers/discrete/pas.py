@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import torch
 
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import (
     Info,
     acceptance_probability,
@@ -82,6 +83,8 @@ def path_end(x: torch.Tensor, sites: torch.Tensor) -> torch.Tensor:
     return torch.where(counts % 2 == 1, 1.0 - x, x)
 
 
+@register_sampler("PAS-{path_length}", family="later", colour="darkorange", order=60, examples=("PAS-3",),
+                  adapt=("path_length", "int"), doc="path auxiliary sampler (Sun et al., ICLR 2022), a path of L flips")
 @dataclass(frozen=True)
 class PAS(GradientFlipMH):
     """Path auxiliary sampler for binary states (C, D) (see the module docstring for the proposal and

@@ -11,6 +11,7 @@ from typing import NamedTuple
 import torch
 
 import gradmc.samplers.streams as streams
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import Info, acceptance_probability, check_finite, metropolis_hastings_accept
 from gradmc.samplers.discrete.flips import apply_flips
 from gradmc.targets.validation import check_binary
@@ -27,6 +28,7 @@ class RWMState(NamedTuple):
     num_steps: int = 0
 
 
+@register_sampler("RWM", order=35, in_groups=False, doc="random-walk Metropolis, one uniformly random flip")
 @dataclass(frozen=True)
 class RandomWalkMetropolis:
     """Single-bit random-walk Metropolis.

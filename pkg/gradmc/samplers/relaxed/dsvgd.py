@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import torch
 
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import Info, NonFiniteError, check_finite
 from gradmc.samplers.relaxed.surrogate import (
     bits_from_z,
@@ -80,6 +81,10 @@ def rbf_kernel_median(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.exp(-d2 / (2.0 * h)), h
 
 
+@register_sampler("D-SVGD", exact=False,
+                  options={"learning_rate": None, "temperature": None, "betas": None, "eps": None},
+                  required=("learning_rate", "temperature"), colour="slategray", order=52,
+                  doc="discrete Stein variational gradient descent")
 @dataclass(frozen=True)
 class DSVGD:
     """Discrete SVGD with the surrogate pi_lambda, importance weights and Adam on the particles.

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import Info, check_finite, hamiltonian_accept
 from gradmc.samplers.relaxed.surrogate import (
     RelaxedStart,
@@ -35,6 +36,9 @@ from gradmc.samplers.relaxed.surrogate import (
 __all__ = ["RHMC"]
 
 
+@register_sampler("R-HMC", exact=False, options={"step_size": None, "temperature": None, "num_leapfrog_steps": None},
+                  required=("step_size", "temperature"), colour="tab:pink", order=51,
+                  doc="relaxed HMC on the continuous surrogate")
 @dataclass(frozen=True)
 class RHMC(RelaxedStart):
     """Relaxed Hamiltonian Monte Carlo on the continuous relaxation of a binary target.

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
+from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import Info, check_finite, metropolis_hastings_accept
 from gradmc.samplers.relaxed.surrogate import (
     RelaxedStart,
@@ -32,6 +33,9 @@ from gradmc.samplers.relaxed.surrogate import (
 __all__ = ["RMALA"]
 
 
+@register_sampler("R-MALA", exact=False, options={"step_size": None, "temperature": None},
+                  required=("step_size", "temperature"),
+                  colour="tab:cyan", order=50, doc="relaxed MALA on the continuous surrogate")
 @dataclass(frozen=True)
 class RMALA(RelaxedStart):
     """Relaxed Metropolis-adjusted Langevin on the continuous relaxation of a binary target.

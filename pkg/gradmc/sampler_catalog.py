@@ -1,0 +1,408 @@
+"""The sampler catalog: every kernel declares its names, options and plot style where it is defined.
+
+A kernel class carries one :func:`register_sampler` decorator per name it answers to, with literal arguments
+only::
+
+    @register_sampler("PAS-{path_length}", family="later", colour="darkorange", order=60, examples=("PAS-3",),
+                      adapt=("path_length", "int"))
+    class PAS: ...
+
+Everything else derives from these declarations: :func:`~gradmc.samplers.discrete.registry.make_sampler`, the
+config schema's accepted names (:func:`name_pattern`), the bench's sampler lists, the figures' colours and order
+(:func:`colour`, :func:`order_key`), the exactness tests' parametrisation (:func:`specs`) and the config groups
+``paper`` / ``later`` / ``plugins`` (:func:`expand`).
+
+The built-in kernels are read from the source files under ``gradmc/samplers/`` with :func:`ast.literal_eval`,
+without importing them (so the Snakefile, config validation and ``gradmc --help`` do not import torch).
+Samplers from outside the package - a researcher's module, or an installed package - register when imported:
+:func:`load_plugins` imports the modules of the ``gradmc.samplers`` entry-point group, of the
+``GRADMC_SAMPLER_PLUGINS`` environment variable (comma-separated) and of a config's ``plugins:`` list.
+
+**Names.** A name is a template whose ``{field}`` parts are positive integers passed to the constructor
+(``"Gibbs-{block_size}"`` answers "Gibbs-1", "Gibbs-2", ...). A sampler reference in a config may add options
+in parentheses, Python keyword syntax with literal values: ``"DMALA(step_size=0.1)"``,
+``"DMALA(adapt=500)"`` (:func:`parse`). ``adapt=N`` tunes the declared ``adapt`` parameter during the first N
+steps toward acceptance 0.574 and then freezes it (:class:`gradmc.samplers.adaptation.Adapted`).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from gradmc.errors import InputError
+
+__all__ = ["SamplerSpec", "register_sampler", "parse", "resolve", "specs", "builtin_modules", "name_pattern",
+           "is_later", "colour", "order_key", "expand", "load_plugins", "STATES", "FAMILIES", "GROUPS",
+           "ENTRY_POINT_GROUP", "PLUGINS_ENV", "ADAPT_OPTION"]
+
+STATES = ("binary", "categorical")
+#: "paper": a sampler of the GWG paper; "later": published after it (rows its claims are not measured against)
+FAMILIES = ("paper", "later")
+#: config group names a ``samplers:`` list may hold (:func:`expand`)
+GROUPS = ("paper", "later", "plugins")
+ENTRY_POINT_GROUP = "gradmc.samplers"
+PLUGINS_ENV = "GRADMC_SAMPLER_PLUGINS"
+#: the option naming the burn-in adaptation steps of a kernel that declares ``adapt``
+ADAPT_OPTION = "adapt"
+_SAMPLERS_DIR = Path(__file__).resolve().parent / "samplers"
+_FIELD = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+_REFERENCE = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.S)
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """One name a kernel answers to.
+
+    Attributes:
+        name: the template, e.g. "GWG", "HB-{block_size}-{radius}".
+        module, qualname: where the kernel class is defined.
+        state: "binary" ((C, D) bits) or "categorical" (one-hot (C, D, K)).
+        family: "paper" or "later" (:data:`FAMILIES`); samplers from plugins are "plugin".
+        options: option -> default, the keyword arguments a config may set (``None``: the kernel's own default).
+        required: options with no default (the relaxed samplers' step size and temperature).
+        fixed: constructor arguments this name fixes (e.g. ``{"scan": "systematic"}``).
+        target_args: constructor argument -> name of a target method whose result it takes (Block-HB's blocks).
+        adapt: (option, kind) tuned by ``adapt=N`` ("log" for a positive real, "int" for a count), or ``None``.
+        colour: matplotlib colour of every instance, or concrete name -> colour.
+        order: figure and table position (smaller first; plugins after the built-ins).
+        examples: concrete names the bench, the exactness tests and config groups use (default: the name
+            itself when it has no fields).
+        in_groups: whether the config groups ``paper`` / ``later`` / ``plugins`` include it (only kernels that
+            run on any target of their state without required options or target methods are included).
+        exact: whether the kernel leaves its target invariant (False for an unadjusted or relaxed sampler); the
+            exactness suite (:mod:`gradmc.samplers.exactness`) requires exact kernels to pass and others to fail.
+        doc: one line for tables and ``--help``.
+    """
+
+    name: str
+    module: str
+    qualname: str
+    state: str = "binary"
+    family: str = "paper"
+    options: dict = field(default_factory=dict)
+    required: tuple = ()
+    fixed: dict = field(default_factory=dict)
+    target_args: dict = field(default_factory=dict)
+    adapt: tuple | None = None
+    colour: object = None
+    order: int = 1000
+    examples: tuple = ()
+    in_groups: bool = True
+    exact: bool = True
+    doc: str = ""
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The integer fields of the template, in order."""
+        return tuple(_FIELD.findall(self.name))
+
+    @property
+    def regex(self) -> str:
+        """The regular expression of the concrete names (fields are positive integers)."""
+        parts = _FIELD.split(self.name)
+        return "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[1-9][0-9]*)" for i, p in enumerate(parts))
+
+    def match(self, name: str) -> dict | None:
+        """The field values of ``name`` (ints), or None when ``name`` is not an instance of this template."""
+        m = re.fullmatch(self.regex, name)
+        return None if m is None else {k: int(v) for k, v in m.groupdict().items()}
+
+    @property
+    def instances(self) -> tuple[str, ...]:
+        """``examples``, or the name itself when it has no fields."""
+        return self.examples or ((self.name,) if not self.fields else ())
+
+    @property
+    def grouped(self) -> bool:
+        """Whether the config groups include it: ``in_groups``, and no required option or target method."""
+        return self.in_groups and not self.required and not self.target_args
+
+    @property
+    def allowed_options(self) -> tuple[str, ...]:
+        """Every option a reference may set (``adapt`` included where declared)."""
+        return tuple(self.options) + ((ADAPT_OPTION,) if self.adapt else ())
+
+
+_KEYS = {"state", "family", "options", "required", "fixed", "target_args", "adapt", "colour", "order", "examples",
+         "in_groups", "exact", "doc"}
+#: (name, state) -> spec of the kernels registered at import time (plugins, and the built-ins once imported)
+_RUNTIME: dict[tuple[str, str], SamplerSpec] = {}
+
+
+def _make_spec(name: str, module: str, qualname: str, kwargs: dict) -> SamplerSpec:
+    unknown = sorted(set(kwargs) - _KEYS)
+    if unknown:
+        raise TypeError(f"register_sampler({name!r}) in {module}: unknown arguments {unknown}; "
+                        f"expected some of {sorted(_KEYS)}")
+    kwargs = dict(kwargs)
+    for key in ("required", "examples", "adapt"):
+        if kwargs.get(key) is not None:
+            kwargs[key] = tuple(kwargs[key])
+    spec = SamplerSpec(name=name, module=module, qualname=qualname, **kwargs)
+    if spec.state not in STATES:
+        raise TypeError(f"register_sampler({name!r}) in {module}: state must be one of {STATES}, got {spec.state!r}")
+    for example in spec.examples:
+        if spec.match(example) is None:
+            raise TypeError(f"register_sampler({name!r}) in {module}: example {example!r} is not an instance")
+    return spec
+
+
+def register_sampler(name: str, **kwargs):
+    """Class decorator: declare that the kernel answers to ``name`` (fields of :class:`SamplerSpec`).
+
+    The built-in kernels' decorators are also read from their source (module docstring), so their arguments
+    must be literals. The decorated class gets ``sampler_specs``, the tuple of its specs.
+
+    Raises:
+        TypeError: an unknown argument, a state outside :data:`STATES`, or an example that is no instance of
+            ``name``.
+    """
+    def decorate(cls):
+        spec = _make_spec(name, cls.__module__, cls.__qualname__, kwargs)
+        if not cls.__module__.startswith("gradmc."):  # a plugin: never a row of the GWG paper's claims
+            spec = SamplerSpec(**{**spec.__dict__, "family": "plugin"})
+        _RUNTIME[(name, spec.state)] = spec
+        cls.sampler_specs = (*cls.__dict__.get("sampler_specs", ()), spec)
+        return cls
+
+    return decorate
+
+
+def _literal_call(node: ast.Call, path: Path) -> tuple[str, dict]:
+    try:
+        name = ast.literal_eval(node.args[0])
+        kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
+    except (ValueError, IndexError, TypeError) as err:
+        raise TypeError(f"{path}: register_sampler(...) needs a name and literal arguments ({err})") from err
+    return name, kwargs
+
+
+def _decorator_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Call):
+        func = node.func
+        return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    return None
+
+
+def scan(samplers_dir: Path = _SAMPLERS_DIR) -> tuple[SamplerSpec, ...]:
+    """The specs declared in the source files under ``samplers_dir`` (default: this package's samplers), read
+    with :func:`ast.literal_eval` without importing them, in file and line order.
+
+    Raises:
+        TypeError: a decorator with non-literal arguments, or a malformed declaration.
+    """
+    found: list[SamplerSpec] = []
+    root = Path(samplers_dir).resolve()
+    package_root = root.parent
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "register_sampler" not in text:
+            continue
+        rel = path.relative_to(package_root.parent).with_suffix("")
+        module = ".".join(rel.parts[:-1] if rel.parts[-1] == "__init__" else rel.parts)
+        for node in ast.walk(ast.parse(text, filename=str(path))):
+            if isinstance(node, ast.ClassDef):
+                for deco in node.decorator_list:
+                    if _decorator_name(deco) == "register_sampler":
+                        name, kwargs = _literal_call(deco, path)
+                        found.append(_make_spec(name, module, node.name, kwargs))
+    return tuple(found)
+
+
+@functools.cache
+def _builtin() -> tuple[SamplerSpec, ...]:
+    return scan()
+
+
+def builtin_modules(samplers_dir: Path | None = None) -> tuple[str, ...]:
+    """Dotted names of the modules that define built-in kernels (sorted): the code
+    :func:`~gradmc.samplers.discrete.registry.make_sampler` may import by name."""
+    specs_ = _builtin() if samplers_dir is None else scan(samplers_dir)
+    return tuple(sorted({s.module for s in specs_}))
+
+
+_loaded: set[str] = set()
+
+
+@functools.cache
+def _entry_points() -> tuple:
+    """The ``gradmc.samplers`` entry points of the installed packages (read once per process)."""
+    return tuple(metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
+def load_plugins(modules: Iterable[str] = ()) -> tuple[str, ...]:
+    """Import the sampler plugins: the ``gradmc.samplers`` entry points, the modules named in
+    ``$GRADMC_SAMPLER_PLUGINS`` (comma-separated) and ``modules`` (a config's ``plugins:``). Importing a module
+    runs its :func:`register_sampler` decorators. ``modules`` are added to ``$GRADMC_SAMPLER_PLUGINS`` so that
+    the processes this one starts (pipeline jobs, Ray workers on this machine) load them too.
+
+    Returns:
+        The plugin modules loaded so far.
+
+    Raises:
+        InputError: a module that cannot be imported (the message names it and the import error).
+    """
+    names = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
+    extra = [m for m in modules if m not in names]
+    if extra:
+        names += extra
+        os.environ[PLUGINS_ENV] = ",".join(names)
+    for point in _entry_points():
+        if point.value not in _loaded:
+            try:
+                point.load()
+            except Exception as err:  # a broken plugin must name itself
+                raise InputError(f"sampler plugin {point.name!r} (entry point {point.value!r} of group "
+                                 f"{ENTRY_POINT_GROUP!r}) failed to import: {err}") from err
+            _loaded.add(point.value)
+    for name in names:
+        if name not in _loaded:
+            try:
+                importlib.import_module(name)
+            except Exception as err:
+                raise InputError(f"sampler plugin module {name!r} (from {PLUGINS_ENV} or a config's plugins:) "
+                                 f"failed to import: {err}") from err
+            _loaded.add(name)
+    return tuple(sorted(_loaded))
+
+
+def specs(state: str | None = None) -> tuple[SamplerSpec, ...]:
+    """Every known spec (built-in, then plugins in load order), of one state or all; plugins are loaded first.
+
+    Raises:
+        InputError: a plugin that fails to import.
+    """
+    load_plugins()
+    seen = {(s.name, s.state) for s in _builtin()}
+    every = list(_builtin()) + [s for key, s in _RUNTIME.items() if key not in seen]
+    return tuple(s for s in every if state is None or s.state == state)
+
+
+def parse(reference: str) -> tuple[str, dict]:
+    """Split a sampler reference into its name and options: "DMALA(step_size=0.1)" -> ("DMALA",
+    {"step_size": 0.1}); "GWG" -> ("GWG", {}).
+
+    Raises:
+        InputError: not a name optionally followed by ``(key=literal, ...)``.
+    """
+    m = _REFERENCE.fullmatch(reference) if isinstance(reference, str) else None
+    if m is None:
+        raise InputError(f"sampler {reference!r}: expected a name such as 'DMALA', optionally with options "
+                         f"'DMALA(step_size=0.1)'")
+    name, args = m.group(1), m.group(2)
+    if args is None or not args.strip():
+        return name, {}
+    try:
+        call = ast.parse(f"f({args})", mode="eval").body
+        if call.args:
+            raise ValueError("options must be keyword arguments")
+        options = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
+        if None in options:
+            raise ValueError("no **")
+    except (SyntaxError, ValueError) as err:
+        raise InputError(f"sampler {reference!r}: options must be key=literal pairs, e.g. "
+                         f"'{name}(step_size=0.1)' ({err})") from err
+    return name, options
+
+
+def _known(state: str | None) -> str:
+    names = sorted({s.name for s in specs(state)})
+    return ", ".join(names)
+
+
+def resolve(reference: str, state: str = "binary") -> tuple[SamplerSpec, dict, dict]:
+    """The spec a reference names, its template fields and its options (validated against the declaration).
+
+    Returns:
+        (spec, fields, options): e.g. ("HB-{block_size}-{radius}" spec, {"block_size": 10, "radius": 1}, {}).
+
+    Raises:
+        InputError: an unknown name (listing the known ones for the state), an unknown state, or an option
+            the kernel does not declare (listing the declared ones).
+    """
+    if state not in STATES:
+        raise InputError(f"state must be one of {STATES}, got {state!r}")
+    name, options = parse(reference)
+    for spec in specs(state):
+        fields = spec.match(name)
+        if fields is not None:
+            unknown = sorted(set(options) - set(spec.allowed_options))
+            if unknown:
+                allowed = list(spec.allowed_options)
+                raise InputError(f"sampler {reference!r}: {spec.name} ({state}) takes "
+                                 + (f"only the options {allowed}" if allowed else "no options")
+                                 + f", got {unknown}")
+            return spec, fields, options
+    prefix = "" if state == "binary" else f"{state} "
+    raise InputError(f"unknown {prefix}sampler {name!r}; expected one of {_known(state)}")
+
+
+def name_pattern() -> str:
+    """One regular expression that every known sampler reference matches (any state), options included: the
+    config schema's ``sampler`` pattern."""
+    plain = sorted({re.sub(r"\(\?P<[a-z_0-9]+>", "(?:", s.regex) for s in specs()})
+    return rf"^({'|'.join(plain)})(\(.*\))?$"
+
+
+def _spec_of(name: str) -> SamplerSpec | None:
+    bare = parse(name)[0] if "(" in name else name
+    for spec in specs():
+        if spec.match(bare) is not None:
+            return spec
+    return None
+
+
+def is_later(name: str) -> bool:
+    """Whether the sampler ``name`` (any state, options allowed) was published after the GWG paper, or comes from
+    a plugin: a row the GWG paper's claims are not measured against."""
+    spec = _spec_of(name)
+    return spec is not None and spec.family != "paper"
+
+
+def colour(name: str) -> str | None:
+    """The declared plot colour of ``name`` (a concrete name, options allowed), or None."""
+    spec = _spec_of(name)
+    if spec is None or spec.colour is None:
+        return None
+    if isinstance(spec.colour, dict):
+        return spec.colour.get(parse(name)[0])
+    return spec.colour
+
+
+def order_key(name: str) -> tuple:
+    """Sort key placing samplers as the figures and tables list them: the declared ``order``, then the template's
+    fields, then the options; unknown names last, by name."""
+    spec = _spec_of(name)
+    if spec is None:
+        return (10**9, (), 0, name)
+    bare, options = parse(name)
+    return (spec.order, tuple(spec.match(bare).values()), len(options), repr(sorted(options.items())))
+
+
+def expand(entries: Iterable[str], state: str = "binary") -> list[str]:
+    """A config ``samplers:`` list with its groups replaced by their samplers, in order, without repeats:
+    ``paper`` / ``later`` (the built-in family's ``examples`` for the state) and ``plugins`` (every plugin
+    sampler's examples).
+
+    Raises:
+        InputError: from :func:`resolve`, for an entry that is no group and no known sampler.
+    """
+    out: list[str] = []
+    for entry in entries:
+        if entry in GROUPS:
+            family = "plugin" if entry == "plugins" else entry
+            members = [n for s in sorted(specs(state), key=lambda s: s.order) if s.family == family and s.grouped
+                       for n in s.instances]
+        else:
+            resolve(entry, state)
+            members = [entry]
+        out.extend(m for m in members if m not in out)
+    return out

@@ -1,0 +1,223 @@
+"""The sampler catalog: kernels declare themselves (gradmc.sampler_catalog.register_sampler), everything else
+derives from the declarations, and a sampler from outside the package (tests/plugins/gradmc_toy_sampler.py)
+reaches the experiments, the bench, the figures and the exactness check with no edit to gradmc."""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from gradmc import sampler_catalog as catalog
+from gradmc.config import validate_config
+from gradmc.errors import ConfigError, InputError
+from gradmc.samplers.adaptation import Adapted
+from gradmc.samplers.discrete.registry import make_sampler, sampler_modules
+from gradmc.samplers.exactness import check_sampler
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGINS = Path(__file__).resolve().parent / "plugins"
+PLUGIN = "gradmc_toy_sampler"
+
+#: every concrete name the catalog's examples give, with its state (the exactness parametrisation)
+INSTANCES = [(s.state, name, s.exact) for s in catalog.specs() if not s.required for name in s.instances]
+
+
+def test_source_declarations_match_the_import_time_registry():
+    """The declarations read from source (no import) are exactly those the decorators register on import."""
+    for module in catalog.builtin_modules():
+        importlib.import_module(module)
+    runtime = {key: spec for key, spec in catalog._RUNTIME.items() if spec.module.startswith("gradmc.")}
+    scanned = {(s.name, s.state): s for s in catalog.scan()}
+    assert runtime == scanned
+    assert len(scanned) >= 22
+
+
+@pytest.mark.parametrize("state,name,exact", INSTANCES)
+def test_every_instance_builds_its_declared_class(state, name, exact):
+    spec, _, _ = catalog.resolve(name, state)
+    sampler = make_sampler(name, state=state, target=_Blocks())
+    assert type(sampler).__module__ == spec.module and type(sampler).__qualname__ == spec.qualname
+    assert spec.module in sampler_modules(name)
+
+
+class _Blocks:
+    def blocks(self):
+        return [[0, 1], [2, 3]]
+
+
+@pytest.mark.parametrize("state,name", [(st, n) for st, n, exact in INSTANCES if exact] + [("binary", "Block-HB")])
+def test_every_exact_kernel_passes_the_enumeration_check(state, name):
+    """Three steps from pi on an enumerable target: chi-square p >= 1e-4, and at least 1% of the chains moved."""
+    result = check_sampler(name, state, num_chains=100_000)
+    assert result.passed, result
+
+
+@pytest.mark.parametrize("state,name,adjusted", [("binary", "DULA", "DMALA"),
+                                                 ("categorical", "DULA(step_size=1.0)", "DMALA(step_size=1.0)")])
+def test_the_enumeration_check_rejects_the_unadjusted_kernel(state, name, adjusted):
+    """Teeth: DULA (declared not exact) fails where DMALA, the same proposal with the MH step, passes. On the
+    27-state categorical target DULA at its default step moves under 10% of the chains in three steps, too few
+    to see its bias, so both run at step 1.0 there."""
+    assert not check_sampler(name, state, num_chains=100_000).passed
+    assert check_sampler(adjusted, state, num_chains=100_000).passed
+    assert not catalog.resolve(name, state)[0].exact and catalog.resolve(adjusted, state)[0].exact
+
+
+def test_options_in_the_name_are_validated_against_the_declaration():
+    assert make_sampler("DMALA(step_size=0.1)") == make_sampler("DMALA", step_size=0.1)
+    assert make_sampler("DLMC(tau=0.5)").tau == 0.5
+    assert make_sampler("ACS(cycle_length=10, burn_in=0)").cycle_length == 10
+    with pytest.raises(InputError, match=r"DMALA \(binary\) takes only the options \['step_size', 'adapt'\]"):
+        make_sampler("DMALA(tau=0.1)")
+    with pytest.raises(InputError, match="GWG .* takes no options"):
+        make_sampler("GWG(step_size=0.1)")
+    with pytest.raises(InputError, match="both in the name and as keywords"):
+        make_sampler("DMALA(step_size=0.1)", step_size=0.2)
+    with pytest.raises(InputError, match="key=literal"):
+        make_sampler("DMALA(step_size=x)")
+    with pytest.raises(InputError, match="unknown categorical sampler 'PAS-3'"):
+        make_sampler("PAS-3", state="categorical")
+    with pytest.raises(InputError, match="step_size must be"):
+        make_sampler("DMALA(step_size=-1.0)")
+
+
+def test_adapt_wraps_the_kernel_and_starts_from_the_given_or_default_value():
+    adapted = make_sampler("DMALA(adapt=100)")
+    assert isinstance(adapted, Adapted) and adapted.burn_in == 100 and adapted.initial == 0.2
+    assert adapted.kind == "log" and adapted.target_acceptance == 0.574 and adapted.name == "DMALA(adapt=100)"
+    assert make_sampler("DMALA(step_size=0.05, adapt=10)").initial == 0.05
+    pas = make_sampler("PAS-5(adapt=20)")
+    assert pas.kind == "int" and pas.initial == 5 and pas.factory(2).path_length == 2
+    with pytest.raises(InputError, match="adapt needs a starting tau"):
+        make_sampler("DLMC(adapt=100)")
+    assert "gradmc.samplers.adaptation" in sampler_modules("DMALA(adapt=100)")
+
+
+def test_parse_splits_names_and_options():
+    assert catalog.parse("GWG") == ("GWG", {})
+    assert catalog.parse(" DMALA( step_size=0.1 , adapt=5 ) ") == ("DMALA", {"step_size": 0.1, "adapt": 5})
+    for bad in ("GWG(", "DMALA(0.1)", "", "a b"):
+        with pytest.raises(InputError, match="expected a name|key=literal"):
+            catalog.parse(bad)
+
+
+def test_groups_and_the_order_come_from_the_declarations():
+    assert catalog.expand(["later"]) == ["PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS"]
+    assert catalog.expand(["later"], "categorical") == ["DMALA", "DULA", "DLMC"]
+    assert catalog.expand(["paper", "GWG", "DMALA(step_size=0.1)"]) == ["Gibbs-1", "Gibbs-2", "HB-10-1", "GWG",
+                                                                        "GWG-3", "DMALA(step_size=0.1)"]
+    names = ["ACS", "DMALA", "GWG", "Block-HB", "HB-10-1", "Gibbs-2", "Gibbs-1", "unknown", "DMALA(adapt=5)"]
+    assert sorted(names, key=catalog.order_key) == ["Gibbs-1", "Gibbs-2", "HB-10-1", "Block-HB", "GWG", "DMALA",
+                                                    "DMALA(adapt=5)", "ACS", "unknown"]
+    assert [catalog.is_later(n) for n in ("GWG", "PAS-7", "DLMC(adapt=3)", "Gibbs-1")] == [False, True, True, False]
+
+
+def test_the_bench_and_the_figures_read_the_catalog():
+    from gradmc.bench.catalog import LATER_BINARY, LATER_CATEGORICAL
+    from gradmc.figures.style import _COLORS, UNASSIGNED_COLOR, sampler_color
+
+    assert LATER_BINARY[:6] == ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS")
+    assert LATER_CATEGORICAL[:3] == ("DMALA", "DULA", "DLMC")
+    names = [n for s in catalog.specs("binary") for n in s.instances if s.name != "RWM"]
+    colours = [sampler_color(n) for n in names]
+    assert UNASSIGNED_COLOR not in colours
+    assert len(set(colours)) == len(colours)
+    assert not set(colours) & set(_COLORS.values())  # no sampler shares a method's colour
+
+
+def _smoke() -> dict:
+    return yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+
+
+def test_config_lists_expand_groups_and_name_the_key_of_a_bad_sampler():
+    config = _smoke()
+    config["ising_sampling"]["samplers"] = ["later", "GWG", "DMALA(step_size=0.1)"]
+    assert validate_config(config)["ising_sampling"]["samplers"][-2:] == ["GWG", "DMALA(step_size=0.1)"]
+    for bad, message in (("Nope", "unknown sampler 'Nope'; expected one of ACS"),
+                         ("DMALA(foo=1)", "takes only the options")):
+        config = _smoke()
+        config["ising_sampling"]["samplers"] = [bad]
+        with pytest.raises(ConfigError, match=re.escape("config key 'ising_sampling.samplers.0': ") + ".*" + message):
+            validate_config(config)
+
+
+def _plugin_env(**extra) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="1", **extra)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PLUGINS), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _python(code: str, **env) -> str:
+    out = subprocess.run([sys.executable, "-c", code], env=_plugin_env(**env), capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def test_plugin_reaches_the_bench_the_figures_and_the_code_digest():
+    out = _python(
+        "from gradmc.bench.catalog import LATER_BINARY\n"
+        "from gradmc.bench.samplers import SUITES, RBM_SUITE\n"
+        "from gradmc.figures.style import sampler_color\n"
+        "from gradmc import sampler_catalog as c\n"
+        "from gradmc.samplers.discrete.registry import sampler_modules\n"
+        "from gradmc.codedigest import code_manifest\n"
+        "print('ToyMH-1' in LATER_BINARY, 'ToyMH-1' in SUITES[RBM_SUITE].samplers, sampler_color('ToyMH-3'))\n"
+        "print(c.is_later('ToyMH-2'), c.expand(['plugins']), sampler_modules('ToyMH-2'))\n"
+        "print(sorted(k for k in code_manifest('gradmc.samplers.base', extra=['gradmc_toy_sampler']) "
+        "if k.startswith('plugin:')))\n",
+        GRADMC_SAMPLER_PLUGINS=PLUGIN)
+    assert out.split("\n")[:3] == ["True True hotpink", f"True ['ToyMH-1'] ('{PLUGIN}',)",
+                                   f"['plugin:{PLUGIN}']"]
+
+
+def test_plugin_passes_the_exactness_check_and_a_broken_one_fails():
+    cmd = [sys.executable, "-m", "gradmc.cli", "check-sampler", "ToyMH-1", "ToyMH-2", "--plugin", PLUGIN,
+           "--chains", "100000"]
+    out = subprocess.run(cmd, env=_plugin_env(), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("PASS ToyMH") == 2
+    out = subprocess.run([*cmd[:4], "ToyBroken", "--plugin", PLUGIN], env=_plugin_env(), capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 1 and "FAIL ToyBroken" in out.stdout, out.stdout + out.stderr
+
+
+def test_plugin_runs_in_an_experiment_from_a_config(tmp_path):
+    """A config's plugins: list loads the module, its samplers list names the plugin's sampler, and the Ray
+    workers of ``gradmc run`` build it: its rows are in the metrics."""
+    config = _smoke()
+    config["plugins"] = [PLUGIN]
+    config["ising_sampling"].update(sides=[4], thetas=[0.3], samplers=["GWG", "ToyMH-1"], num_steps=20)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    out = tmp_path / "metrics.parquet"
+    run = subprocess.run([sys.executable, "-m", "gradmc.cli", "run", "ising_sampling", "--config", str(path),
+                          "--out", str(out), "--workers", "1", "--no-shard-cache"],
+                         env=_plugin_env(), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    df = pd.read_parquet(out)
+    assert set(df["sampler"]) == {"GWG", "ToyMH-1"}
+    assert len(df[df["sampler"] == "ToyMH-1"]) == len(df[df["sampler"] == "GWG"]) > 0
+
+
+def test_broken_plugin_is_a_one_line_error():
+    out = subprocess.run([sys.executable, "-m", "gradmc.cli", "samplers"], capture_output=True, text=True,
+                         env=_plugin_env(GRADMC_SAMPLER_PLUGINS="no_such_plugin"), timeout=120)
+    assert out.returncode == 2
+    assert "sampler plugin module 'no_such_plugin'" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_config_copy_is_not_mutated_by_expansion():
+    config = _smoke()
+    before = copy.deepcopy(config["fhmm_sampling"]["samplers"])
+    validate_config(copy.deepcopy(config))
+    assert config["fhmm_sampling"]["samplers"] == before
