@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 import torch
 
+from gradmc.core.validation import check_binary
 from gradmc.samplers.base import Info, check_finite
-from gradmc.targets.validation import check_binary
 
 __all__ = ["RBMBlockGibbs", "RBMBlockGibbsState"]
 

@@ -16,10 +16,7 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
-from gradmc.samplers.discrete.blocks import random_orders
-from gradmc.samplers.discrete.onehot import check_onehot, enumerate_onehot
-from gradmc.samplers.incremental import (
+from gradmc.core.incremental import (
     CacheKey,
     Evaluation,
     bind_state,
@@ -30,6 +27,9 @@ from gradmc.samplers.incremental import (
     evaluate,
     offers,
 )
+from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
+from gradmc.samplers.discrete.blocks import random_orders
+from gradmc.samplers.discrete.onehot import check_onehot, enumerate_onehot
 
 __all__ = ["CategoricalGibbs", "CategoricalGibbsState"]
 
@@ -40,7 +40,7 @@ MAX_CANDIDATES = 2**16
 class CategoricalGibbsState(NamedTuple):
     """x: (C, D, K) one-hot state; order: (C, D) int64 per-chain permutation; position: next unused slot;
     num_steps: steps taken since ``init``; cache / cache_key: the evaluation at x and its key for targets
-    with incremental evaluations (Gibbs-1 only; :mod:`gradmc.samplers.incremental`), else None."""
+    with incremental evaluations (Gibbs-1 only; :mod:`gradmc.core.incremental`), else None."""
 
     x: torch.Tensor
     order: torch.Tensor
