@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from gradmc.core.exact import exact_distribution
 from gradmc.targets import RBM
-from gradmc.targets.exact import exact_distribution
 
 
 class PairwiseBinary:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from gradmc.core.exact import enumerate_binary
 from gradmc.evaluation.ais import BernoulliBase, CategoricalBase, ais_log_partition, linear_schedule
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.targets import DenseIsing, Potts
-from gradmc.targets.exact import enumerate_binary
 from gradmc.targets.rbm import RBM
 
 

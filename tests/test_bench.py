@@ -27,10 +27,10 @@ from gradmc.bench.catalog import (
 )
 from gradmc.bench.rbm_ess import RBM_ESS_SAMPLERS, rbm_ess_suite
 from gradmc.bench.samplers import SUITES, build_lattice_potts, build_potts, run_benchmark
-from gradmc.bench.timing import spread
 from gradmc.cli import main
 from gradmc.cli.parser import build_parser
 from gradmc.errors import InputError, UserError
+from gradmc.evaluation.timing import spread
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator
 
@@ -122,7 +122,7 @@ def test_kmc_rows_have_steps_per_s_and_spread(tmp_path, monkeypatch):
     real suite takes ~10 s: its rows are made here the way it makes them, from a tiny time_sampler run.)"""
     import gradmc.bench.kmc as kmc
     from gradmc.bench.samplers import build_ising
-    from gradmc.bench.timing import time_sampler
+    from gradmc.evaluation.timing import time_sampler
 
     def tiny_kmc(*, steps, repeats):
         target, x0 = build_ising(make_generator(0), side=3, num_chains=2)

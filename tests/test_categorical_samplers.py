@@ -26,7 +26,7 @@ import pytest
 import torch
 from scipy import stats
 
-from gradmc.samplers.base import log_prob_and_grad
+from gradmc.core.gradients import log_prob_and_grad
 from gradmc.samplers.discrete.categorical_gibbs import CategoricalGibbs
 from gradmc.samplers.discrete.gwg_categorical import MASKED_LOGIT, GWGCategorical
 from gradmc.samplers.discrete.onehot import enumerate_onehot, onehot_to_index

@@ -21,7 +21,7 @@ LOCAL = {
 SAMPLERS = ["Gibbs-1", "Gibbs-2", "GWG", "BlockGibbs", "Gibbs-1-systematic", "GWG-3", "GWG-5", "HB-10-1",
             "HB-4-2", "RWM", *LOCAL]
 # (energy_evals, grad_evals) per step on the RBM, counted per chain-batch call (see Info). The kernels in
-# CACHED keep the evaluation at x (gradmc.samplers.incremental): their first step also counts the one init
+# CACHED keep the evaluation at x (gradmc.core.incremental): their first step also counts the one init
 # made (+1 evaluation, +1 gradient for the gradient kernels); Gibbs-1 reads f(x) from that cache.
 EXPECTED_COST = {"Gibbs-1": (1, 0), "Gibbs-2": (4, 0), "GWG": (1, 1), "BlockGibbs": (2, 0),
                  "Gibbs-1-systematic": (1, 0), "GWG-3": (1, 1), "GWG-5": (1, 1), "GWG-3-set": (1, 1),

@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 
+from gradmc.core.exact import enumerate_binary
 from gradmc.samplers.discrete.flips import draw_flip_counts, log_draws_probability, log_set_probability
 from gradmc.samplers.discrete.gibbs import Gibbs
 from gradmc.samplers.discrete.gwg import GWG
@@ -18,7 +19,6 @@ from gradmc.samplers.discrete.hamming_ball import BlockHammingBall, HammingBall
 from gradmc.samplers.discrete.rwm import RandomWalkMetropolis
 from gradmc.samplers.enumerate import ball_patterns, ball_size, combinations, multisets, state_index
 from gradmc.targets import RBM
-from gradmc.targets.exact import enumerate_binary
 
 torch.set_num_threads(1)
 

@@ -222,7 +222,7 @@ def test_steps_by_sampler_sets_gibbs_steps_and_leaves_gwg_on_num_steps(tmp_path)
     """ebm.train.steps_by_sampler {Gibbs-1: 5}: the Gibbs-1 run takes 5 sampler steps per iteration, GWG the shared
     num_steps (2); the checkpoint's resolved settings say so; a data set's override replaces the mapping."""
     from gradmc.experiments.ebm import read_checkpoint, train_stage
-    from gradmc.experiments.ebm_samplers import sampler_steps
+    from gradmc.specs.ebm_samplers import sampler_steps
     path = prepared_images(tmp_path)
     config = _tiny_config(train={"iterations": 1, "eval_every": 0, "steps_by_sampler": {"Gibbs-1": 5}},
                           ais={"validation_intermediate": 2})
@@ -253,7 +253,7 @@ def test_steps_by_sampler_bad_values_are_named_by_the_schema(bad, expected):
     from pathlib import Path
 
     from gradmc.config import ConfigError, load_config, validate_config
-    from gradmc.experiments.ebm_samplers import SAMPLERS
+    from gradmc.specs.ebm_samplers import SAMPLERS
     config = copy.deepcopy(load_config(Path(__file__).resolve().parents[1] / "config" / "smoke.yaml"))
     assert config["ebm"]["train"]["steps_by_sampler"] == {}  # the schema's default: every sampler runs num_steps
     config["ebm"]["train"]["steps_by_sampler"] = bad

@@ -1,4 +1,4 @@
-"""The deep-EBM training samplers (gradmc.experiments.ebm_samplers): the feasibility rule and its errors, tiny
+"""The deep-EBM training samplers (gradmc.specs.ebm_samplers): the feasibility rule and its errors, tiny
 PCD runs with DMALA (binary and categorical, equal wall-clock with GWG) and ACS (binary, its cycle over training
 iterations; why the chain-level ACS cannot train is checked against its real behaviour in a PCD iteration), and
 the later samplers in Table 2, the claims and the plan."""
@@ -17,7 +17,7 @@ from _ebm_data import prepared_images
 
 from gradmc.config import load_config, validate_config
 from gradmc.errors import ConfigError, InputError
-from gradmc.experiments.ebm_samplers import SAMPLERS, feasible
+from gradmc.specs.ebm_samplers import SAMPLERS, feasible
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = {"channels": 4, "num_blocks": 2, "num_strided": 2, "embed_dim": 2, "base": "data"}

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from gradmc.claims.theory.gwg_theorem1 import SIGMAS, _model, _smoothness, claims, kernels, theorem_terms
+from gradmc.core.exact import enumerate_binary
 from gradmc.samplers.efficiency import asymptotic_variance, locally_balanced_kernel, spectral_gap
 from gradmc.samplers.enumerate import detailed_balance_error, stationarity_error
-from gradmc.targets.exact import enumerate_binary
 
 
 @pytest.mark.parametrize(("a", "b"), [(0.3, 0.1), (0.05, 0.9), (0.5, 0.5)])

@@ -7,10 +7,10 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
+from gradmc.core.exact import exact_distribution
 from gradmc.samplers.discrete import GWG
 from gradmc.samplers.enumerate import transition_matrix
 from gradmc.targets import RBM
-from gradmc.targets.exact import exact_distribution
 from gradmc.targets.ising import LatticeIsing
 
 NUM_CHAINS = 200_000

@@ -1,4 +1,4 @@
-"""Cached and incremental evaluations (gradmc.samplers.incremental, issue 14).
+"""Cached and incremental evaluations (gradmc.core.incremental, issue 14).
 
 (a) every structured target's incremental methods equal a full evaluation of the changed states;
 (b) a cached kernel follows the same chain as the generic, uncached path on the same generator stream,
@@ -15,11 +15,11 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
+from gradmc.core.exact import exact_distribution
+from gradmc.core.incremental import REFRESH_EVERY, Evaluation, cache_key, flip_bits
 from gradmc.samplers.discrete import make_sampler
 from gradmc.samplers.discrete.hamming_ball import BlockHammingBall
-from gradmc.samplers.incremental import REFRESH_EVERY, Evaluation, cache_key, flip_bits
 from gradmc.targets import RBM
-from gradmc.targets.exact import exact_distribution
 from gradmc.targets.ising import LatticeIsing
 from gradmc.targets.potts import LatticePotts, Potts
 
@@ -380,7 +380,7 @@ class _TemperedRBM(RBM):
 
 @pytest.mark.parametrize("sampler_name", ["GWG", "Gibbs-1", "HB-3-1"])
 def test_subclass_with_its_own_forward_uses_the_generic_path(sampler_name):
-    from gradmc.samplers.base import own_method
+    from gradmc.core.gradients import own_method
 
     target = _TemperedRBM(9, 4, weight_std=1.0, generator=torch.Generator().manual_seed(25)).double()
     assert own_method(target, "eval_flips") is None and own_method(target, "log_prob_and_grad") is None

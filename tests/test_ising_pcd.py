@@ -16,6 +16,7 @@ from _t_bounds import t_bounds
 
 from gradmc.claims.ising_pcd import claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
+from gradmc.core.exact import enumerate_binary, exact_distribution
 from gradmc.errors import InputError
 from gradmc.experiments import ising_pcd as exp
 from gradmc.experiments import ising_pcd_data as data_stage
@@ -24,7 +25,6 @@ from gradmc.figures.ising_pcd import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
 from gradmc.samplers.discrete import chromatic_gibbs as chromatic
 from gradmc.targets import DenseIsing, LatticeIsing
-from gradmc.targets.exact import enumerate_binary, exact_distribution
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from gradmc.config import fill_defaults
+from gradmc.core.streams import ChainStreams, bernoulli, rand, randint
 from gradmc.distributed import machine_memory, memory_split
 from gradmc.distributed.memory import shard_sizes
 from gradmc.distributed.memory_split import (
@@ -29,7 +30,6 @@ from gradmc.errors import ConfigError, InputError
 from gradmc.experiments import ising_sampling
 from gradmc.experiments.standard import collect, run_experiment, shard_code_digest
 from gradmc.samplers.discrete.registry import make_sampler
-from gradmc.samplers.streams import ChainStreams, bernoulli, rand, randint
 from gradmc.targets import LatticeIsing, LatticePotts
 
 SPEC = {"sides": [4], "thetas": [0.3], "samplers": ["GWG", "Gibbs-1", "HB-10-1"], "seeds": [0],

@@ -17,9 +17,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from gradmc.core.exact import exact_distribution
 from gradmc.samplers.discrete import make_sampler
 from gradmc.targets import DenseIsing
-from gradmc.targets.exact import exact_distribution
 from gradmc.training.ising_models import IsingModel
 from gradmc.training.pcd import PCD, Penalty, block_l1_penalty, l1_penalty
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gradmc.samplers.base import log_prob_and_grad
+from gradmc.core.exact import enumerate_binary
+from gradmc.core.gradients import log_prob_and_grad
 from gradmc.targets import RBM
-from gradmc.targets.exact import enumerate_binary
 
 
 @pytest.fixture

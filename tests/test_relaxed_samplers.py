@@ -30,7 +30,9 @@ import pytest
 import torch
 from scipy import stats
 
-from gradmc.samplers.base import log_prob_and_grad, metropolis_hastings_accept
+from gradmc.core.exact import exact_distribution
+from gradmc.core.gradients import log_prob_and_grad
+from gradmc.samplers.base import metropolis_hastings_accept
 from gradmc.samplers.relaxed import (
     DSVGD,
     RHMC,
@@ -44,7 +46,6 @@ from gradmc.samplers.relaxed import (
 )
 from gradmc.samplers.relaxed.dsvgd import rbf_kernel_median
 from gradmc.targets import RBM
-from gradmc.targets.exact import exact_distribution
 
 D, H = 6, 4
 IU = torch.triu_indices(D, D, offset=1)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from gradmc.bench.timing import time_interleaved
+from gradmc.evaluation.timing import time_interleaved
 from gradmc.experiments.rbm_model import save_rbm
 from gradmc.experiments.sampler_cost import run_cost
 from gradmc.targets.rbm import RBM

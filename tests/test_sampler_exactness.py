@@ -38,7 +38,9 @@ import torch
 from _exact_targets import PairwiseBinary
 from scipy import stats
 
-from gradmc.samplers.base import log_prob_and_grad, metropolis_hastings_accept, sample_categorical
+from gradmc.core.exact import enumerate_binary, exact_distribution
+from gradmc.core.gradients import log_prob_and_grad
+from gradmc.samplers.base import metropolis_hastings_accept, sample_categorical
 from gradmc.samplers.discrete import GWG, make_sampler
 from gradmc.samplers.discrete.chromatic_gibbs import ChromaticGibbs, greedy_colouring
 from gradmc.samplers.discrete.flips import log_draws_probability, log_flip_probability
@@ -54,7 +56,6 @@ from gradmc.samplers.enumerate import (
     transition_matrix,
 )
 from gradmc.targets import RBM
-from gradmc.targets.exact import enumerate_binary, exact_distribution
 
 torch.set_num_threads(1)
 

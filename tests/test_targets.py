@@ -11,6 +11,8 @@ import math
 import pytest
 import torch
 
+from gradmc.core.exact import enumerate_binary, exact_distribution
+from gradmc.core.validation import validate_onehot
 from gradmc.targets import (
     THETA_CRITICAL,
     DenseIsing,
@@ -21,9 +23,7 @@ from gradmc.targets import (
     LatticePotts,
     Potts,
 )
-from gradmc.targets.exact import enumerate_binary, exact_distribution
 from gradmc.targets.lattice import lattice_adjacency, lattice_edges
-from gradmc.targets.validation import validate_onehot
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,7 @@ import torch
 from scipy.stats import chi2
 
 import gradmc.evaluation.ais as ais_module
+from gradmc.core.incremental import fingerprint
 from gradmc.evaluation.ais import CategoricalBase, ais_log_partition, linear_schedule
 from gradmc.evaluation.text_baselines import (
     uniform_log_likelihood,
@@ -29,7 +30,6 @@ from gradmc.evaluation.text_baselines import (
 )
 from gradmc.models import BiLSTMEnergy, LSTMLanguageModel, train_language_model
 from gradmc.samplers.discrete.registry import make_sampler
-from gradmc.samplers.incremental import fingerprint
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,7 @@ import yaml
 
 from gradmc import sampler_catalog
 from gradmc.errors import ConfigError, MissingInputError, UserError
-from gradmc.experiments.ebm_samplers import SAMPLERS as _EBM_SAMPLERS
+from gradmc.specs.ebm_samplers import SAMPLERS as _EBM_SAMPLERS
 
 __all__ = ["ConfigError", "ConfigPart", "SCHEMA_PATH", "fill_defaults", "for_dataset", "load_config", "select",
            "validate_config"]

@@ -4,7 +4,7 @@
 It registers itself with :func:`gradmc.sampler_catalog.register_sampler`; the tests import it through
 ``GRADMC_SAMPLER_PLUGINS`` or a config's ``plugins:`` and show that it runs in the experiments, the bench, the
 leaderboard's colours and the exactness check with no edit to gradmc. Like every kernel it draws through
-:mod:`gradmc.samplers.streams`, whose ``generator`` may be one ``torch.Generator`` or one per block of chains.
+:mod:`gradmc.core.streams`, whose ``generator`` may be one ``torch.Generator`` or one per block of chains.
 ``ToyBroken`` (no acceptance step) is the counter-example the exactness check must reject.
 """
 
@@ -15,8 +15,8 @@ from typing import NamedTuple
 
 import torch
 
+from gradmc.core import streams
 from gradmc.sampler_catalog import register_sampler
-from gradmc.samplers import streams
 from gradmc.samplers.base import Info
 
 

@@ -1,13 +1,13 @@
 # GWG paper Table 2, Fig. 8, Fig. 14 (EXPERIMENTS.md A7): data -> train ResNet EBMs by PCD -> AIS -> table/figures.
-# One training job and one AIS job per feasible (data set, sampler) (gradmc.experiments.ebm_samplers.feasible):
+# One training job and one AIS job per feasible (data set, sampler) (gradmc.specs.ebm_samplers.feasible):
 # GWG and DMALA on every data set, Gibbs-1 and ACS only on binary data (categorical Gibbs is infeasible and
 # reported as such; ACS has no categorical form). With equal_time every non-GWG run (Gibbs-1, DMALA, ACS) gets
 # the GWG run's training time. Each sampler runs ebm.train.steps_by_sampler[<sampler>] steps per iteration when
 # the config names it there, else ebm.train.num_steps.
 import re as _re  # noqa: E402
 
-from gradmc.experiments.ebm_samplers import SAMPLERS as EBM_SAMPLERS, feasible as ebm_feasible  # noqa: E402
-from gradmc.experiments.ebm_samplers import sampler_steps as ebm_sampler_steps  # noqa: E402
+from gradmc.specs.ebm_samplers import SAMPLERS as EBM_SAMPLERS, feasible as ebm_feasible  # noqa: E402
+from gradmc.specs.ebm_samplers import sampler_steps as ebm_sampler_steps  # noqa: E402
 
 EBM_DIR = f"{RESULTS}/ebm"
 EBM_RUNS = [(d, s) for d in config["ebm"]["datasets"] for s in config["ebm"]["samplers"] if ebm_feasible(s, d)]

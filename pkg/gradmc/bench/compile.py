@@ -2,9 +2,9 @@
 
 For GWG on the RBM and lattice-Ising settings of the steps/s suites, the same kernel is timed eagerly and
 as ``torch.compile(kernel.step)`` (inductor; the step counter becomes a dynamic int after its first
-recompile) with :func:`gradmc.bench.timing.time_sampler`, after an untimed warm-up of 2 * REFRESH_EVERY + 2
+recompile) with :func:`gradmc.evaluation.timing.time_sampler`, after an untimed warm-up of 2 * REFRESH_EVERY + 2
 steps that compiles every path (the cached step and the periodic refresh) and whose wall time is
-recorded. The step holds Python-level logic (the cache check of :mod:`gradmc.samplers.incremental`,
+recorded. The step holds Python-level logic (the cache check of :mod:`gradmc.core.incremental`,
 generator calls, the finiteness check's host read), so dynamo splits it into several graphs.
 
 Opt-in (not part of a plain ``make bench``): compiling takes tens of seconds and needs a C++ compiler;
@@ -19,9 +19,9 @@ import time
 
 import torch
 
-from gradmc.bench.timing import time_sampler
+from gradmc.core.incremental import REFRESH_EVERY
+from gradmc.evaluation.timing import time_sampler
 from gradmc.samplers.discrete.registry import make_sampler
-from gradmc.samplers.incremental import REFRESH_EVERY
 from gradmc.seeding import make_generator, seed_from
 
 __all__ = ["compile_suite"]
@@ -42,7 +42,7 @@ def compile_suite(builders: dict, *, steps: int, repeats: int, warmup: int) -> d
 
     Args:
         builders: setting name -> ``build(generator) -> (target, x0)`` (the steps/s suites' builders).
-        steps, repeats, warmup: as :func:`~gradmc.bench.timing.time_sampler`.
+        steps, repeats, warmup: as :func:`~gradmc.evaluation.timing.time_sampler`.
 
     Returns:
         {setting: {"eager": row, "compiled": row, "compile_s": float, "speedup": compiled / eager}} with

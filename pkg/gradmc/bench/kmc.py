@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from gradmc.bench.timing import time_sampler
+from gradmc.evaluation.timing import time_sampler
 from gradmc.samplers.continuous import KMC
 from gradmc.seeding import make_generator, seed_from
 from gradmc.surrogates import fit_finite, gaussian_random_features

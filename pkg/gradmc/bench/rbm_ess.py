@@ -32,8 +32,8 @@ import numpy as np
 import torch
 
 from gradmc.bench.catalog import LATER_BINARY, RBM_ESS_SUITE
-from gradmc.bench.timing import spread
 from gradmc.evaluation.ess import ess, ess_per_chain, hamming_to_reference
+from gradmc.evaluation.timing import spread
 from gradmc.experiments.rbm_model import data_mean_init
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
@@ -114,7 +114,7 @@ def ess_run(sampler, target, x0: torch.Tensor, reference: torch.Tensor, generato
     Returns:
         {"ess_per_s", "ess", "ess_min", "ess_median", "ess_min_per_s", "ess_all_chains", "ess_all_chains_per_s",
          "nan_chains", "num_chains", "steps", "burn_in", "seconds" (sampler-only, kept steps), the keys of
-         :func:`gradmc.bench.timing.spread` for "steps_per_s" over the segments, "ms_per_step",
+         :func:`gradmc.evaluation.timing.spread` for "steps_per_s" over the segments, "ms_per_step",
          "energy_evals_per_step", "grad_evals_per_step", "acceptance_rate" (mean over steps and chains)}.
          ESS values are in draws (of ``steps``), ESS/s in draws per second; None where undefined.
 

@@ -89,8 +89,8 @@ from gradmc.bench.catalog import (
     TEXT_EBM_SUITE,
     select_suites,
 )
-from gradmc.bench.timing import spread, time_sampler
 from gradmc.errors import InputError
+from gradmc.evaluation.timing import spread, time_sampler
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets.ising import LatticeIsing

@@ -17,7 +17,7 @@ iteration (QUOTES["gibbs_steps"]: "All models we trained with fewer steps quickl
 lost from the stored text, and 800 is what its own numbers imply: 9.52 x 40 GWG steps x GWG's 2.1x cost per step
 of Gibbs-1, Sec. 5, = 800). A sampler's steps per iteration are ``ebm.train.steps_by_sampler.<sampler>`` where
 the config sets it, else ``ebm.train.num_steps`` (as the experiment reads them:
-:func:`gradmc.experiments.ebm_samplers.sampler_steps`). A per-data-set override (``ebm.train.overrides.<data set>``,
+:func:`gradmc.specs.ebm_samplers.sampler_steps`). A per-data-set override (``ebm.train.overrides.<data set>``,
 ``ebm.ais.overrides.<data set>``) is read in place of the default, as the experiment reads it. AIS scores: the
 paper's 300,000 intermediate distributions (QUOTES["ais_levels"]): ``ebm.ais.num_intermediate`` >= 300,000. The
 paper does not state its number of AIS chains; every claim from AIS needs at least 32 (``ebm.ais.num_chains``,
@@ -33,7 +33,7 @@ AT THIS SCALE; our value still shows beside the paper's.
    stated allowance of the size of AIS's known bias at the paper's settings (App. I.2.1, QUOTES["upper_bounds"]),
    not a derived one; it is wider than the smallest gap the paper reads as a win (2.40 nats, claim 3), so an
    agreement PASS alone does not reproduce that ordering (claim 3 tests it). The same claim, with the same band,
-   for a later sampler against its own paper's number (:data:`gradmc.experiments.ebm_samplers.LATER_PAPERS`:
+   for a later sampler against its own paper's number (:data:`gradmc.specs.ebm_samplers.LATER_PAPERS`:
    DMALA on static MNIST, Zhang, Liu & Liu ICML 2022, trained and scored by the GWG protocol), origin "other",
    made only when that sampler's run is in the metrics; needs the GWG protocol's sizes (no step count: the
    later paper's is not stored here).
@@ -85,7 +85,7 @@ from scipy import stats
 from gradmc.claims.base import Claim, Need, agreement, at_least, config_value
 from gradmc.claims.stats import LEVEL, Interval
 from gradmc.errors import InputError
-from gradmc.experiments.ebm_samplers import LATER_PAPERS
+from gradmc.specs.ebm_samplers import LATER_PAPERS
 
 __all__ = ["claims", "protocol_needs", "ais_chains_need", "AIS_REFERENCE_CHAINS", "CONVERGENCE_NATS",
            "MIN_AIS_ESS_FRACTION", "MIN_AIS_WEIGHTS_ESS", "PAPER_AIS_LEVELS", "PAPER_CHANNELS", "PAPER_BLOCKS",

@@ -67,7 +67,7 @@ DATASETS: dict[str, DataSet] = {d.name: d for d in (
 
 def _registry() -> Mapping[str, RemoteFile]:
     from gradmc import data as _data  # noqa: F401  (merges the image entries into REGISTRY)
-    from gradmc.proteins.loaders import PROTEIN_FILES
+    from gradmc.data.protein_remotes import PROTEIN_FILES
 
     for name, remote in PROTEIN_FILES.items():
         REGISTRY.setdefault(name, remote)

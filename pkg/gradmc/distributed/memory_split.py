@@ -8,7 +8,7 @@ own), and :func:`merge_results` hands each split shard's part frames to the expe
 ``merge_parts``, which returns the rows the unsplit shard would have returned.
 
 Equal rows need randomness that grouping cannot change: every chain block draws from its own generator
-(:class:`gradmc.samplers.streams.ChainStreams`), so the chains of a part are the same chains as in the
+(:class:`gradmc.core.streams.ChainStreams`), so the chains of a part are the same chains as in the
 whole shard. Timing columns (``wall_time_s`` and rates per second) are measurements and differ between
 any two runs, split or not.
 

@@ -1,4 +1,5 @@
-"""Metrics: effective sample size and autocorrelation (via ArviZ) and kernel MMD between sample sets."""
+"""Metrics: effective sample size and autocorrelation (via ArviZ), kernel MMD between sample sets, and the timing
+of sampler steps (:mod:`gradmc.evaluation.timing`)."""
 
 from gradmc.evaluation.autocorrelation import autocorrelation
 from gradmc.evaluation.ess import ESS_METHODS, ess, ess_per_chain, hamming_to_reference

@@ -23,7 +23,7 @@ computed stably from normalised weights; the effective sample size of the weight
 
 Any sampler of :mod:`gradmc.samplers.discrete` works as T_k (binary (C, D) or one-hot (C, D, K)
 states). Each level passes a NEW intermediate-target object, so a kernel's cached evaluation of the
-previous level never matches (:mod:`gradmc.samplers.incremental`: the key holds the target object) and
+previous level never matches (:mod:`gradmc.core.incremental`: the key holds the target object) and
 the first step of every level evaluates the current state afresh; with several steps per level the
 later ones use the cache, valid while the model's parameters stay unchanged (its fingerprint).
 """
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gradmc.samplers.incremental import fingerprint
+from gradmc.core.incremental import fingerprint
 
 __all__ = ["BernoulliBase", "CategoricalBase", "AISResult", "ais_log_partition", "linear_schedule",
            "log_z_lower_bound"]

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradmc.targets.validation import check_binary
+from gradmc.core.validation import check_binary
 
 __all__ = ["hamming_kernel", "polynomial_kernel", "mmd2", "log_mmd", "ReferenceMMD", "mmd2_prefixes", "PREFIX_BLOCK"]
 

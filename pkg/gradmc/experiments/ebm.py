@@ -6,11 +6,11 @@ Stages (each a pipeline job):
    The sampler is GWG or DMALA (binary or categorical), Gibbs-1 (binary only: categorical Gibbs needs 256
    evaluations per pixel and is reported as infeasible, as in the paper) or ACS (binary only, its cycle over
    training iterations: :class:`gradmc.samplers.discrete.acs_pcd.ACSOverIterations`; :func:`feasible`,
-   :mod:`gradmc.experiments.ebm_samplers`). With ``equal_time`` every sampler
+   :mod:`gradmc.specs.ebm_samplers`). With ``equal_time`` every sampler
    other than GWG (Gibbs-1, DMALA, ACS) gets the training time of the GWG run of the same data set (read from its
    checkpoint): the paper's equal wall-clock comparison. Training resumes from ``<out>.partial`` if a previous
    run was interrupted. Each sampler runs ``ebm.train.steps_by_sampler[<sampler>]`` steps per iteration when the
-   config names it there, else ``ebm.train.num_steps`` (:func:`gradmc.experiments.ebm_samplers.sampler_steps`):
+   config names it there, else ``ebm.train.num_steps`` (:func:`gradmc.specs.ebm_samplers.sampler_steps`):
    the paper's Gibbs models needed many more steps than GWG's 40 not to diverge (Sec. 5.5).
 2. ``ais_stage``: AIS (GWG transitions, linear schedule, data-fitted base) on the best EMA weights ->
    test log-likelihood rows (nats; and bits per dimension for 256-level data) with their standard error
@@ -46,12 +46,12 @@ from gradmc.data.prepare_images import load_prepared_images
 from gradmc.errors import InputError
 from gradmc.evaluation.ais import BernoulliBase, CategoricalBase, ais_log_partition, linear_schedule, log_z_lower_bound
 from gradmc.evaluation.mode_search import search_modes
-from gradmc.experiments.ebm_samplers import CATEGORICAL_SAMPLERS, SAMPLERS, feasible, sampler_steps
 from gradmc.experiments.runner import tidy_frame
 from gradmc.models import ResNetEBM
 from gradmc.samplers.discrete.acs_pcd import ACSOverIterations
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
+from gradmc.specs.ebm_samplers import CATEGORICAL_SAMPLERS, SAMPLERS, feasible, sampler_steps
 from gradmc.training.ebm import CHECKPOINT_FORMAT, EBMTrainer
 from gradmc.training.ebm_samples import samples_path, write_samples
 

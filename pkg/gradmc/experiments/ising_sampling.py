@@ -8,7 +8,7 @@ Stages: :func:`shards` lists one shard per (side, theta, sampler, seed, chunk of
 one shard and returns tidy rows; :func:`gradmc.experiments.standard.collect` concatenates and sorts them.
 The per-chain ESS needs no cross-chain state, so the ``num_chains`` chains of a (side, theta, sampler, seed)
 may be split into chunks of at most ``chains_per_shard`` chains. Randomness is drawn per block of
-``chain_block`` chains (one generator per block, :class:`gradmc.samplers.streams.ChainStreams`), so a chain
+``chain_block`` chains (one generator per block, :class:`gradmc.core.streams.ChainStreams`), so a chain
 is the same chain whichever shard runs it: a shard over the memory budget is split into parts of whole
 blocks (:func:`shard_memory_bytes`, :func:`run_part`, :func:`merge_parts`;
 :mod:`gradmc.distributed.memory_split`) with the rows of the unsplit shard.
@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-import gradmc.samplers.streams as streams
+import gradmc.core.streams as streams
 from gradmc.distributed.memory_split import ShardPart
 from gradmc.errors import ConfigError
 from gradmc.evaluation.ess import ess

@@ -4,7 +4,7 @@ GWG 2.1x, timed on the authors' GPU code).
 Measured on the trained MNIST RBM of :mod:`gradmc.experiments.rbm_train` and on a cyclic lattice Ising model. Each of
 ``processes`` separate processes (spawned one after another, not on Ray, so every sampler sees the same idle
 machine and thread count) builds the targets, warms every sampler up, then times ``repeats`` runs of each sampler
-in alternation (:func:`gradmc.bench.timing.time_interleaved`: the order rotates each run), so a slow drift of the
+in alternation (:func:`gradmc.evaluation.timing.time_interleaved`: the order rotates each run), so a slow drift of the
 machine hits all samplers alike. A process is the replicate of the cost claims: its median ms per step per sampler.
 """
 
@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 import pandas as pd
 import torch
 
-from gradmc.bench.timing import time_interleaved
+from gradmc.evaluation.timing import time_interleaved
 from gradmc.experiments.rbm_model import data_mean_init, load_binary_data, load_rbm
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from

@@ -2,7 +2,7 @@
 
 - Table 2: our test log-likelihoods (nats; bits per dimension for 256-level data), one row per trained
   sampler (GWG, Gibbs-1, DMALA), next to the paper's EBM(GWG) / EBM(Gibbs) numbers, the later papers' numbers
-  for the later samplers (:data:`gradmc.experiments.ebm_samplers.LATER_PAPERS`: DMALA, Zhang et al. 2022) and
+  for the later samplers (:data:`gradmc.specs.ebm_samplers.LATER_PAPERS`: DMALA, Zhang et al. 2022) and
   the literature baselines the paper quotes (constants with their sources, not reruns). AIS underestimates
   log Z, so every AIS likelihood is an optimistic (upper) estimate; the table says so.
 - Fig. 8: samples from each trained model (its replay buffer after training, as the paper's long-run
@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 from gradmc.config import for_dataset
-from gradmc.experiments.ebm_samplers import CATEGORICAL_DATASETS, LATER_PAPERS, sampler_steps
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
+from gradmc.specs.ebm_samplers import CATEGORICAL_DATASETS, LATER_PAPERS, sampler_steps
 from gradmc.training.ebm_samples import read_samples
 
 __all__ = ["PAPER", "LATER_PAPERS", "LITERATURE", "collect", "table", "figure"]
@@ -66,7 +66,7 @@ def deviations(config: dict, dataset: str, iterations: float | None = None, samp
     ...", from the ``ebm`` section of the config its metrics file carries; "" when it has none. ``iterations``:
     the run's own count when it differs from the config's (an equal wall-clock Gibbs run stops on GWG's time).
     ``sampler``: the run's sampler, whose steps per iteration are ``ebm.train.steps_by_sampler[sampler]`` when the
-    config names it there (:func:`gradmc.experiments.ebm_samplers.sampler_steps`); Gibbs-1's are not compared with
+    config names it there (:func:`gradmc.specs.ebm_samplers.sampler_steps`); Gibbs-1's are not compared with
     GWG's 40 (the paper's Gibbs count is lost from its text) but listed as they are."""
 
     ebm = (config or {}).get("ebm") or {}
@@ -112,7 +112,7 @@ def _doubling(d: pd.DataFrame, nats_per_unit: float = 1.0, unit: str = "nats") -
 
 def table(df: pd.DataFrame, settings: dict | None = None) -> pd.DataFrame:
     """One row per (data set, model): ours (one per trained sampler), the paper's (GWG Table 2), the later
-    papers' (:data:`gradmc.experiments.ebm_samplers.LATER_PAPERS`) and the literature's numbers with units; our rows
+    papers' (:data:`gradmc.specs.ebm_samplers.LATER_PAPERS`) and the literature's numbers with units; our rows
     carry the last AIS doubling's change and, from ``settings`` ((data set, sampler) -> the run's config),
     its deviations from the paper's settings (:func:`deviations`); the data-fitted base's exact test
     log-likelihood is a row of its own."""

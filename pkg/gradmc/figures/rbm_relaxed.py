@@ -10,52 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from gradmc.claims.rbm_relaxed import best_settings, standard_error
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 
-__all__ = ["final_log_mmd", "best_settings", "figure"]
-
-
-def final_log_mmd(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per (sampler, num_visible, setting, seed): the log MMD at that run's last recorded step."""
-    mmd = df[df["metric"] == "log_mmd"]
-    keys = ["sampler", "num_visible", "setting", "seed"]
-    last = mmd.groupby(keys)["step"].transform("max")
-    return mmd[mmd["step"] == last][[*keys, "step", "value"]].reset_index(drop=True)
-
-
-def _sem(values: pd.Series) -> float:
-    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
-
-
-def best_settings(df: pd.DataFrame) -> pd.DataFrame:
-    """For each (sampler, num_visible): the setting with the lowest mean final log MMD over seeds.
-
-    Returns columns sampler, num_visible, setting, final_log_mmd (mean), sem, num_seeds,
-    num_settings (how many settings were compared), steps. Ties go to the first setting in sort order;
-    settings whose mean is not finite (e.g. -inf from identical sets) are ranked by value as well.
-    """
-    final = final_log_mmd(df)
-    per = (final.groupby(["sampler", "num_visible", "setting"])
-           .agg(final_log_mmd=("value", "mean"), sem=("value", _sem), num_seeds=("seed", "nunique"),
-                steps=("step", "max"))
-           .reset_index())
-    rows = []
-    for (sampler, dim), part in per.groupby(["sampler", "num_visible"], sort=True):
-        best = part.sort_values(["final_log_mmd", "setting"], kind="stable").iloc[0]
-        rows.append({"sampler": sampler, "num_visible": int(dim), "setting": best["setting"],
-                     "final_log_mmd": float(best["final_log_mmd"]), "sem": float(best["sem"]),
-                     "num_seeds": int(best["num_seeds"]), "num_settings": len(part), "steps": int(best["steps"])})
-    return pd.DataFrame(rows, columns=["sampler", "num_visible", "setting", "final_log_mmd", "sem", "num_seeds",
-                                       "num_settings", "steps"])
+__all__ = ["figure"]
 
 
 def _target(df: pd.DataFrame) -> pd.DataFrame:
     t = df[df["metric"] == "log_mmd_target"]
-    return (t.groupby("num_visible")["value"].agg(final_log_mmd="mean", sem=_sem, num_seeds="count")
+    return (t.groupby("num_visible")["value"].agg(final_log_mmd="mean", sem=standard_error, num_seeds="count")
             .reset_index())
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from gradmc.samplers.incremental import Fingerprint
+from gradmc.core.incremental import Fingerprint
 
 __all__ = ["BiLSTMEnergy", "LSTMLanguageModel", "train_language_model"]
 
@@ -38,7 +38,7 @@ def _check_sizes(**sizes: int) -> None:
 
 
 def _parameter_fingerprint(module: nn.Module) -> Fingerprint:
-    """A :class:`~gradmc.samplers.incremental.Fingerprint` of ``module``'s parameters, buffers and modes.
+    """A :class:`~gradmc.core.incremental.Fingerprint` of ``module``'s parameters, buffers and modes.
 
     nn.LSTM keeps a plain list of its weights (``_flat_weights``), so the generic module fingerprint gives up
     on it (returns None: never cached). The list only mirrors the registered parameters (re-synchronised by
@@ -89,7 +89,7 @@ class BiLSTMEnergy(nn.Module):
         self.out = nn.Linear(int(proj), 1)
 
     def cache_fingerprint(self) -> Fingerprint:
-        """For the samplers' caches (:mod:`gradmc.samplers.incremental`): changes whenever a parameter is
+        """For the samplers' caches (:mod:`gradmc.core.incremental`): changes whenever a parameter is
         updated in place (optimiser step, ``load_state_dict``) or re-assigned, or the train/eval mode flips."""
         return _parameter_fingerprint(self)
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gradmc.experiments.ebm_samplers import feasible
 from gradmc.registry import standard
+from gradmc.specs.ebm_samplers import feasible
 
 __all__ = ["JobSpec", "JOBS", "TEXT_JOBS", "ebm_runs", "ebm_levels", "ebm_evals", "on_gpu", "holds_gpu"]
 
@@ -65,7 +65,7 @@ class JobSpec:
 
 def ebm_runs(config: dict) -> list[tuple[str, str]]:
     """The (data set, sampler) pairs of ``config['ebm']`` the pipeline trains (as workflow/rules/ebm.smk: the
-    feasible ones, :func:`gradmc.experiments.ebm_samplers.feasible`).
+    feasible ones, :func:`gradmc.specs.ebm_samplers.feasible`).
 
     Raises:
         InputError: a configured sampler that cannot train EBMs (ACS, an unknown name) or an unknown data set.

@@ -71,12 +71,39 @@ def _standard_task(spec: JobSpec, config: dict, probe: dict, level: int):
     return (lambda: module.run(shard)), int(spec.units(shard))
 
 
-def _cli(*argv: str) -> None:
-    from gradmc.cli import main
+def _prepare_data(dataset: str, config_path: str, out: str) -> None:
+    """What ``gradmc data prepare <dataset> --config <config_path> --out <out>`` runs (no download, the default
+    data folder), called directly: the config's ``data`` entry for the data set gives the options."""
+    from gradmc.config import load_config
+    from gradmc.errors import InputError
 
-    status = main(list(argv))
-    if status:
-        raise RuntimeError(f"gradmc {' '.join(argv)} exited with status {status}")
+    config = load_config(config_path)
+    if dataset == "ptb":
+        from gradmc.data.ptb import prepare_from_config
+
+        prepare_from_config(config, out, progress=None)
+    elif dataset == "mnist":
+        from gradmc.data.prepare import prepare_mnist
+
+        spec = config["data"]["mnist"]
+        if spec.get("source") is None:
+            raise InputError("give --source or --config (data.mnist.source)")
+        prepare_mnist(spec["source"], out, max_train=spec.get("max_train"))
+    else:
+        from gradmc.data.prepare_images import prepare_image_dataset
+
+        spec = dict(config["data"].get("images", {}).get(dataset, {}))
+        max_train, seed = spec.pop("max_train", None), spec.pop("seed", 0)
+        prepare_image_dataset(dataset, out, max_train=max_train, seed=seed, **spec)
+
+
+def _train_rbm(config_path: str, data: str, out: str) -> None:
+    """What ``gradmc run train_rbm --config <config_path> --data <data> --out <out>`` runs, called directly."""
+    from gradmc.config import load_config, select
+    from gradmc.experiments.rbm_train import train_stage
+    from gradmc.registry import stage_config_keys
+
+    train_stage(select(load_config(config_path), stage_config_keys("train_rbm")), data, out, progress=None)
 
 
 def _stage_task(spec: JobSpec, config: dict, probe: dict, level: int | None):
@@ -84,15 +111,12 @@ def _stage_task(spec: JobSpec, config: dict, probe: dict, level: int | None):
     cfg = at_level(config, spec, level)
     units = int(spec.units(cfg)) if spec.units else 1
     if spec.name == "prepare_mnist":
-        return (lambda: _cli("data", "prepare", "mnist", "--config", probe["config_path"], "--out",
-                             str(out / "data" / "mnist.npz"))), 1
+        return (lambda: _prepare_data("mnist", probe["config_path"], str(out / "data" / "mnist.npz"))), 1
     if spec.name == "prepare_image_dataset":
         ds = probe["cls"][0]
-        return (lambda: _cli("data", "prepare", ds, "--config", probe["config_path"], "--out",
-                             str(out / "data" / "images" / f"{ds}.npz"))), 1
+        return (lambda: _prepare_data(ds, probe["config_path"], str(out / "data" / "images" / f"{ds}.npz"))), 1
     if spec.name == "train_rbm":
-        return (lambda: _cli("run", "train_rbm", "--config", probe["config_path"], "--data", inputs["data"],
-                             "--out", str(out / "rbm_sampling" / "rbm.pt"))), 1
+        return (lambda: _train_rbm(probe["config_path"], inputs["data"], str(out / "rbm_sampling" / "rbm.pt"))), 1
     if spec.name == "rbm_reference":
         from gradmc.experiments.rbm_reference import reference_stage
 
@@ -107,8 +131,7 @@ def _stage_task(spec: JobSpec, config: dict, probe: dict, level: int | None):
 
         return (lambda: write_data(cfg, out / "ising_pcd" / "data.npz", progress=None)), units
     if spec.name == "prepare_ptb":
-        return (lambda: _cli("data", "prepare", "ptb", "--config", probe["config_path"], "--out",
-                             str(out / "data" / "ptb.npz"))), 1
+        return (lambda: _prepare_data("ptb", probe["config_path"], str(out / "data" / "ptb.npz"))), 1
     if spec.name == "train_text_lm":
         from gradmc.experiments.text_lm import train_lm_stage
 

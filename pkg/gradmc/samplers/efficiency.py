@@ -92,7 +92,7 @@ def locally_balanced_kernel(log_p: torch.Tensor, dim: int) -> torch.Tensor:
 
     Args:
         log_p: (2**D,) f(x) (unnormalised log-probability) of every binary state in
-            :func:`gradmc.targets.exact.enumerate_binary` order (bit i of the state index, most significant
+            :func:`gradmc.core.exact.enumerate_binary` order (bit i of the state index, most significant
             first, is x_i).
         dim: D.
 

@@ -9,7 +9,7 @@ Two uses:
   into the full 2**D x 2**D transition matrix P and check pi P = pi and detailed balance
   (EXPERIMENTS.md A0, "Exactness").
 
-Binary states are indexed as in :func:`gradmc.targets.exact.enumerate_binary`: row k holds the bits of
+Binary states are indexed as in :func:`gradmc.core.exact.enumerate_binary`: row k holds the bits of
 k, most significant bit first.
 """
 

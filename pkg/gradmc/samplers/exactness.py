@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import torch
 from scipy import stats
 
+from gradmc.core.exact import exact_distribution
 from gradmc.samplers.discrete.registry import make_sampler
-from gradmc.targets.exact import exact_distribution
 from gradmc.targets.potts import Potts
 from gradmc.targets.rbm import RBM
 

@@ -2,7 +2,7 @@
 
 Each target is a callable ``log_prob(x: (C, d)) -> (C,)`` (normalised, differentiable in x) that also
 offers ``log_prob_and_grad(x) -> ((C,), (C, d))`` in closed form (used by
-:func:`gradmc.samplers.base.log_prob_and_grad`), ``grad(x) -> (C, d)`` and exact sampling
+:func:`gradmc.core.gradients.log_prob_and_grad`), ``grad(x) -> (C, d)`` and exact sampling
 ``sample(n, generator) -> (n, d)``.
 """
 

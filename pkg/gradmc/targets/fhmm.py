@@ -21,7 +21,7 @@ import math
 import torch
 from torch import nn
 
-from gradmc.targets.validation import check_binary
+from gradmc.core.validation import check_binary
 
 __all__ = ["FactorialHMM", "FHMMPosterior"]
 
@@ -172,7 +172,7 @@ class FHMMPosterior(nn.Module):
         return self.model.log_joint(x, self.y)
 
     log_prob = forward
-    closed_forms_for = forward  # the density the closed forms below are for (gradmc.samplers.base.own_method)
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.core.gradients.own_method)
 
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

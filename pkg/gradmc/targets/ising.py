@@ -21,9 +21,9 @@ import math
 import torch
 from torch import nn
 
-from gradmc.samplers.incremental import Evaluation, flip_bits, flip_deltas
+from gradmc.core.incremental import Evaluation, flip_bits, flip_deltas
+from gradmc.core.validation import check_binary, check_square_symmetric
 from gradmc.targets.lattice import check_side, lattice_adjacency, neighbour_sum, neighbour_table
-from gradmc.targets.validation import check_binary, check_square_symmetric
 
 __all__ = ["THETA_CRITICAL", "LatticeIsing", "DenseIsing", "ErdosRenyiIsing"]
 
@@ -85,7 +85,7 @@ class LatticeIsing(nn.Module):
         return f + s @ self.bias.to(s.dtype) if self._has_bias else f
 
     log_prob = forward
-    closed_forms_for = forward  # the density the closed forms below are for (gradmc.samplers.base.own_method)
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.core.gradients.own_method)
 
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -109,7 +109,7 @@ class LatticeIsing(nn.Module):
             return torch.add(self.bias.to(field.dtype), field, alpha=4.0 * self.theta).add_(self.bias.to(field.dtype))
         return field.mul(4.0 * self.theta)
 
-    # The incremental evaluations of gradmc.samplers.incremental; aux = the neighbour field A s (C, D).
+    # The incremental evaluations of gradmc.core.incremental; aux = the neighbour field A s (C, D).
     # Its entries are small integers, exact in floating point, so its incremental updates never drift.
 
     @torch.no_grad()
@@ -190,7 +190,7 @@ class DenseIsing(nn.Module):
         return ((s @ self.J) * s).sum(-1) + s @ self.bias
 
     log_prob = forward
-    closed_forms_for = forward  # the density the closed forms below are for (gradmc.samplers.base.own_method)
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.core.gradients.own_method)
 
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

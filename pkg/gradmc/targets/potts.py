@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gradmc.samplers.incremental import Evaluation
+from gradmc.core.incremental import Evaluation
+from gradmc.core.validation import check_square_symmetric, validate_onehot
 from gradmc.targets.lattice import MAX_DENSE_SIDE, check_side, lattice_adjacency, neighbour_sum, neighbour_table
-from gradmc.targets.validation import check_square_symmetric, validate_onehot
 
 __all__ = ["Potts", "LatticePotts"]
 
@@ -112,7 +112,7 @@ class Potts(_PottsEvaluations, nn.Module):
         return xf @ self.h.reshape(-1) + 0.5 * ((xf @ self.M) * xf).sum(-1)
 
     log_prob = forward
-    closed_forms_for = forward  # the density the closed forms below are for (gradmc.samplers.base.own_method)
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.core.gradients.own_method)
 
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -120,7 +120,7 @@ class Potts(_PottsEvaluations, nn.Module):
         ev = self.eval_state(x)
         return ev.log_prob, ev.grad
 
-    # The incremental evaluations of gradmc.samplers.incremental (no aux: the gradient is enough). f is
+    # The incremental evaluations of gradmc.core.incremental (no aux: the gradient is enough). f is
     # affine in each site's one-hot vector (J_ii = 0), so f(x with site i set to v) - f(x) =
     # grad_i[v] - grad_i[x_i] exactly, and the gradient changes by one row difference of M.
 
@@ -190,7 +190,7 @@ class LatticePotts(_PottsEvaluations, nn.Module):
         return (0.5 * self.theta) * (x * nb).sum((1, 2)) + (x * self.h.to(x.dtype)).sum((1, 2))
 
     log_prob = forward
-    closed_forms_for = forward  # the density the closed forms below are for (gradmc.samplers.base.own_method)
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.core.gradients.own_method)
 
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -198,7 +198,7 @@ class LatticePotts(_PottsEvaluations, nn.Module):
         ev = self.eval_state(x)
         return ev.log_prob, ev.grad
 
-    # The incremental evaluations of gradmc.samplers.incremental, as for the dense Potts model: a change
+    # The incremental evaluations of gradmc.core.incremental, as for the dense Potts model: a change
     # of site i from u to v moves the gradient by theta (e_v - e_u) at i's 4 neighbours (periodic
     # lattices; free boundaries evaluate the changed state in full).
 

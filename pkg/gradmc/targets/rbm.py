@@ -10,10 +10,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-import gradmc.samplers.streams as streams
-from gradmc.samplers.incremental import Evaluation, flip_deltas
-from gradmc.targets.exact import enumerate_binary
-from gradmc.targets.validation import check_binary
+import gradmc.core.streams as streams
+from gradmc.core.exact import enumerate_binary
+from gradmc.core.incremental import Evaluation, flip_deltas
+from gradmc.core.validation import check_binary
 
 __all__ = ["RBM"]
 
@@ -49,7 +49,7 @@ class RBM(nn.Module):
         return nn.functional.softplus(pre).sum(-1) + x @ self.b
 
     log_prob = forward
-    closed_forms_for = forward  # the density the closed forms below are for (gradmc.samplers.base.own_method)
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.core.gradients.own_method)
 
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """f(x) and its gradient in closed form, without autograd: (C, D) -> ((C,), (C, D)), detached.
@@ -59,7 +59,7 @@ class RBM(nn.Module):
         ev = self.eval_state(x, grad=True)
         return ev.log_prob, ev.grad
 
-    # The incremental evaluations of gradmc.samplers.incremental; aux = the pre-activations W x + c (C, H).
+    # The incremental evaluations of gradmc.core.incremental; aux = the pre-activations W x + c (C, H).
 
     def eval_state(self, x: torch.Tensor, grad: bool = True) -> Evaluation:
         """f(x) (C,), grad f(x) (C, D) if ``grad`` and the pre-activations W x + c (C, H) as aux, detached."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gradmc.targets.validation import check_binary
+from gradmc.core.validation import check_binary
 
 __all__ = ["IsingModel"]
 

@@ -28,8 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gradmc.core.validation import validate_onehot
 from gradmc.targets.potts import Potts
-from gradmc.targets.validation import validate_onehot
 
 __all__ = ["PottsModel", "profile_fields", "systematic_resample"]
 

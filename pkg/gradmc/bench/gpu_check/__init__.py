@@ -18,7 +18,7 @@ What it does, in at most ``--time-limit`` seconds (default 300) on a one-GPU mac
    the smoke config's 4 and 8 chains per shard give 7.3 and 4.7.
    Timing metrics (``*per_second*``, ``*time*``) are left out: they are meant to differ.
 3. Times GWG on the RBM of ``make bench`` (784 x 500, W ~ N(0, 0.1^2), zero biases) with
-   :func:`gradmc.bench.timing.time_sampler` (which synchronises CUDA): on CUDA at 100 and 10,000 chains, on
+   :func:`gradmc.evaluation.timing.time_sampler` (which synchronises CUDA): on CUDA at 100 and 10,000 chains, on
    the CPU (2 threads, as ``make bench``) at 100 chains.
 4. Prints one markdown table (:func:`format_table`) and writes it with the per-comparison detail to
    ``<out>/gpu_check.md`` and everything to ``<out>/gpu_check.json``.

@@ -9,11 +9,11 @@ def bench_gwg_rbm(device: str, chains: int, *, steps: int = 100, repeats: int = 
                   threads: int | None = None) -> dict:
     """GWG steps/s (one step = one transition of all chains) on the ``make bench`` RBM, 784 x 500,
     W ~ N(0, 0.1^2), zero biases, ``chains`` chains from uniform Bernoulli states, on ``device``, timed by
-    :func:`gradmc.bench.timing.time_sampler`. ``threads`` sets torch's CPU threads (CPU runs). Returns
+    :func:`gradmc.evaluation.timing.time_sampler`. ``threads`` sets torch's CPU threads (CPU runs). Returns
     time_sampler's dict plus device, chains, threads and chain_steps_per_s."""
     import torch
 
-    from gradmc.bench.timing import time_sampler
+    from gradmc.evaluation.timing import time_sampler
     from gradmc.samplers.discrete.registry import make_sampler
     from gradmc.seeding import make_generator, seed_from
     from gradmc.targets.rbm import RBM

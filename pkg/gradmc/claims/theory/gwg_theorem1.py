@@ -70,10 +70,10 @@ def _model(sigma: float, seed: int) -> torch.nn.Module:
 def kernels(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(states (S, D), pi (S,), Q_grad (S, S), Q (S, S)) of an RBM on D <= 12 visible units: the exact target,
     our GWG kernel (temperature 2, one flip) and the locally balanced single-flip kernel, all float64."""
+    from gradmc.core.exact import enumerate_binary
     from gradmc.samplers.discrete.gwg import GWG
     from gradmc.samplers.efficiency import locally_balanced_kernel
     from gradmc.samplers.enumerate import transition_matrix
-    from gradmc.targets.exact import enumerate_binary
 
     dim = int(model.num_visible)
     states = enumerate_binary(dim, torch.float64)

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 import torch
 
-from gradmc.samplers.base import Info, check_finite, log_prob_and_grad
+from gradmc.core.gradients import log_prob_and_grad
+from gradmc.samplers.base import Info, check_finite
 from gradmc.samplers.continuous.common import (
     ContinuousState,
     check_current,

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from gradmc.samplers.base import Info, hamiltonian_accept, log_prob_and_grad
+from gradmc.core.gradients import log_prob_and_grad
+from gradmc.samplers.base import Info, hamiltonian_accept
 from gradmc.samplers.continuous.common import (
     ContinuousState,
     check_current,

@@ -11,9 +11,9 @@ from typing import NamedTuple
 
 import torch
 
+from gradmc.core.validation import check_binary
 from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import Info, check_finite
-from gradmc.targets.validation import check_binary
 
 __all__ = ["RBMBlockGibbs", "RBMBlockGibbsState"]
 

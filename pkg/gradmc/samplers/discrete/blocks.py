@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-import gradmc.samplers.streams as streams
+import gradmc.core.streams as streams
 
 __all__ = ["random_orders", "next_permutation_block", "set_block", "xor_block"]
 

@@ -16,11 +16,7 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.sampler_catalog import register_sampler
-from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
-from gradmc.samplers.discrete.blocks import random_orders
-from gradmc.samplers.discrete.onehot import check_onehot, enumerate_onehot
-from gradmc.samplers.incremental import (
+from gradmc.core.incremental import (
     CacheKey,
     Evaluation,
     bind_state,
@@ -31,6 +27,10 @@ from gradmc.samplers.incremental import (
     evaluate,
     offers,
 )
+from gradmc.sampler_catalog import register_sampler
+from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
+from gradmc.samplers.discrete.blocks import random_orders
+from gradmc.samplers.discrete.onehot import check_onehot, enumerate_onehot
 
 __all__ = ["CategoricalGibbs", "CategoricalGibbsState"]
 
@@ -41,7 +41,7 @@ MAX_CANDIDATES = 2**16
 class CategoricalGibbsState(NamedTuple):
     """x: (C, D, K) one-hot state; order: (C, D) int64 per-chain permutation; position: next unused slot;
     num_steps: steps taken since ``init``; cache / cache_key: the evaluation at x and its key for targets
-    with incremental evaluations (Gibbs-1 only; :mod:`gradmc.samplers.incremental`), else None."""
+    with incremental evaluations (Gibbs-1 only; :mod:`gradmc.core.incremental`), else None."""
 
     x: torch.Tensor
     order: torch.Tensor

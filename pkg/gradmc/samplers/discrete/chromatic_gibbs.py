@@ -22,10 +22,11 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-import gradmc.samplers.streams as streams
-from gradmc.samplers.base import Info, log_prob_and_grad
-from gradmc.targets.exact import enumerate_binary
-from gradmc.targets.validation import check_binary
+import gradmc.core.streams as streams
+from gradmc.core.exact import enumerate_binary
+from gradmc.core.gradients import log_prob_and_grad
+from gradmc.core.validation import check_binary
+from gradmc.samplers.base import Info
 
 __all__ = ["ChromaticGibbs", "ChromaticGibbsState", "greedy_colouring", "colour_logits", "chromatic_gibbs"]
 

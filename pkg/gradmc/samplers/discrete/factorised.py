@@ -43,7 +43,7 @@ helpers (``log_proposal``, ``log_reverse``, ``log_acceptance``, ``_log_alpha``),
 them shows in the exact-matrix tests.
 
 Cost per step: ONE function+gradient evaluation, at x' (energy_evals = grad_evals = 1); f and grad f at x
-come from the state's cache (:mod:`gradmc.samplers.incremental`), so a changed target (AIS, PCD), an
+come from the state's cache (:mod:`gradmc.core.incremental`), so a changed target (AIS, PCD), an
 uncacheable one, the periodic refresh and the first step after ``init`` count 2.
 
 Non-finite values (:mod:`gradmc.samplers.base`): f or grad f NaN/inf at the current state raises
@@ -62,7 +62,18 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-import gradmc.samplers.streams as streams
+import gradmc.core.streams as streams
+from gradmc.core.exact import enumerate_binary
+from gradmc.core.incremental import (
+    CacheKey,
+    Evaluation,
+    bind_state,
+    cache_key,
+    current_evaluation,
+    evaluate,
+    select,
+)
+from gradmc.core.validation import check_binary
 from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import (
     Info,
@@ -73,17 +84,6 @@ from gradmc.samplers.base import (
     sample_categorical,
 )
 from gradmc.samplers.discrete.onehot import check_onehot, enumerate_onehot
-from gradmc.samplers.incremental import (
-    CacheKey,
-    Evaluation,
-    bind_state,
-    cache_key,
-    current_evaluation,
-    evaluate,
-    select,
-)
-from gradmc.targets.exact import enumerate_binary
-from gradmc.targets.validation import check_binary
 
 __all__ = ["FactorisedState", "IndependentFlipMH", "IndependentSiteMH", "DMALA", "DULA", "DLMC", "DLMCEuler",
            "DMALACategorical", "DULACategorical", "DLMCCategorical", "log1mexp", "DMALA_STEP_SIZE", "DLMC_TAU_SCALE"]
@@ -113,7 +113,7 @@ def _check_positive(owner: str, name: str, value: float) -> None:
 
 class FactorisedState(NamedTuple):
     """x: (C, D) binary or (C, D, K) one-hot current state; log_prob: (C,) f(x); num_steps: steps since
-    ``init``; cache / cache_key: the evaluation at x and its key (:mod:`gradmc.samplers.incremental`),
+    ``init``; cache / cache_key: the evaluation at x and its key (:mod:`gradmc.core.incremental`),
     None for a target that cannot be cached."""
 
     x: torch.Tensor
@@ -257,7 +257,7 @@ class IndependentFlipMH(_FactorisedMH):
 
         Returns:
             next_states: (C, 2**D + 1, D), x XOR every mask (the zero mask first, in
-            :func:`~gradmc.targets.exact.enumerate_binary` order) then x itself; probs: (C, 2**D + 1),
+            :func:`~gradmc.core.exact.enumerate_binary` order) then x itself; probs: (C, 2**D + 1),
             q(mask | x) * min(1, alpha) then the rejected mass (may round to -1e-17).
 
         Raises:

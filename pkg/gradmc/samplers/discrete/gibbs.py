@@ -20,11 +20,8 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.sampler_catalog import register_sampler
-from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
-from gradmc.samplers.discrete.blocks import next_permutation_block, set_block
-from gradmc.samplers.enumerate import combinations
-from gradmc.samplers.incremental import (
+from gradmc.core.exact import enumerate_binary
+from gradmc.core.incremental import (
     CacheKey,
     Evaluation,
     bind_state,
@@ -36,8 +33,11 @@ from gradmc.samplers.incremental import (
     flip_bits,
     offers,
 )
-from gradmc.targets.exact import enumerate_binary
-from gradmc.targets.validation import check_binary
+from gradmc.core.validation import check_binary
+from gradmc.sampler_catalog import register_sampler
+from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
+from gradmc.samplers.discrete.blocks import next_permutation_block, set_block
+from gradmc.samplers.enumerate import combinations
 
 __all__ = ["Gibbs", "GibbsState"]
 
@@ -49,7 +49,7 @@ class GibbsState(NamedTuple):
     step, unused by the systematic scan); position: next unused slot (random) or next window start
     (systematic), a Python int shared by all chains; num_steps: steps taken since ``init``; cache /
     cache_key: the evaluation at x and its key, for targets with incremental evaluations
-    (:mod:`gradmc.samplers.incremental`), else None."""
+    (:mod:`gradmc.core.incremental`), else None."""
 
     x: torch.Tensor
     order: torch.Tensor

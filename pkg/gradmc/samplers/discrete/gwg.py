@@ -15,6 +15,18 @@ from typing import ClassVar, NamedTuple
 
 import torch
 
+from gradmc.core.gradients import log_prob_and_grad
+from gradmc.core.incremental import (
+    CacheKey,
+    Evaluation,
+    bind_state,
+    cache_key,
+    current_evaluation,
+    eval_flips,
+    evaluate,
+    select,
+)
+from gradmc.core.validation import check_binary
 from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import (
     Info,
@@ -22,7 +34,6 @@ from gradmc.samplers.base import (
     check_current_gradient,
     check_finite,
     log_normaliser,
-    log_prob_and_grad,
     log_softmax,
     metropolis_hastings_accept,
     sample_categorical,
@@ -35,26 +46,15 @@ from gradmc.samplers.discrete.flips import (
     log_flip_probability,
 )
 from gradmc.samplers.enumerate import multisets
-from gradmc.samplers.incremental import (
-    CacheKey,
-    Evaluation,
-    bind_state,
-    cache_key,
-    current_evaluation,
-    eval_flips,
-    evaluate,
-    select,
-)
-from gradmc.targets.validation import check_binary
 
 __all__ = ["GWG", "GWGState", "GradientFlipMH"]
 
 
 class GWGState(NamedTuple):
     """x: (C, D) current binary state; log_prob: (C,) f(x); num_steps: steps taken since ``init`` (for
-    error messages and the cache refresh); cache: the :class:`~gradmc.samplers.incremental.Evaluation`
-    at x (f, grad f, the target's aux) and cache_key its :class:`~gradmc.samplers.incremental.CacheKey`,
-    both None for a target that cannot be cached (see :mod:`gradmc.samplers.incremental`)."""
+    error messages and the cache refresh); cache: the :class:`~gradmc.core.incremental.Evaluation`
+    at x (f, grad f, the target's aux) and cache_key its :class:`~gradmc.core.incremental.CacheKey`,
+    both None for a target that cannot be cached (see :mod:`gradmc.core.incremental`)."""
 
     x: torch.Tensor
     log_prob: torch.Tensor
@@ -72,7 +72,7 @@ class GradientFlipMH:
     a state), ``flips.apply_flips`` and ``log_acceptance``.
 
     Cost per step: ONE function+gradient evaluation, at x' (energy_evals = grad_evals = 1): f(x) and
-    grad f(x) come from the state's cache (:mod:`gradmc.samplers.incremental`), which is checked against
+    grad f(x) come from the state's cache (:mod:`gradmc.core.incremental`), which is checked against
     the target at every step. When the target changed since the cache was made (AIS, PCD), it has no
     cache, or at the periodic refresh, x is evaluated too (energy_evals = grad_evals = 2); the first step
     after ``init`` counts init's evaluation of x (2 as well).
@@ -208,7 +208,7 @@ class GWG(GradientFlipMH):
         """One GWG transition per chain, specialised to a single flip: the proposal and reverse terms are
         read at the drawn index only (O(C) beyond the two (C, D) logit passes), and the state is updated
         by index, never by a full (C, D) select. f and grad f at x come from the cache; at x' they are
-        computed by :func:`~gradmc.samplers.incremental.eval_flips`, from the target's aux where it
+        computed by :func:`~gradmc.core.incremental.eval_flips`, from the target's aux where it
         offers ``eval_flips`` (RBM: one (C, H) x (H, D) product; lattice Ising: O(C) beyond the
         gradient pass). Same kernel as the general ``GradientFlipMH.step`` with N = 1 (the exactness
         tests compare it with ``transition_probabilities`` and with exact enumeration).

@@ -15,6 +15,16 @@ from typing import NamedTuple
 
 import torch
 
+from gradmc.core.incremental import (
+    CacheKey,
+    Evaluation,
+    bind_state,
+    cache_key,
+    current_evaluation,
+    eval_change,
+    evaluate,
+    select,
+)
 from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import (
     Info,
@@ -26,16 +36,6 @@ from gradmc.samplers.base import (
     sample_categorical,
 )
 from gradmc.samplers.discrete.onehot import check_onehot
-from gradmc.samplers.incremental import (
-    CacheKey,
-    Evaluation,
-    bind_state,
-    cache_key,
-    current_evaluation,
-    eval_change,
-    evaluate,
-    select,
-)
 
 __all__ = ["GWGCategorical", "GWGCategoricalState", "MASKED_LOGIT"]
 
@@ -45,7 +45,7 @@ MASKED_LOGIT = -1e30
 
 class GWGCategoricalState(NamedTuple):
     """x: (C, D, K) current one-hot state; log_prob: (C,) f(x); num_steps: steps taken since ``init``;
-    cache / cache_key: the evaluation at x and its key (:mod:`gradmc.samplers.incremental`), None for a
+    cache / cache_key: the evaluation at x and its key (:mod:`gradmc.core.incremental`), None for a
     target that cannot be cached."""
 
     x: torch.Tensor
@@ -145,7 +145,7 @@ class GWGCategorical:
 
         Returns:
             x_new (N, D, K), ev_new (the evaluation at x'), log_q_fwd (N,), log_alpha (N,). One f+grad
-            evaluation, by :func:`~gradmc.samplers.incremental.eval_change`.
+            evaluation, by :func:`~gradmc.core.incremental.eval_change`.
         """
         K = x.shape[2]
         x_new, rev_idx = self._apply_move(x, idx)

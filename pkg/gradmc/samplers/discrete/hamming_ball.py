@@ -16,7 +16,7 @@ reversible w.r.t. pi, and any rule for choosing blocks that does not look at x k
 
 Cost per step: |H_Y| target evaluations in one call (HB-10-1: 11), no gradients; always "accepted".
 Targets with ``eval_flip_candidates`` (RBM, lattice Ising) evaluate the ball from the cached aux at x
-(RBM: O(|H_Y| X H) instead of |H_Y| full passes; :mod:`gradmc.samplers.incremental`); the first step
+(RBM: O(|H_Y| X H) instead of |H_Y| full passes; :mod:`gradmc.core.incremental`); the first step
 after ``init`` counts init's evaluation of x, and a stale cache or its periodic refresh adds one more.
 """
 
@@ -27,12 +27,8 @@ from typing import NamedTuple
 
 import torch
 
-import gradmc.samplers.streams as streams
-from gradmc.sampler_catalog import register_sampler
-from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
-from gradmc.samplers.discrete.blocks import next_permutation_block, xor_block
-from gradmc.samplers.enumerate import ball_patterns, ball_size, combinations
-from gradmc.samplers.incremental import (
+import gradmc.core.streams as streams
+from gradmc.core.incremental import (
     CacheKey,
     Evaluation,
     bind_state,
@@ -44,7 +40,11 @@ from gradmc.samplers.incremental import (
     flip_bits,
     offers,
 )
-from gradmc.targets.validation import check_binary
+from gradmc.core.validation import check_binary
+from gradmc.sampler_catalog import register_sampler
+from gradmc.samplers.base import Info, check_conditional, check_finite, sample_categorical
+from gradmc.samplers.discrete.blocks import next_permutation_block, xor_block
+from gradmc.samplers.enumerate import ball_patterns, ball_size, combinations
 
 __all__ = ["HammingBall", "HammingBallState", "BlockHammingBall", "BlockHammingBallState"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from gradmc.targets.validation import validate_onehot
+from gradmc.core.validation import validate_onehot
 
 __all__ = ["check_onehot", "enumerate_onehot", "onehot_to_index"]
 

@@ -42,19 +42,19 @@ from dataclasses import dataclass
 
 import torch
 
+from gradmc.core.gradients import log_prob_and_grad
+from gradmc.core.incremental import bind_state, current_evaluation, eval_flips, select
 from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import (
     Info,
     acceptance_probability,
     check_current_gradient,
     log_normaliser,
-    log_prob_and_grad,
     metropolis_hastings_accept,
     sample_categorical,
 )
 from gradmc.samplers.discrete.flips import distinct_draws
 from gradmc.samplers.discrete.gwg import GradientFlipMH, GWGState
-from gradmc.samplers.incremental import bind_state, current_evaluation, eval_flips, select
 
 __all__ = ["PAS", "path_signs", "path_end"]
 

@@ -10,11 +10,11 @@ from typing import NamedTuple
 
 import torch
 
-import gradmc.samplers.streams as streams
+import gradmc.core.streams as streams
+from gradmc.core.validation import check_binary
 from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import Info, acceptance_probability, check_finite, metropolis_hastings_accept
 from gradmc.samplers.discrete.flips import apply_flips
-from gradmc.targets.validation import check_binary
 
 __all__ = ["RandomWalkMetropolis", "RWMState"]
 

@@ -21,8 +21,9 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.samplers.base import check_finite, log_prob_and_grad
-from gradmc.targets.validation import check_binary
+from gradmc.core.gradients import log_prob_and_grad
+from gradmc.core.validation import check_binary
+from gradmc.samplers.base import check_finite
 
 __all__ = [
     "RelaxedStart",

@@ -25,7 +25,7 @@ never rely on the check; it is the guard against misuse.
 
 The incremental methods below (and the closed-form ``log_prob_and_grad``) are used only while they
 belong to the target's density: a class declares ``closed_forms_for = forward``, and a subclass that
-overrides ``forward`` without restating it gets the generic path (:func:`~gradmc.samplers.base.own_method`).
+overrides ``forward`` without restating it gets the generic path (:func:`~gradmc.core.gradients.own_method`).
 
 The target must be a function of each chain's own state (no statistics over the batch, such as a
 BatchNorm layer in training mode): Metropolis-Hastings itself needs that, and so does the cache.
@@ -61,7 +61,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from gradmc.samplers.base import log_prob_and_grad, own_method
+from gradmc.core.gradients import log_prob_and_grad, own_method
 
 __all__ = ["REFRESH_EVERY", "DERIVED_PREFIX", "Evaluation", "Fingerprint", "CacheKey", "bind_state", "cache_key",
            "fingerprint", "current_evaluation",
@@ -246,7 +246,7 @@ def _refresh_due(num_steps: int) -> bool:
 def evaluate(log_prob, x: torch.Tensor, grad: bool = True) -> Evaluation:
     """f (and grad f) at x: ``log_prob.eval_state`` when offered, else the generic path.
 
-    Generic path: :func:`~gradmc.samplers.base.log_prob_and_grad` with ``grad``, else one no-grad call.
+    Generic path: :func:`~gradmc.core.gradients.log_prob_and_grad` with ``grad``, else one no-grad call.
 
     Args:
         log_prob: target callable (C, ...) -> (C,).
