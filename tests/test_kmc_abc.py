@@ -41,7 +41,7 @@ def _config(**over) -> dict:
     spec = {"samplers": ["KMC", "RW", "HABC"], "runs": [0, 1, 2], "num_burn_in": 20, "num_iterations": 60,
             "step_size_range": [0.01, 0.1], "num_steps": 5, "kmc_history_size": 50, "kmc_sigma_grid": [10.0, 30.0],
             "kmc_lambda_grid": [1.0, 10.0], "kmc_cv_folds": 2, "habc_step_size_range": [0.01, 0.05],
-            "habc_num_sims": 10, "max_lag": 20}
+            "habc_num_sims": 10, "max_lag": 20, "habc_chains_per_shard": 0}
     spec.update(over)
     return fill_defaults({"name": "test", "device": "cpu", "kmc_abc": spec})
 

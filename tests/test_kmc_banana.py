@@ -23,7 +23,7 @@ from gradmc.results import provenance, validate_metrics, write_parquet
 def _config(**over) -> dict:
     spec = {"samplers": ["HMC", "KMC", "RW"], "n": [20, 40], "runs": [0, 1], "num_burn_in": 10,
             "num_iterations": 20, "step_size_range": [0.6, 1.3], "num_steps_range": [5, 10], "lengthscale": 5.0,
-            "lam": 1e-3, "history": "target"}
+            "lam": 1e-3, "history": "target", "adaptation": "none"}
     spec.update(over)
     return fill_defaults({"name": "test", "device": "cpu", "kmc_banana": spec})
 

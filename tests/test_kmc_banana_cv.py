@@ -94,7 +94,7 @@ def test_stats_cv_rejects_bad_input():
 def _config(**over) -> dict:
     spec = {"samplers": ["KMC"], "n": [40], "runs": [0], "num_burn_in": 10, "num_iterations": 20,
             "step_size_range": [0.6, 1.3], "num_steps_range": [5, 8], "kmc_lengthscales": [2.0, 10.0, 40.0],
-            "kmc_lambdas": [1e-6, 1e-2], "cv_folds": 4}
+            "kmc_lambdas": [1e-6, 1e-2], "cv_folds": 4, "history": "target", "adaptation": "none"}
     spec.update(over)
     return fill_defaults({"name": "test", "device": "cpu", "kmc_banana": spec})
 
@@ -131,7 +131,7 @@ def test_too_few_distinct_points_fall_back_to_the_first_grid_point():
 
 
 def test_schema_accepts_null_and_rejects_bad_grids():
-    config = yaml.safe_load(open("config/smoke.yaml"))
+    config = fill_defaults(yaml.safe_load(open("config/smoke.yaml")))
     assert config["kmc_banana"]["lengthscale"] is None
     validate_config(copy.deepcopy(config))
     for key, value in (("kmc_lambdas", []), ("kmc_lengthscales", [-1.0]), ("cv_folds", 1), ("lam", 0.0)):

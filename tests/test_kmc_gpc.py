@@ -145,7 +145,7 @@ def test_sampling_shards_grid_and_errors(benchmark_file, data_env, tmp_path):
     assert [(s.sampler, s.run) for s in shards] == [(n, r) for n in ("KMC", "KAMH", "RW") for r in (0, 1)]
     assert all(s.kmc_sigmas == (10.0, 100.0) and s.num_importance_samples == 20 and s.mmd_every == 10 for s in shards)
     with pytest.raises(ValueError, match="pilot_iterations"):
-        exp.shards(_config(history="pilot"), inputs)
+        exp.shards(_config(history="pilot", pilot_iterations=0), inputs)
     with pytest.raises(ValueError, match="only 20 samples"):
         exp.shards(_config(num_history=21), inputs)
     with pytest.raises(FileNotFoundError, match="missing.parquet"):

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from gradmc.claims.base import NOT_RUN, claims_frame
+from gradmc.config import load_config
 from gradmc.results import read_parquet
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,7 +29,7 @@ SMALL = {"methods": ["PLM", "PCD-GWG"], "seeds": [0], "num_sequences": 200, "num
 
 
 def _paper_config(work: Path) -> Path:
-    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config = load_config(REPO / "config" / "paper.yaml")  # the overlay with the papers' defaults filled in
     config.update(device="cpu", gpus_per_shard=0)
     spec = config["potts_proteins"]
     assert {"OPSD_BOVIN", "CADH1_HUMAN"} <= set(spec["proteins"])  # the paper's proteins stay asked for

@@ -162,7 +162,9 @@ def test_progress_and_error_labels_have_no_empty_parts():
 
 
 def test_ebm_counts_match_the_paper_config():
-    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    from gradmc.config import load_config
+
+    paper = load_config(REPO / "config" / "paper.yaml")
     # 300000 + 1000 + 3000 + 10000 + 30000 + 100000 (the 300000 convergence run is the estimate's own)
     assert ebm_levels(paper["ebm"]["ais"]) == 444_000
     assert ebm_evals(paper["ebm"]["train"]) == 10  # every 5000 of 50000 iterations, the last one included

@@ -155,7 +155,7 @@ def test_pcd_with_exact_negatives_recovers_tiny_potts():
 
 def _config(**over) -> dict:
     spec = {"proteins": ["synthetic", "PF00018"], "methods": ["PLM", "PCD-Gibbs", "PCD-GWG"], "num_sequences": 300,
-            "num_k": 10, "plm": {"max_iterations": 5, "dtype": "float32"},
+            "seeds": [0], "num_k": 10, "plm": {"max_iterations": 5, "dtype": "float32"},
             "pcd": {"num_iterations": 6, "num_steps": 2, "batch_size": 16, "buffer_size": 32, "lr": 0.01,
                     "block_l1": 0.01, "log_every": 3}}
     spec.update(over)
@@ -191,7 +191,7 @@ def test_missing_files_stop_before_any_work(tmp_path, monkeypatch, protein_dir, 
 
 def _smoke_config() -> dict:
     with open(Path(__file__).resolve().parents[1] / "config" / "smoke.yaml") as fh:
-        return yaml.safe_load(fh)
+        return fill_defaults(yaml.safe_load(fh))
 
 
 def test_schema_checks_methods_and_pcd_keys():
@@ -200,8 +200,8 @@ def test_schema_checks_methods_and_pcd_keys():
     with pytest.raises(ConfigError, match="potts_proteins.methods"):
         validate_config(config)
     config = _smoke_config()
-    del config["potts_proteins"]["pcd"]["lr"]
-    with pytest.raises(ConfigError, match="lr"):
+    config["potts_proteins"]["pcd"]["lr"] = 0.0
+    with pytest.raises(ConfigError, match="potts_proteins.pcd.lr"):
         validate_config(config)
 
 

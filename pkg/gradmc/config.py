@@ -4,9 +4,17 @@ per-experiment schemas in ``workflow/schemas/experiments/``).
 An invalid key or value stops a run before any job starts, with a message naming the key, the bad
 value and what the schema allows.
 
-Every default has one home: the schema's ``default:`` entries. :func:`load_config` fills them in before
-validating, so code reads ``spec[key]`` and never carries a default of its own. A stage reads only its part
-of the config (:func:`select`), and that same part is its rerun trigger in the pipeline.
+Every default has one home: the schema's ``default:`` entries, and they are the papers' settings.
+:func:`load_config` fills them in before validating, so code reads ``spec[key]`` and never carries a default
+of its own. A config file is an overlay: it holds only what differs from the defaults (``config/paper.yaml``
+almost nothing, ``config/quick.yaml`` the laptop sizes), and an experiment section it leaves out runs at the
+papers' settings. A file may start from another with ``extends: <file>`` (relative to its own folder), e.g.
+``config/decide.yaml`` extends ``config/quick.yaml``. Overlaying (on the defaults or on an extended file)
+merges sections key by key (a mapping whose schema default is ``{}``); every other value, lists and
+named-entry mappings such as ``data.images`` or ``overrides`` included, is replaced whole.
+
+A stage reads only its part of the config (:func:`select`), and that same part is its rerun trigger in the
+pipeline.
 """
 
 from __future__ import annotations
@@ -22,12 +30,10 @@ from gradmc import sampler_catalog
 from gradmc.errors import ConfigError, MissingInputError, UserError
 from gradmc.specs.ebm_samplers import SAMPLERS as _EBM_SAMPLERS
 
-__all__ = ["ConfigError", "ConfigPart", "SCHEMA_PATH", "fill_defaults", "for_dataset", "load_config", "select",
-           "validate_config"]
+__all__ = ["ConfigError", "ConfigPart", "SCHEMA_PATH", "fill_defaults", "for_dataset", "load_config", "read_config",
+           "select", "validate_config"]
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-
-
 
 
 def _load_schema() -> dict:
@@ -35,7 +41,8 @@ def _load_schema() -> dict:
 
     Each experiment file is the schema of the top-level config key named like the file; it is added to
     ``properties`` and to ``required`` (quick, paper and smoke are the same DAG, so every config has
-    every experiment).
+    every experiment: a section a config file leaves out is filled from its ``default: {}``, the papers'
+    settings).
     """
     if not SCHEMA_PATH.exists():
         raise FileNotFoundError(f"config schema not found at {SCHEMA_PATH}; run gradmc from its source checkout")
@@ -102,6 +109,25 @@ def _fill(schema: dict, instance) -> None:
         for key, value in instance.items():
             if key not in schema.get("properties", {}):
                 _fill(extra, value)
+
+
+def _is_section(schema) -> bool:
+    """Whether a schema node is a section: an object of named settings whose default is ``{}`` (each setting
+    carrying its own default), merged key by key by an overlay rather than replaced."""
+    return isinstance(schema, dict) and "properties" in schema and schema.get("default", None) == {}
+
+
+def _overlay(schema: dict, base: dict, over: dict) -> dict:
+    """``over`` put over ``base`` (a new dict): sections merge key by key, every other value is replaced."""
+    out = copy.deepcopy(base)
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    for key, value in over.items():
+        sub = props.get(key)
+        if _is_section(sub) and isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _overlay(sub, out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def fill_defaults(config: dict) -> dict:
@@ -260,16 +286,8 @@ def validate_config(config: dict) -> dict:
     return config
 
 
-def load_config(path: str | Path) -> dict:
-    """Read a YAML config file and validate it.
-
-    Raises:
-        MissingInputError: (a FileNotFoundError) if the file does not exist.
-        ConfigError: if it is not YAML (naming the file and the line) or not a valid config.
-    """
-    if not str(path).strip():
-        raise ConfigError("config path is empty (expected a YAML file, e.g. config/quick.yaml)")
-    path = Path(path)
+def _read_yaml(path: Path) -> dict:
+    """The mapping in YAML file ``path`` (for :func:`read_config`)."""
     if not path.exists():
         raise MissingInputError(f"config file {path} not found (expected e.g. config/quick.yaml)")
     if not path.is_file():
@@ -283,4 +301,46 @@ def load_config(path: str | Path) -> dict:
                           "YAML file, e.g. config/quick.yaml") from None
     if not isinstance(config, dict):
         raise ConfigError(f"config file {path} must hold a mapping, got {type(config).__name__}")
-    return validate_config(config)
+    return config
+
+
+def read_config(path: str | Path, _seen: tuple = ()) -> dict:
+    """The settings config file ``path`` gives: the file with the file it ``extends:`` (if any, recursively, a
+    path relative to the file's folder) merged under it as :func:`load_config` merges the defaults (sections key
+    by key, other values replaced). The ``extends`` key is dropped; no defaults are filled, nothing validated.
+
+    Raises:
+        MissingInputError: (a FileNotFoundError) if the file, or a file it extends, does not exist.
+        ConfigError: if a file is not YAML (naming the file and the line) or not a mapping, or ``extends`` is
+            not a file name or names a file already in the chain.
+    """
+    if not str(path).strip():
+        raise ConfigError("config path is empty (expected a YAML file, e.g. config/quick.yaml)")
+    path = Path(path)
+    config = _read_yaml(path)
+    if "extends" not in config:
+        return config
+    base = config.pop("extends")
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError(f"config key 'extends' in {path}: got {base!r}, expected the file name of the config this "
+                          "one overlays, relative to its folder (e.g. quick.yaml)")
+    base_path = path.parent / base
+    seen = (*_seen, path.resolve())
+    if base_path.resolve() in seen:
+        raise ConfigError(f"config key 'extends' in {path}: {base} is already in the chain of extended files "
+                          f"({' -> '.join(str(p) for p in seen)}); a config cannot extend itself")
+    if not base_path.exists():
+        raise MissingInputError(f"config key 'extends' in {path}: {base_path} not found (expected a config file "
+                                "beside it, e.g. quick.yaml)")
+    return _overlay(_load_schema(), read_config(base_path, seen), config)
+
+
+def load_config(path: str | Path) -> dict:
+    """Read a YAML config file (with the file it ``extends:``, :func:`read_config`), fill the schema's defaults
+    and validate it.
+
+    Raises:
+        MissingInputError: (a FileNotFoundError) if the file, or a file it extends, does not exist.
+        ConfigError: if it is not YAML (naming the file and the line) or not a valid config.
+    """
+    return validate_config(read_config(path))

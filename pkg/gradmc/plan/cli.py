@@ -100,14 +100,15 @@ def _resolve_mode(args) -> None:
 
 
 def _default_out(config_path: str) -> str:
-    """``results/<name>`` for the config's ``name`` key (the folder the pipeline writes that config's results to);
-    the file's stem when the YAML has no usable name (its own errors are reported by the plan's config check)."""
-    import yaml
+    """``results/<name>`` for the config's ``name`` key (the folder the pipeline writes that config's results to,
+    from the file or the one it ``extends``); the file's stem when the YAML has no usable name (its own errors are
+    reported by the plan's config check)."""
+    from gradmc.config import read_config
+    from gradmc.errors import UserError
 
     try:
-        with open(config_path, encoding="utf-8") as f:
-            name = (yaml.safe_load(f) or {}).get("name")
-    except (OSError, yaml.YAMLError, AttributeError):
+        name = read_config(config_path).get("name")
+    except (OSError, UserError):
         name = None
     if not isinstance(name, str) or not name.strip() or "/" in name:
         from pathlib import Path

@@ -79,9 +79,10 @@ def _smoke(args, out: Path, deadline: float, repo: Path) -> dict:
     import yaml
 
     from gradmc.atomic import atomic_path
+    from gradmc.config import read_config
     from gradmc.errors import UserError
 
-    base = yaml.safe_load((repo / "config" / "smoke.yaml").read_text())
+    base = read_config(repo / "config" / "smoke.yaml")
     per_dag = max(args.cores // 2, 1)
     runs = []
     for dev in _DEVICES:
