@@ -4,7 +4,6 @@ reaches the experiments, the bench, the figures and the exactness check with no 
 
 from __future__ import annotations
 
-import copy
 import importlib
 import os
 import re
@@ -215,9 +214,3 @@ def test_broken_plugin_is_a_one_line_error():
     assert out.returncode == 2
     assert "sampler plugin module 'no_such_plugin'" in out.stderr and "Traceback" not in out.stderr
 
-
-def test_config_copy_is_not_mutated_by_expansion():
-    config = _smoke()
-    before = copy.deepcopy(config["fhmm_sampling"]["samplers"])
-    validate_config(copy.deepcopy(config))
-    assert config["fhmm_sampling"]["samplers"] == before
