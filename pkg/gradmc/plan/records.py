@@ -9,7 +9,7 @@ scheduling ``key`` (the job it belongs to in the makespan; :mod:`gradmc.plan.sum
 from __future__ import annotations
 
 from gradmc.plan.extrapolate import task_seconds, unit_cost
-from gradmc.plan.jobs import JOBS, holds_gpu, on_gpu
+from gradmc.plan.jobs import holds_gpu, job_spec, on_gpu
 from gradmc.plan.planner import probe_key
 
 __all__ = ["new_job", "add_task", "brief", "finish", "per_unit", "job_key"]
@@ -21,7 +21,7 @@ def new_job(name: str, config: dict, **kw) -> dict:
     """A job record for job ``name`` of ``config``: ``gpu`` (computes on a GPU: the speed-up applies) and
     ``gpu_request`` (its SLURM job must hold a GPU) follow the config's ``device`` and ``gpus_per_shard``
     (:func:`gradmc.plan.jobs.on_gpu`, :func:`gradmc.plan.jobs.holds_gpu`); ``kw`` overrides fields."""
-    spec = JOBS[name]
+    spec = job_spec(name)
     return {"name": name, "unit": spec.unit, "gpu": on_gpu(name, config), "gpu_request": holds_gpu(name, config),
             "status": "ok", "errors": [], "missing": [], "notes": [spec.note] if spec.note else [], "tasks": [],
             "probes": [], **kw}
@@ -48,7 +48,8 @@ def add_task(job: dict, label: str, units: float, res: dict | None, seconds: flo
 
     Args:
         key: the scheduling job the task belongs to (default: the rule); tasks of one key finish together.
-        after: the keys this task's job waits for; None: every task of the rules ``JobSpec.after`` names.
+        after: the keys this task's job waits for; None: set later from the DAG
+            (:func:`gradmc.plan.schedule.probe_jobs`).
     """
     task = {"label": label, "units": units, "key": key or job["name"]}
     if after is not None:

@@ -99,7 +99,9 @@ def render_markdown(plan: dict) -> str:
               "length keys (shortened) and size keys (kept) of each job",
               "- peak memory is measured at slice length; arrays that grow with the number of steps (per-step "
               "statistics, kept samples) are larger at paper length",
-              "- not in the plan: the fetch, figure, table and claims jobs (seconds each)", ""]
+              "- not in the plan: " + (", ".join(f"`{r}`" for r in plan["not_costed"]) if plan.get("not_costed")
+                                       else "the fetch, figure, table and claims jobs")
+              + " (the DAG's jobs without a probe: fetches, figures, tables, claims; seconds each)", ""]
     return "\n".join(lines)
 
 
