@@ -12,7 +12,7 @@ from gradmc.plan.extrapolate import task_seconds, unit_cost
 from gradmc.plan.jobs import holds_gpu, job_spec, on_gpu
 from gradmc.plan.planner import probe_key
 
-__all__ = ["new_job", "add_task", "brief", "finish", "per_unit", "job_key"]
+__all__ = ["new_job", "add_task", "brief", "finish", "per_unit"]
 
 _BRIEF = ("status", "error", "t_cold", "t1", "t2", "u1", "u2", "per_unit", "fixed", "detail", "peak_rss_mb", "wall_s")
 
@@ -27,12 +27,6 @@ def new_job(name: str, config: dict, **kw) -> dict:
             "probes": [], **kw}
 
 
-def job_key(rule: str, group: str | None = None) -> str:
-    """The scheduling key of one job of ``rule``: the rule itself (one job, or one sweep of shards), or
-    ``rule[group]`` for a rule with one job per wildcard value (``train_ebm[frey/GWG]``)."""
-    return f"{rule}[{group}]" if group else rule
-
-
 def per_unit(res: dict) -> tuple[float, float]:
     """(seconds per unit, fixed seconds) of a successful probe result."""
     if "per_unit" in res:
@@ -43,17 +37,15 @@ def per_unit(res: dict) -> tuple[float, float]:
 
 
 def add_task(job: dict, label: str, units: float, res: dict | None, seconds: float | None = None,
-             key: str | None = None, after: list[str] | None = None) -> None:
+             key: str | None = None) -> None:
     """Append one task of ``job`` at the config's size, costed from probe ``res`` (or ``seconds`` given).
 
     Args:
-        key: the scheduling job the task belongs to (default: the rule); tasks of one key finish together.
-        after: the keys this task's job waits for; None: set later from the DAG
+        key: the scheduling job the task belongs to (its DAG job's key, :attr:`gradmc.plan.dag.DagJob.key`;
+            default: the rule); tasks of one key finish together. What it waits for is set from the DAG
             (:func:`gradmc.plan.schedule.probe_jobs`).
     """
     task = {"label": label, "units": units, "key": key or job["name"]}
-    if after is not None:
-        task["after"] = list(after)
     if seconds is None and res is not None and res.get("status") == "ok":
         per, fixed = per_unit(res)
         seconds = task_seconds(per, fixed, units)
