@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gradmc.plan.extrapolate import gpu_hours, makespan, task_seconds, unit_cost
-from gradmc.plan.jobs import JOBS, TEXT_JOBS, ebm_evals, ebm_levels, ebm_runs
+from gradmc.plan.jobs import JOBS, ebm_evals, ebm_levels
 from gradmc.plan.measure import at_level
 from gradmc.plan.planner import probe_key, progress_line
 from gradmc.plan.probe import run_probe
@@ -22,6 +22,7 @@ from gradmc.plan.report import status_label as render_status
 from gradmc.plan.slice import make_plan, missing_data
 from gradmc.plan.slurm import rule_resources, write_profile
 from gradmc.plan.summary import summarise, task_dependencies
+from gradmc.plan.text_jobs import TEXT_JOBS
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "config" / "smoke.yaml"
@@ -72,7 +73,7 @@ def test_makespan_hand_computed():
 
 def _ebm_like_jobs() -> list[dict]:
     """Two data sets: a (train 10 h, AIS 1 h) and b (train 1 h, AIS 10 h), each after its own 1-h preparation,
-    plus a sweep waiting for the whole of a rule (rbm_sampling after rbm_reference)."""
+    plus a sweep (one job of two shards, rbm_sampling) after rbm_reference; ``after`` as the DAG gives it."""
     def task(key, hours, after=None):
         t = {"label": key, "units": 1, "key": key, "seconds": hours * 3600.0, "peak_rss_mb": None}
         return t if after is None else {**t, "after": after}
@@ -83,15 +84,15 @@ def _ebm_like_jobs() -> list[dict]:
     return [job("prepare_image_dataset", task("prep[a]", 1, []), task("prep[b]", 1, [])),
             job("train_ebm", task("train[a]", 10, ["prep[a]"]), task("train[b]", 1, ["prep[b]"])),
             job("ais_ebm", task("ais[a]", 1, ["train[a]"]), task("ais[b]", 10, ["train[b]"])),
-            job("rbm_reference", task("rbm_reference", 2)),
-            job("rbm_sampling", task("rbm_sampling", 3), task("rbm_sampling", 4))]
+            job("rbm_reference", task("rbm_reference", 2, [])),
+            job("rbm_sampling", task("rbm_sampling", 3, ["rbm_reference"]), task("rbm_sampling", 4, ["rbm_reference"]))]
 
 
 def test_critical_path_follows_each_data_sets_own_jobs():
     jobs = _ebm_like_jobs()
     deps = task_dependencies(jobs)
     assert deps["ais[b]"] == {"train[b]"} and deps["train[a]"] == {"prep[a]"}
-    assert deps["rbm_sampling"] == {"rbm_reference"}  # no wildcards: the whole upstream rule
+    assert deps["rbm_sampling"] == {"rbm_reference"}  # no wildcards: one job of every shard
     plan = summarise(jobs, 1.0, (1, 2))
     # per data set: a = 1 + 10 + 1, b = 1 + 1 + 10 -> 12 h; rule level would give 1 + 10 + 10 = 21 h
     assert plan["makespan_hours"]["unlimited"]["cpu_hours"] == pytest.approx(12.0)
@@ -102,44 +103,58 @@ def test_critical_path_follows_each_data_sets_own_jobs():
     assert plan["makespan_hours"]["1"]["cpu_hours"] == pytest.approx(33.0)  # one worker: the sum of every task
 
 
-def test_ebm_tasks_wait_for_their_own_data_set(tmp_path):
-    from types import SimpleNamespace
-
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory):
+    """``planned(config name)``: the records of the EBM and text EBM jobs of ``config/<name>.yaml`` as
+    :func:`probe_jobs` makes them from Snakemake's DAG, with every data file missing (no probe runs)."""
     from gradmc.config import load_config
-    from gradmc.plan.ebm_jobs import plan_ebm
+    from gradmc.plan.planner import Planner
+    from gradmc.plan.schedule import probe_jobs
 
-    paper = load_config(REPO / "config" / "paper.yaml")
+    cache: dict[str, dict] = {}
+
+    def get(name: str) -> dict:
+        if name not in cache:
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("GRADMC_DATA_DIR", str(tmp_path_factory.mktemp(f"{name}_data")))
+                p = Planner(load_config(REPO / "config" / f"{name}.yaml"), tmp_path_factory.mktemp(name), 60, 60, None,
+                            only=("ais_ebm", "eval_text_ebm"))
+                cache[name] = {j["name"]: j for j in probe_jobs(p)}
+                assert p.count == 0
+        return cache[name]
+
+    return get
+
+
+def test_ebm_tasks_wait_for_their_own_data_set(planned):
+    jobs = planned("paper")
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
     assert paper["ebm"]["equal_time"]
-    fake = SimpleNamespace(paper=paper, work=tmp_path,  # every data set missing: no probe runs
-                           missing={f"images:{ds}": ["x.npz"] for ds in paper["ebm"]["datasets"]})
-    prep, train, ais = plan_ebm(fake)
-    after = {t["key"]: t["after"] for job in (prep, train, ais) for t in job["tasks"]}
-    assert after["train_ebm[static_mnist/GWG]"] == ["prepare_image_dataset[static_mnist]"]
-    assert after["train_ebm[static_mnist/Gibbs-1]"] == ["prepare_image_dataset[static_mnist]",
-                                                       "train_ebm[static_mnist/GWG]"]  # equal_time
-    assert after["train_ebm[frey/DMALA]"] == ["prepare_image_dataset[frey]", "train_ebm[frey/GWG]"]  # equal_time
+    prep, train, ais = (jobs[n] for n in ("prepare_image_dataset", "train_ebm", "ais_ebm"))
+    after = {t["key"]: set(t["after"]) for job in (prep, train, ais) for t in job["tasks"]}
+    assert after["train_ebm[static_mnist/GWG]"] == {"prepare_image_dataset[static_mnist]"}
+    assert after["train_ebm[static_mnist/Gibbs-1]"] == {"prepare_image_dataset[static_mnist]",
+                                                       "train_ebm[static_mnist/GWG]"}  # equal_time
+    assert after["train_ebm[frey/DMALA]"] == {"prepare_image_dataset[frey]", "train_ebm[frey/GWG]"}  # equal_time
     assert "train_ebm[frey/Gibbs-1]" not in after  # categorical Gibbs: infeasible
-    assert after["ais_ebm[frey/GWG]"] == ["train_ebm[frey/GWG]"]
-    assert after["train_ebm[static_mnist/ACS]"] == ["prepare_image_dataset[static_mnist]",
-                                                   "train_ebm[static_mnist/GWG]"]  # equal_time
+    assert after["ais_ebm[frey/GWG]"] == {"prepare_image_dataset[frey]", "train_ebm[frey/GWG]"}
+    assert after["train_ebm[static_mnist/ACS]"] == {"prepare_image_dataset[static_mnist]",
+                                                   "train_ebm[static_mnist/GWG]"}  # equal_time
     assert "train_ebm[frey/ACS]" not in after  # ACS: binary only
     assert len([k for k in after if k.startswith("ais_ebm[")]) == 20
     assert (train["gpu"], prep["gpu"]) == (True, False)
+    assert all(job["status"] == "missing data" or job["missing"] for job in (prep, train, ais))
 
 
-def test_ebm_units_follow_each_data_sets_overrides(tmp_path):
+def test_ebm_units_follow_each_data_sets_overrides(planned):
     """A data set's ``overrides`` entry (quick: frey trains 120 iterations, 200 + 100 + 50 AIS levels) sets its
     tasks' units, not the base section's 1,800 iterations and 12,000 levels."""
-    from types import SimpleNamespace
-
     from gradmc.config import for_dataset, load_config
-    from gradmc.plan.ebm_jobs import plan_ebm
 
     quick = load_config(REPO / "config" / "quick.yaml")
     spec = quick["ebm"]
-    fake = SimpleNamespace(paper=quick, work=tmp_path, missing={f"images:{ds}": ["x.npz"] for ds in spec["datasets"]})
-    _, train, ais = plan_ebm(fake)
-    units = {t["key"]: t["units"] for job in (train, ais) for t in job["tasks"]}
+    jobs = planned("quick")
+    units = {t["key"]: t["units"] for n in ("train_ebm", "ais_ebm") for t in jobs[n]["tasks"]}
     frey_train, frey_ais = for_dataset(spec["train"], "frey"), for_dataset(spec["ais"], "frey")
     assert frey_train["iterations"] != spec["train"]["iterations"]  # the case this test is about
     assert units["train_ebm[frey/GWG]"] == frey_train["iterations"] == 120
@@ -161,40 +176,32 @@ def test_progress_and_error_labels_have_no_empty_parts():
     assert finish(job)["errors"] == ["boom", "RW: killed"] and job["status"] == "error"
 
 
-def test_ebm_counts_match_the_paper_config():
-    from gradmc.config import load_config
-
-    paper = load_config(REPO / "config" / "paper.yaml")
+def test_ebm_counts_match_the_paper_config(planned):
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
     # 300000 + 1000 + 3000 + 10000 + 30000 + 100000 (the 300000 convergence run is the estimate's own)
     assert ebm_levels(paper["ebm"]["ais"]) == 444_000
     assert ebm_evals(paper["ebm"]["train"]) == 10  # every 5000 of 50000 iterations, the last one included
     assert ebm_evals({"iterations": 120, "eval_every": 50}) == 3  # 50, 100 and the end
     # 6 data sets x 4 samplers (GWG, Gibbs-1, DMALA, ACS), less Gibbs-1 and ACS on the two 256-level sets
-    assert len(ebm_runs(paper)) == 20
+    assert len(planned("paper")["train_ebm"]["tasks"]) == 20  # Snakemake's train_ebm jobs
 
 
-def test_text_ebm_jobs_units_and_dependencies_of_the_paper_config(tmp_path):
-    from types import SimpleNamespace
-
+def test_text_ebm_jobs_units_and_dependencies_of_the_paper_config(planned):
     from gradmc.config import load_config
-    from gradmc.plan.text_jobs import plan_text
 
     paper = load_config(REPO / "config" / "paper.yaml")
     # 50000 PCD iterations; 20000 Adam steps; AIS 30000 + 7500 + 15000 (the 30000 convergence run is the estimate's)
     units = {n: JOBS[n].units(paper) if JOBS[n].units else 1 for n in TEXT_JOBS}
     assert units == {"prepare_ptb": 1, "train_text_ebm": 50_000, "train_text_lm": 20_000, "eval_text_ebm": 52_500}
     files = ["ptb/ptb.train.txt", "ptb/ptb.valid.txt", "ptb/ptb.test.txt"]
-    fake = SimpleNamespace(paper=paper, work=tmp_path, missing={"ptb": files}, ptb_stand_in=None,
-                           wants=lambda name: True)  # every PTB file missing: no probe runs
-    jobs = plan_text(fake)
-    assert list(jobs) == list(TEXT_JOBS)
+    jobs = {n: planned("paper")[n] for n in TEXT_JOBS}  # every PTB file missing: no probe runs
     for name, job in jobs.items():
         assert job["status"] == "missing data" and job["missing"] == files
         assert [(t["key"], t["units"], t["seconds"]) for t in job["tasks"]] == [(name, units[name], None)]
     assert (jobs["prepare_ptb"]["gpu"], jobs["train_text_ebm"]["gpu"]) == (False, True)  # paper: device cuda
-    deps = task_dependencies(list(jobs.values()))  # no wildcards: each waits for the whole of its upstream rules
+    deps = task_dependencies(list(jobs.values()))  # the DAG's edges: eval reads the data and both models
     assert deps == {"prepare_ptb": set(), "train_text_ebm": {"prepare_ptb"}, "train_text_lm": {"prepare_ptb"},
-                    "eval_text_ebm": {"train_text_ebm", "train_text_lm"}}
+                    "eval_text_ebm": {"prepare_ptb", "train_text_ebm", "train_text_lm"}}
     # hand-made costs: prepare 1 h, EBM 10 h, LM 2 h, eval 3 h -> critical path 1 + 10 + 3 = 14 h, one worker 16 h
     for name, hours in zip(TEXT_JOBS, (1, 10, 2, 3), strict=True):
         jobs[name]["tasks"][0]["seconds"] = hours * 3600.0

@@ -43,6 +43,26 @@ Two kinds of module carry a ``META``:
     cost is kernel launches, not arithmetic). Its job is given ``device: cpu`` and ``gpus_per_shard: 0``
     (:meth:`Experiment.job_config`), so its shards ask Ray for no GPU and its SLURM job holds none
     (:func:`gradmc.plan.jobs.holds_gpu`).
+``plan`` (dict, optional)
+    How ``gradmc plan`` slices and costs the experiment's shards (:func:`gradmc.plan.jobs.job_spec`; without
+    it every shard is probed once at the config's full length). Keys, all optional:
+
+    ``unit`` (str): what one unit of work is, in words (``"sampler step (num_chains chains)"``).
+    ``units`` (str, list or dict): the units of one shard, read off the shard: ``"num_steps"`` (an attribute;
+    a dotted ``"plm.max_iterations"`` reads a key of a dict attribute), ``"num_iterations*K"`` (a product),
+    ``["num_burn_in", "num_iterations"]`` (a sum of such terms), or ``{"by": "method", "PLM": ..., "PCD": ...}``
+    (the term chosen by the shard's ``method``). Default 1 (a shard is one unit).
+    ``lengths`` (dict): dotted config key -> ``[level-1, level-2]`` values; the slice runs a shard at both (the
+    second twice as long) and the difference of their times is the cost of the extra units.
+    ``schedule`` (dict): dotted config key -> value at both levels (how often something is recorded, which
+    must fit inside the short slice).
+    ``classes`` (list of str): shard attributes that change the cost of a unit; one probe per distinct class.
+    ``pick`` (``"first"`` or ``"last"``): which shard of a class is probed (``last``: its largest size where the
+    sweep lists sizes in ascending order). Default ``first``.
+    ``note`` (str): a known bias of the slice, printed in the plan.
+
+    A new experiment's rule is in the plan with no edit of :mod:`gradmc.plan`: the plan reads its jobs from
+    Snakemake's DAG (:mod:`gradmc.plan.dag`) and these knobs from here.
 
 The module itself offers ``shards(config, inputs) -> list[Shard]``, ``run(shard) -> DataFrame`` and, where the
 shard frames need more than concatenation, ``finalize(df, inputs) -> DataFrame``.
@@ -72,7 +92,8 @@ RESERVED_INPUTS = ("config", "workers", "out", "help")
 
 _REQUIRED = {"title": str, "message": str, "sort_by": list}
 _OPTIONAL = {"figure": str, "category": str, "extra_figures": list, "extra_tables": list, "caption": str,
-             "inputs": dict, "output": str, "config_keys": list, "uses": list, "cpu_only": bool}
+             "inputs": dict, "output": str, "config_keys": list, "uses": list, "cpu_only": bool,
+             "plan": dict}
 
 
 class RegistryError(UserError):
@@ -98,6 +119,7 @@ class Experiment:
     config_keys: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
     cpu_only: bool = False
+    plan: dict = field(default_factory=dict)
 
     @property
     def module(self) -> str:
@@ -168,6 +190,7 @@ def _entry(name: str, meta: dict) -> Experiment:
             raise RegistryError(f"{where}[{key!r}] must be a list of strings, got {meta[key]!r}")
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.get("inputs", {}).items()):
         raise RegistryError(f"{where}['inputs'] must map input names to paths (strings), got {meta['inputs']!r}")
+    _check_plan(where, meta.get("plan", {}))
     values = dict(meta)
     for key in ("sort_by", "extra_figures", "extra_tables", "config_keys", "uses"):
         if key in values:
@@ -175,6 +198,33 @@ def _entry(name: str, meta: dict) -> Experiment:
     values.setdefault("output", f"{name}/metrics.parquet")
     values.setdefault("config_keys", (name,))
     return Experiment(name=name, **values)
+
+
+_PLAN_KEYS = {"unit": str, "units": (str, list, dict), "lengths": dict, "schedule": dict, "classes": list,
+              "pick": str, "note": str}
+
+
+def _check_plan(where: str, plan: dict) -> None:
+    """Refuse a malformed ``META['plan']`` (see the module docstring), naming the key."""
+    unknown = sorted(set(plan) - set(_PLAN_KEYS))
+    if unknown:
+        raise RegistryError(f"{where}['plan']: unknown keys {unknown}; allowed: {sorted(_PLAN_KEYS)}")
+    for key, kind in _PLAN_KEYS.items():
+        if key in plan and not isinstance(plan[key], kind):
+            raise RegistryError(f"{where}['plan'][{key!r}] has the wrong type, got {plan[key]!r}")
+    for key, levels in plan.get("lengths", {}).items():
+        if not (isinstance(levels, list) and len(levels) == 2):
+            raise RegistryError(f"{where}['plan']['lengths'][{key!r}] must be [level-1, level-2], got {levels!r}")
+    if plan.get("pick", "first") not in ("first", "last"):
+        raise RegistryError(f"{where}['plan']['pick'] must be 'first' or 'last', got {plan['pick']!r}")
+    if not all(isinstance(c, str) for c in plan.get("classes", [])):
+        raise RegistryError(f"{where}['plan']['classes'] must be a list of shard attribute names")
+    units = plan.get("units")
+    if isinstance(units, dict) and ("by" not in units or not all(isinstance(v, str) for v in units.values())):
+        raise RegistryError(f"{where}['plan']['units'] as a dict needs 'by' (a shard attribute) and one term "
+                            f"(a string) per value, got {units!r}")
+    if isinstance(units, list) and not all(isinstance(v, str) for v in units):
+        raise RegistryError(f"{where}['plan']['units'] as a list must be a list of terms (strings), got {units!r}")
 
 
 @functools.cache

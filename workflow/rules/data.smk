@@ -29,6 +29,8 @@ rule prepare_mnist:
         config=CONFIG_FILE,
         code=digest("gradmc.data.prepare"),
         spec=config["data"]["mnist"],
+    benchmark:
+        f"{RESULTS}/benchmarks/prepare_mnist.tsv"
     log:
         f"{LOGS}/prepare_mnist.log",
     message:
@@ -51,6 +53,8 @@ rule prepare_image_dataset:
         config=CONFIG_FILE,
         code=digest("gradmc.data.prepare_images"),
         spec=lambda wildcards: config["data"]["images"][wildcards.dataset],
+    benchmark:
+        f"{RESULTS}/benchmarks/prepare_image_dataset_{{dataset}}.tsv"
     log:
         f"{LOGS}/prepare_image_{{dataset}}.log",
     message:

@@ -44,6 +44,8 @@ rule train_ebm:
         # ebm.train.steps_by_sampler[sampler], else num_steps (what train_stage runs)
         steps=lambda wildcards: ebm_sampler_steps(for_dataset(config["ebm"]["train"], wildcards.dataset),
                                                   wildcards.sampler),
+    benchmark:
+        f"{RESULTS}/benchmarks/train_ebm_{{dataset}}_{{sampler}}.tsv"
     log:
         f"{LOGS}/train_ebm_{{dataset}}_{{sampler}}.log",
     message:
@@ -73,6 +75,8 @@ rule ais_ebm:
         levels=lambda wildcards: ebm_setting("ais", wildcards.dataset, "num_intermediate"),
         chains=lambda wildcards: ebm_setting("ais", wildcards.dataset, "num_chains"),
         convergence=lambda wildcards: " ".join(map(str, ebm_setting("ais", wildcards.dataset, "convergence"))),
+    benchmark:
+        f"{RESULTS}/benchmarks/ais_ebm_{{dataset}}_{{sampler}}.tsv"
     log:
         f"{LOGS}/ais_ebm_{{dataset}}_{{sampler}}.log",
     message:

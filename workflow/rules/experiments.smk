@@ -20,6 +20,8 @@ for _exp in _registry.experiments().values():
             code=digest(_exp.module, "gradmc.experiments.standard", *_exp.uses),
             inputs=" ".join(f"--{key} {RESULTS}/{rel}" for key, rel in _exp.inputs.items()),
             name=_exp.name,
+        benchmark:
+            f"{RESULTS}/benchmarks/{_exp.name}.tsv"
         log:
             f"{LOGS}/{_exp.name}.log",
         message:

@@ -8,6 +8,8 @@ rule ising_pcd_data:
     params:
         config=stage_config("ising_pcd_data"),
         code=digest("gradmc.experiments.ising_pcd_data"),
+    benchmark:
+        f"{RESULTS}/benchmarks/ising_pcd_data.tsv"
     log:
         f"{LOGS}/ising_pcd_data.log",
     message:

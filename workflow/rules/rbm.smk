@@ -12,6 +12,8 @@ rule train_rbm:
     params:
         config=stage_config("train_rbm"),
         code=digest("gradmc.experiments.rbm_train"),
+    benchmark:
+        f"{RESULTS}/benchmarks/train_rbm.tsv"
     log:
         f"{LOGS}/train_rbm.log",
     message:
@@ -32,6 +34,8 @@ rule rbm_reference:
     params:
         config=stage_config("rbm_reference"),
         code=digest("gradmc.experiments.rbm_reference"),
+    benchmark:
+        f"{RESULTS}/benchmarks/rbm_reference.tsv"
     log:
         f"{LOGS}/rbm_reference.log",
     message:

@@ -11,6 +11,8 @@ rule sampler_cost:
     params:
         config=stage_config("sampler_cost"),
         code=digest("gradmc.experiments.sampler_cost", "gradmc.results"),
+    benchmark:
+        f"{RESULTS}/benchmarks/sampler_cost.tsv"
     log:
         f"{LOGS}/sampler_cost.log",
     message:

@@ -14,6 +14,8 @@ rule prepare_ptb:
         config=stage_config("train_text_lm"),  # holds text_ebm.data, what this rule reads
         code=digest("gradmc.data.ptb"),
         spec=config["text_ebm"]["data"],
+    benchmark:
+        f"{RESULTS}/benchmarks/prepare_ptb.tsv"
     log:
         f"{LOGS}/prepare_ptb.log",
     message:
@@ -33,6 +35,8 @@ rule train_text_ebm:
         config=stage_config("train_text_ebm"),
         code=digest("gradmc.experiments.text_ebm"),
         train=config["text_ebm"]["train"],
+    benchmark:
+        f"{RESULTS}/benchmarks/train_text_ebm.tsv"
     log:
         f"{LOGS}/train_text_ebm.log",
     message:
@@ -56,6 +60,8 @@ rule train_text_lm:
         config=stage_config("train_text_lm"),
         code=digest("gradmc.experiments.text_lm"),
         train=config["text_ebm"]["lm_train"],
+    benchmark:
+        f"{RESULTS}/benchmarks/train_text_lm.tsv"
     log:
         f"{LOGS}/train_text_lm.log",
     message:
@@ -77,6 +83,8 @@ rule eval_text_ebm:
         config=stage_config("eval_text_ebm"),
         code=digest("gradmc.experiments.text_ebm"),
         ais=config["text_ebm"]["ais"],
+    benchmark:
+        f"{RESULTS}/benchmarks/eval_text_ebm.tsv"
     log:
         f"{LOGS}/eval_text_ebm.log",
     message:

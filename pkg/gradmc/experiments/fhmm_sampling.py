@@ -36,6 +36,10 @@ __all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "make_problem", "r
 
 EXPERIMENT = "fhmm_sampling"
 META = {
+    # what `gradmc plan` shortens and how it counts units (gradmc.registry)
+    "plan": {"unit": "sampler step (num_chains chains)", "units": "num_steps",
+             "lengths": {"fhmm_sampling.num_steps": [20, 40]}, "schedule": {"fhmm_sampling.record_every": 10},
+             "classes": ["sampler"]},
     "title": "GWG Fig. 5: factorial HMM posterior sampling",
     "message": "Sampling the FHMM posterior (L={L}, K={K}): {samplers} x seeds {seeds}, {num_steps} steps on Ray",
     "sort_by": ["sampler", "seed", "metric", "chain", "step"],

@@ -46,6 +46,10 @@ __all__ = ["EXPERIMENT", "META", "Shard", "shards", "run", "shard_samplers"]
 
 EXPERIMENT = "ising_pcd"
 META = {
+    # what `gradmc plan` shortens and how it counts units (gradmc.registry)
+    "plan": {"unit": "PCD sampler step (K per iteration, batch_size chains)", "units": "num_iterations*K",
+             "lengths": {"ising_pcd.num_iterations": [2, 4]},
+             "schedule": {"ising_pcd.log_every": 1, "ising_pcd.checkpoint_dir": None}, "classes": ["dim", "sampler"]},
     "title": "GWG Fig. 6 / Fig. 11: Ising models learned by PCD, Gibbs-1 vs GWG over K",
     "message": "Training Ising models with PCD: {samplers} x K = {steps} x seeds {seeds}, {num_iterations} "
                "iterations on Ray",

@@ -52,6 +52,9 @@ __all__ = ["EXPERIMENT", "META", "Shard", "merge_parts", "reference_configuratio
 
 EXPERIMENT = "ising_sampling"
 META = {
+    # what `gradmc plan` shortens and how it counts units (gradmc.registry)
+    "plan": {"unit": "sampler step (chains_per_shard chains)", "units": "num_steps",
+             "lengths": {"ising_sampling.num_steps": [200, 400]}, "classes": ["side", "sampler"]},
     "title": "GWG Fig. 4: lattice Ising ESS over a theta grid",
     "message": "Sampling lattice Ising models: sides {sides} x thetas {thetas} x {samplers} x seeds {seeds} on Ray",
     "sort_by": ["side", "theta", "sampler", "seed", "metric", "chain", "chunk", "step"],

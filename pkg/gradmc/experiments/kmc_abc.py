@@ -67,6 +67,10 @@ __all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "run"]
 
 EXPERIMENT = "kmc_abc"
 META = {
+    # what `gradmc plan` shortens and how it counts units (gradmc.registry)
+    "plan": {"unit": "MCMC iteration (burn-in or kept)", "units": ["num_burn_in", "num_iterations"],
+             "lengths": {"kmc_abc.num_burn_in": [20, 40], "kmc_abc.num_iterations": [30, 60]},
+             "schedule": {"kmc_abc.max_lag": 5}, "classes": ["sampler"]},
     "cpu_only": True,  # one-row chains: launch-bound on a GPU (gradmc.registry)
     "title": "KMC Fig. 4 right: ABC skew normal, KMC lite vs pseudo-marginal RW and HABC",
     "message": "ABC skew normal: {samplers}, runs {runs}, {num_burn_in} + {num_iterations} iterations on Ray",

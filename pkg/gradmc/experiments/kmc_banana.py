@@ -91,6 +91,13 @@ __all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "choose_parameters
 
 EXPERIMENT = "kmc_banana"
 META = {
+    # what `gradmc plan` shortens and how it counts units (gradmc.registry)
+    "plan": {"unit": "MCMC iteration (burn-in or kept)", "units": ["num_burn_in", "num_iterations"],
+             "lengths": {"kmc_banana.num_burn_in": [20, 40], "kmc_banana.num_iterations": [10, 20]},
+             "classes": ["sampler", "n"],
+             "note": "KMC's history is the burn-in: the slice's 20-40 burn-in states give the cross-validation "
+                     "and fit fewer distinct points than the paper's n, so the fixed cost per KMC shard is "
+                     "under-estimated"},
     "cpu_only": True,  # one-row chains: launch-bound on a GPU (gradmc.registry)
     "title": "KMC Fig. 3: 8-D banana, KMC vs HMC and random walk over n = m",
     "message": "Sampling the 8-D banana: {samplers}, KMC n = {n}, runs {runs}, {num_burn_in} + {num_iterations} "

@@ -59,6 +59,10 @@ __all__ = ["EXPERIMENT", "META", "Shard", "shards", "run"]
 
 EXPERIMENT = "kmc_gpc"
 META = {
+    # what `gradmc plan` shortens and how it counts units (gradmc.registry)
+    "plan": {"unit": "pseudo-marginal MH iteration (one chain)", "units": "num_iterations",
+             "lengths": {"kmc_gpc.num_iterations": [20, 40]}, "schedule": {"kmc_gpc.mmd_every": 10},
+             "classes": ["sampler"]},
     "cpu_only": True,  # one-row chains: launch-bound on a GPU (gradmc.registry)
     "title": "KMC Fig. 4 left: GP classification on Glass, KMC vs KAMH and RW (MMD, min ESS)",
     "message": "GPC sampling: {samplers} x runs {runs}, {num_iterations} iterations each, MMD to the benchmark, "

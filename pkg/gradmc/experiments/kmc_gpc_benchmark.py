@@ -51,6 +51,10 @@ __all__ = ["EXPERIMENT", "META", "TARGET", "DIM", "STARTS", "Shard", "shards", "
 
 EXPERIMENT = "kmc_gpc_benchmark"
 META = {
+    # what `gradmc plan` shortens and how it counts units (gradmc.registry)
+    "plan": {"unit": "pseudo-marginal MH iteration (one chain)", "units": "num_iterations",
+             "lengths": {"kmc_gpc.benchmark.num_iterations": [20, 40]},
+             "schedule": {"kmc_gpc.benchmark.num_burn_in": 0, "kmc_gpc.benchmark.thin": 1}},
     "cpu_only": True,  # one-row chains: launch-bound on a GPU (gradmc.registry)
     "title": "KMC Fig. 4 left, stage 1: benchmark chains for GP classification on Glass",
     "message": "GPC benchmark: {num_chains} pseudo-marginal RW chains of {num_iterations} iterations "

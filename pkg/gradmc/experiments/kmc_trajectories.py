@@ -46,6 +46,9 @@ __all__ = ["EXPERIMENT", "META", "TARGET", "Shard", "shards", "leapfrog_trajecto
 
 EXPERIMENT = "kmc_trajectories"
 META = {
+    # what `gradmc plan` shortens and how it counts units (gradmc.registry)
+    "plan": {"unit": "trial (a surrogate fit on n points and two trajectories)", "units": "num_trials",
+             "lengths": {"kmc_trajectories.trials_per_shard": [1, 2]}, "classes": ["d", "n"]},
     "cpu_only": True,  # one-row chains: launch-bound on a GPU (gradmc.registry)
     "title": "KMC Fig. 2: trajectory acceptance of KMC finite vs HMC over (d, n = m)",
     "message": "KMC Fig. 2 trajectories: d in {dims} x n = m in {num_samples}, {num_trials} trials on Ray",

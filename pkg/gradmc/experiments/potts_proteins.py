@@ -82,6 +82,13 @@ __all__ = ["EXPERIMENT", "META", "PCD_SAMPLERS", "Shard", "shards", "run", "runn
 
 EXPERIMENT = "potts_proteins"
 META = {
+    # what `gradmc plan` shortens and how it counts units (gradmc.registry)
+    "plan": {"unit": "PLM L-BFGS iteration or PCD iteration",
+             "units": {"by": "method", "PLM": "plm.max_iterations", "PCD": "pcd.num_iterations"},
+             "lengths": {"potts_proteins.plm.max_iterations": [2, 4], "potts_proteins.pcd.num_iterations": [2, 4]},
+             "schedule": {"potts_proteins.pcd.log_every": 1, "potts_proteins.pcd.checkpoint_every": 1000000,
+                          "potts_proteins.checkpoint_dir": None},
+             "classes": ["protein", "method"]},
     "title": "GWG Fig. 7/12/13: Potts models of proteins, PLM vs PCD-Gibbs vs PCD-GWG (vs later samplers) contacts",
     "message": "Fitting Potts models to {proteins} with {methods}: PCD {pcd[num_iterations]} iterations x "
                "{pcd[num_steps]} steps on Ray",

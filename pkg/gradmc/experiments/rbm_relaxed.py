@@ -47,6 +47,10 @@ __all__ = ["EXPERIMENT", "META", "RELAXED_GRIDS", "Shard", "build_rbm", "referen
 
 EXPERIMENT = "rbm_relaxed"
 META = {
+    # what `gradmc plan` shortens and how it counts units (gradmc.registry)
+    "plan": {"unit": "sampler step (num_chains chains; the reference sweeps scale with it)", "units": "num_steps",
+             "lengths": {"rbm_relaxed.num_steps": [20, 40], "rbm_relaxed.reference.num_steps": [20, 40]},
+             "schedule": {"rbm_relaxed.record_every": 10}, "classes": ["num_visible", "sampler"]},
     "title": "GWG Fig. 2: random RBMs of growing dimension, GWG vs R-MALA, R-HMC, D-SVGD",
     "message": "Random RBMs D={dims}: {samplers} x seeds {seeds} on Ray",
     "sort_by": ["num_visible", "sampler", "setting", "seed", "metric", "chain", "step"],

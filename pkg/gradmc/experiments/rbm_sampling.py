@@ -35,6 +35,10 @@ __all__ = ["EXPERIMENT", "META", "Shard", "shards", "run", "shard_samplers", "ta
 
 EXPERIMENT = "rbm_sampling"  # also the seed namespace shared with rbm_reference
 META = {
+    # what `gradmc plan` shortens and how it counts units (gradmc.registry)
+    "plan": {"unit": "sampler step (num_chains chains)", "units": "num_steps",
+             "lengths": {"rbm_sampling.num_steps": [20, 40]}, "schedule": {"rbm_sampling.mmd_every": 10},
+             "classes": ["sampler"]},
     "title": "GWG Fig. 3: sampling a trained MNIST RBM (log MMD to block-Gibbs ground truth, ESS)",
     "message": "Sampling the RBM: {samplers} x seeds {seeds} on Ray",
     "sort_by": ["sampler", "seed", "metric", "chain", "step"],

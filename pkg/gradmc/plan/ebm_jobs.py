@@ -1,21 +1,26 @@
 """The plan of the GWG Table 2 EBM jobs: ``prepare_image_dataset`` (one job per data set), ``train_ebm`` and
-``ais_ebm`` (one job per data set and sampler).
+``ais_ebm`` (one job per data set and sampler): the DAG's jobs of these rules (:attr:`Planner.dag`), their
+wildcards, inputs and outputs.
 
 One probe chain per data set whose files are present: prepare it, train the GWG model a few iterations, run a
-few AIS levels on that model. Gibbs-1 runs are costed as the GWG run of the same data set (same network, same
-AIS; under ``equal_time`` Gibbs-1 trains for its GWG run's seconds). Every task names its own job
-(``train_ebm[frey/GWG]``) and the jobs it waits for, as the pipeline's wildcards do: a data set's training waits
-for its own preparation only, its AIS for its own model only.
+few AIS levels on that model. The other samplers' runs are costed as the GWG run of the same data set (same network,
+same AIS; under ``equal_time`` they train for the GWG run's seconds). Every task names its own DAG job
+(``train_ebm[frey/GWG]``); what it waits for is the DAG's.
 """
 
 from __future__ import annotations
 
-from gradmc.config import for_dataset
-from gradmc.plan.jobs import JOBS, ebm_runs
-from gradmc.plan.planner import Planner
-from gradmc.plan.records import add_task, brief, finish, job_key, new_job
+from pathlib import Path
 
-__all__ = ["plan_ebm"]
+from gradmc.config import for_dataset
+from gradmc.plan.jobs import JOBS
+from gradmc.plan.planner import Planner
+from gradmc.plan.records import add_task, brief, finish, new_job
+
+__all__ = ["plan_ebm", "EBM_JOBS"]
+
+#: The rules :func:`plan_ebm` costs, upstream first.
+EBM_JOBS = ("prepare_image_dataset", "train_ebm", "ais_ebm")
 
 _TRAIN_NOTE = ("includes the validation AIS (validation_runs x (levels x the ais_ebm probe's seconds per level + rows "
                "x its seconds per row))")
@@ -26,28 +31,32 @@ _AIS_NOTES = ("Gibbs-1 models are costed as the GWG model of the same data set (
               "timed on 1024 rows and scaled by the row count")
 
 
-def _probe_data_set(p: Planner, ds: str, prep: dict, train: dict, ais: dict) -> dict | None:
-    """Prepare, train and AIS probes of data set ``ds``; its prepare task. Returns the train and AIS results, or
-    None when the data set is missing or its preparation failed."""
-    prepare_key = job_key("prepare_image_dataset", ds)
-    if f"images:{ds}" in p.missing:
-        files = p.missing[f"images:{ds}"]
+def _probe_data_set(p: Planner, jobs: dict, prep: dict, train: dict, ais: dict) -> dict | None:
+    """Prepare, train and AIS probes of one data set (``jobs``: its DAG jobs by rule, the GWG run's for training
+    and AIS); its prepare task. Returns the train and AIS results, or None when the data set is missing or its
+    preparation failed."""
+    pj, tj, aj = (jobs[rule] for rule in EBM_JOBS)
+    ds = pj.wildcards["dataset"]
+    files = p.missing_for(pj)
+    if files:
         for job in (prep, train, ais):
             job["missing"] += [f"{ds}: {f}" for f in files]
-        add_task(prep, f"prepare {ds}", 1, None, key=prepare_key, after=[])
+        add_task(prep, f"prepare {ds}", 1, None, key=pj.key)
         return None
-    res = p.probe("prepare_image_dataset", [ds])
+    res = p.probe("prepare_image_dataset", [ds], {}, pj)
     prep["probes"].append({"class": [ds], **brief(res)})
-    add_task(prep, f"prepare {ds}", 1, res, key=prepare_key, after=[])
-    out = p.work / "data" / "images" / f"{ds}.npz"
-    if res["status"] != "ok" or not out.is_file():
+    add_task(prep, f"prepare {ds}", 1, res, key=pj.key)
+    if tj is None:
         return None
-    tr = p.probe("train_ebm", [ds, "GWG"], {"data": str(out)})
+    data = p.inputs(tj)["data"]
+    if res["status"] != "ok" or not Path(data).is_file():
+        return None
+    tr = p.probe("train_ebm", [ds, "GWG"], {"data": data}, tj)
     train["probes"].append({"class": [ds, "GWG"], **brief(tr)})
     model = tr.get("outputs", {}).get("model")
     ar = {"status": "not run", "error": "no trained model from the train_ebm probe"}
-    if tr["status"] == "ok" and model:
-        ar = p.probe("ais_ebm", [ds, "GWG"], {"data": str(out), "model": model})
+    if tr["status"] == "ok" and model and aj is not None:
+        ar = p.probe("ais_ebm", [ds, "GWG"], {**p.inputs(aj), "model": model}, aj)
     ais["probes"].append({"class": [ds, "GWG"], **brief(ar)})
     return {"train": tr, "ais": ar}
 
@@ -58,37 +67,44 @@ def _validation_seconds(ar: dict) -> float:
     return d["validation_runs"] * per_run
 
 
-def plan_ebm(p: Planner) -> tuple[dict, dict, dict]:
-    """The job records of prepare_image_dataset, train_ebm and ais_ebm: one task per data set / (data set,
-    sampler), each with its scheduling key and the keys it waits for."""
-    prep, train, ais = (new_job(n, p.paper) for n in ("prepare_image_dataset", "train_ebm", "ais_ebm"))
+def plan_ebm(p: Planner) -> dict[str, dict]:
+    """The job records of prepare_image_dataset, train_ebm and ais_ebm, by rule: one task per DAG job (data set /
+    data set and sampler), each with its scheduling key."""
+    prep, train, ais = (new_job(n, p.paper) for n in EBM_JOBS)
     spec = p.paper["ebm"]
-    runs = ebm_runs(p.paper)
-    done = {ds: m for ds in spec["datasets"] if (m := _probe_data_set(p, ds, prep, train, ais)) is not None}
-    for ds, sampler in runs:
-        units_train, units_ais = (JOBS[job].units({**p.paper, "ebm": {**spec, key: for_dataset(spec[key], ds)}})
-                                  for job, key in (("train_ebm", "train"), ("ais_ebm", "ais")))
-        m = done.get(ds)
-        tr, ar = (m["train"], m["ais"]) if m else (None, None)
-        train_key = job_key("train_ebm", f"{ds}/{sampler}")
-        waits = [job_key("prepare_image_dataset", ds)]
-        if sampler != "GWG" and spec["equal_time"]:
-            waits.append(job_key("train_ebm", f"{ds}/GWG"))  # --budget-from the GWG run's checkpoint
-        add_task(train, f"train_ebm {ds}/{sampler}", units_train, tr, key=train_key, after=waits)
-        add_task(ais, f"ais_ebm {ds}/{sampler}", units_ais, ar, key=job_key("ais_ebm", f"{ds}/{sampler}"),
-                 after=[train_key])
-        if tr and ar and tr["status"] == "ok" and ar["status"] == "ok":
+    dag = {rule: p.jobs_of(rule) for rule in EBM_JOBS}
+    runs = [(j.wildcards["dataset"], j.wildcards["sampler"]) for j in dag["train_ebm"]]
+    done = {}
+    for pj in dag["prepare_image_dataset"]:
+        ds = pj.wildcards["dataset"]
+        gwg = {rule: next((j for j in dag[rule] if j.wildcards == {"dataset": ds, "sampler": "GWG"}), None)
+               for rule in EBM_JOBS[1:]}
+        if (m := _probe_data_set(p, {"prepare_image_dataset": pj, **gwg}, prep, train, ais)) is not None:
+            done[ds] = m
+    for rule, job in (("train_ebm", train), ("ais_ebm", ais)):
+        key = "train" if rule == "train_ebm" else "ais"
+        for dj in dag[rule]:
+            ds, sampler = dj.wildcards["dataset"], dj.wildcards["sampler"]
+            units = JOBS[rule].units({**p.paper, "ebm": {**spec, key: for_dataset(spec[key], ds)}})
+            m = done.get(ds)
+            add_task(job, f"{rule} {ds}/{sampler}", units, m[key] if m else None, key=dj.key)
+    for ds, m in done.items():
+        tr, ar = m["train"], m["ais"]
+        if tr["status"] == "ok" and ar["status"] == "ok":
             valid = _validation_seconds(ar)
-            train["tasks"][-1]["seconds"] += valid
-            train["tasks"][-1]["validation_s"] = valid
+            for task in train["tasks"]:
+                if task["label"] == f"train_ebm {ds}/GWG":
+                    task["seconds"] += valid
+                    task["validation_s"] = valid
     if spec["equal_time"]:
         train["notes"].append(_EQUAL_TIME_NOTE)
     train["notes"].append(_TRAIN_NOTE)
     ais["notes"] += list(_AIS_NOTES)
-    for ds, sampler in runs:  # Gibbs-1: the GWG run's numbers of the same data set
+    for ds, sampler in runs:  # the other samplers: the GWG run's numbers of the same data set
         if sampler != "GWG" and ds in done:
             for job in (train, ais):
                 twin = next(t for t in job["tasks"] if t["label"].endswith(f" {ds}/GWG"))
                 mine = next(t for t in job["tasks"] if t["label"].endswith(f" {ds}/{sampler}"))
-                mine.update({k: twin[k] for k in ("seconds", "per_unit_s", "fixed_s", "peak_rss_mb") if k in twin})
-    return finish(prep), finish(train), finish(ais)
+                mine.update({k: twin[k] for k in ("seconds", "per_unit_s", "fixed_s", "peak_rss_mb", "validation_s")
+                             if k in twin})
+    return {n: finish(j) for n, j in zip(EBM_JOBS, (prep, train, ais), strict=True)}

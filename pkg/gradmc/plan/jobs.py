@@ -1,25 +1,27 @@
-"""The plan's job table: for every pipeline job, which config keys are *lengths* (shortened in the slice) and
-which are *sizes* (everything else: chains, dimensions, model widths, data sets; kept at the config's value).
+"""The plan's job specs: for every pipeline rule the plan costs, which config keys are *lengths* (shortened in
+the slice) and which are *sizes* (everything else: chains, dimensions, model widths, data sets; kept at the
+config's value). Which jobs exist, what they read and what they wait for is Snakemake's DAG
+(:mod:`gradmc.plan.dag`), not this module.
 
-A :class:`JobSpec` names, per job (a Snakemake rule):
+A standard experiment's spec comes from its registry entry (``META['plan']``, documented in
+:mod:`gradmc.registry`); :data:`STAGES` holds the hand-written rules (data preparation, training, AIS), whose
+probes :mod:`gradmc.plan.measure` runs. A :class:`JobSpec` names:
 
 ``lengths``
     dotted config key -> (level-1 value, level-2 value). The slice runs the job at level 1 and at level 2
     (twice as long), so the difference of their times is the cost of the extra units, with no start-up in it.
 ``schedule``
-    dotted config key -> value at both levels: how often something is recorded or logged (``mmd_every``,
-    ``record_every``, ``log_every``, ``checkpoint_every``), which must fit inside the short slice. The slice
-    records more often than the paper does, so its per-unit cost is, if anything, an over-estimate.
+    dotted config key -> value at both levels: how often something is recorded or logged, which must fit
+    inside the short slice. The slice records more often than the paper does, so its per-unit cost is, if
+    anything, an over-estimate.
 ``classes`` / ``pick``
     shard attributes that change the cost of a unit (sampler, lattice side, data set); one probe runs per
-    distinct class, on the ``first`` or ``last`` shard of the class in the sweep's order. Attributes not in the
-    class (seeds, theta, hyper-parameters) are assumed not to change the cost per unit; a ``last`` pick is the
-    class's largest size where the sweep lists sizes in ascending order (an upper bound for the smaller ones).
+    distinct class, on the ``first`` or ``last`` shard of the class in the sweep's order.
 ``units``
     the number of units of one task (shard or rule job) at the config's sizes, from the shard or the config.
 
-``unit`` says what one unit is (a sampler step on all the shard's chains, a training iteration, an AIS level);
-``once`` jobs have no length to shorten (data preparation, one epoch of RBM training) and run at full size.
+``unit`` says what one unit is; ``once`` jobs have no length to shorten (data preparation, one epoch of RBM
+training) and run at full size, through Snakemake, their time and memory read from the rule's ``benchmark:``.
 """
 
 from __future__ import annotations
@@ -27,24 +29,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gradmc.registry import standard
-from gradmc.specs.ebm_samplers import feasible
+from gradmc.registry import Experiment, experiments, standard
 
-__all__ = ["JobSpec", "JOBS", "TEXT_JOBS", "ebm_runs", "ebm_levels", "ebm_evals", "on_gpu", "holds_gpu"]
+__all__ = ["JobSpec", "JOBS", "STAGES", "job_spec", "known_rules", "shard_units", "ebm_levels", "ebm_evals", "on_gpu",
+           "holds_gpu"]
 
 
 @dataclass(frozen=True)
 class JobSpec:
-    """One pipeline job's slice (see the module docstring).
+    """One pipeline rule's slice (see the module docstring).
 
     Attributes:
         name: the Snakemake rule.
         kind: ``"standard"`` (a registry experiment: shards), ``"stage"`` (a hand-written rule, measured by
-            :mod:`gradmc.plan.measure`) or ``"once"`` (run once at full size).
+            :mod:`gradmc.plan.measure`) or ``"once"`` (run once at full size, through Snakemake).
         unit: what one unit is, in words.
         lengths, schedule, classes, pick: see the module docstring.
         units: shard (standard) or config (stage) -> units of one task at the config's sizes.
-        after: jobs whose outputs this one reads (the critical path).
         gpu: whether its work runs on a GPU when the planned config says ``device: cuda`` (its GPU-hours are
             then the assumed speed-up applied to its CPU time); see :func:`on_gpu` and :func:`holds_gpu`.
         note: a known bias of the slice for this job, printed in the plan.
@@ -58,20 +59,69 @@ class JobSpec:
     classes: tuple[str, ...] = ()
     pick: str = "first"
     units: Callable | None = None
-    after: tuple[str, ...] = ()
     gpu: bool = True
     note: str = ""
 
 
-def ebm_runs(config: dict) -> list[tuple[str, str]]:
-    """The (data set, sampler) pairs of ``config['ebm']`` the pipeline trains (as workflow/rules/ebm.smk: the
-    feasible ones, :func:`gradmc.specs.ebm_samplers.feasible`).
+def _read(shard, path: str):
+    """The value at ``path`` of ``shard``: an attribute, then keys of a dict (``plm.max_iterations``)."""
+    first, *rest = path.split(".")
+    value = getattr(shard, first)
+    for key in rest:
+        value = dict(value)[key]
+    return value
+
+
+def shard_units(spec, shard) -> int:
+    """Units of one shard by a registry ``META['plan']['units']`` spec (see :mod:`gradmc.registry`): a term
+    ``"a"`` / ``"a.b"`` / ``"a*b"`` (attribute values multiplied), a list of terms (summed), or ``{"by": attr,
+    value: term}`` (the term of the shard's ``attr``); None: 1.
 
     Raises:
-        InputError: a configured sampler that cannot train EBMs (ACS, an unknown name) or an unknown data set.
+        AttributeError, KeyError: the shard lacks an attribute or key the spec names, or has a ``by`` value
+            the spec does not list.
     """
-    spec = config["ebm"]
-    return [(d, s) for d in spec["datasets"] for s in spec["samplers"] if feasible(s, d)]
+    if spec is None:
+        return 1
+    if isinstance(spec, dict):
+        value = str(_read(shard, spec["by"]))
+        if value not in spec:
+            raise KeyError(f"plan units: no term for {spec['by']} = {value!r} in {spec!r}")
+        return shard_units(spec[value], shard)
+    if isinstance(spec, list):
+        return sum(shard_units(term, shard) for term in spec)
+    out = 1
+    for factor in spec.split("*"):
+        out *= int(_read(shard, factor.strip()))
+    return out
+
+
+def _from_registry(exp: Experiment) -> JobSpec:
+    """The spec of a standard experiment from its ``META['plan']``; without one, a probe at full length."""
+    plan = exp.plan
+    units = plan.get("units")
+    return JobSpec(exp.name, "standard", plan.get("unit", "shard (full length: no META['plan'] lengths)"),
+                   lengths={k: tuple(v) for k, v in plan.get("lengths", {}).items()},
+                   schedule=dict(plan.get("schedule", {})), classes=tuple(plan.get("classes", ())),
+                   pick=plan.get("pick", "first"), units=lambda shard: shard_units(units, shard),
+                   gpu=not exp.cpu_only, note=plan.get("note", ""))
+
+
+def job_spec(name: str) -> JobSpec:
+    """The spec of rule ``name``: a hand-written rule's (:data:`STAGES`), else its registry entry's.
+
+    Raises:
+        KeyError: neither a hand-written rule of the plan nor a standard experiment.
+    """
+    if name in STAGES:
+        return STAGES[name]
+    return _from_registry(standard(name))
+
+
+def known_rules() -> list[str]:
+    """Every rule the plan can cost: the hand-written ones (:data:`STAGES`) and every standard experiment of the
+    registry (read now: a module added since import counts)."""
+    return [*STAGES, *(name for name in experiments() if name not in STAGES)]
 
 
 def ebm_levels(ais: dict) -> int:
@@ -91,7 +141,7 @@ def ebm_evals(train: dict) -> int:
 def on_gpu(name: str, config: dict) -> bool:
     """Whether job ``name`` computes on a GPU under ``config``: a GPU job (``JobSpec.gpu``) and the config's
     ``device`` is ``cuda``. Its GPU-hours are its CPU time over the assumed speed-up."""
-    return JOBS[name].gpu and config.get("device") == "cuda"
+    return job_spec(name).gpu and config.get("device") == "cuda"
 
 
 def holds_gpu(name: str, config: dict) -> bool:
@@ -101,80 +151,38 @@ def holds_gpu(name: str, config: dict) -> bool:
     Kernel HMC sweeps: :meth:`gradmc.registry.Experiment.job_config` gives them ``device: cpu``)."""
     if on_gpu(name, config):
         return True
-    return (JOBS[name].kind == "standard" and not standard(name).cpu_only and config.get("device") == "cuda"
+    return (job_spec(name).kind == "standard" and not standard(name).cpu_only and config.get("device") == "cuda"
             and float(config.get("gpus_per_shard", 0) or 0) > 0)
 
 
-def _steps(shard) -> int:
-    return int(shard.num_steps)
-
-
-JOBS: dict[str, JobSpec] = {j.name: j for j in (
-    JobSpec("prepare_mnist", "once", "job (full size)", after=(), gpu=False),
+#: The hand-written rules the plan costs (their runners: :mod:`gradmc.plan.measure`, :mod:`gradmc.plan.ebm_jobs`,
+#: :mod:`gradmc.plan.text_jobs`); where they sit in the DAG is Snakemake's.
+STAGES: dict[str, JobSpec] = {j.name: j for j in (
+    JobSpec("prepare_mnist", "once", "job (full size)", gpu=False),
     JobSpec("prepare_image_dataset", "once", "job (full size)", gpu=False),
-    JobSpec("train_rbm", "once", "job (full size: 1 epoch of CD)", after=("prepare_mnist",)),
+    JobSpec("train_rbm", "once", "job (full size: 1 epoch of CD)"),
     JobSpec("rbm_reference", "stage", "block-Gibbs sweep (2 x num_samples chains)",
             lengths={"rbm_sampling.reference.num_steps": (10, 20)},
-            units=lambda c: c["rbm_sampling"]["reference"]["num_steps"], after=("train_rbm",)),
-    JobSpec("rbm_sampling", "standard", "sampler step (num_chains chains)",
-            lengths={"rbm_sampling.num_steps": (20, 40)}, schedule={"rbm_sampling.mmd_every": 10},
-            classes=("sampler",), units=_steps, after=("rbm_reference",)),
+            units=lambda c: c["rbm_sampling"]["reference"]["num_steps"]),
     JobSpec("sampler_cost", "stage", "timed step (every sampler, RBM and Ising, one repeat)",
             lengths={"sampler_cost.steps": (10, 20)}, schedule={"sampler_cost.repeats": 1},
-            units=lambda c: c["sampler_cost"]["steps"] * c["sampler_cost"]["repeats"], after=("train_rbm",)),
-    JobSpec("rbm_relaxed", "standard", "sampler step (num_chains chains; the reference sweeps scale with it)",
-            lengths={"rbm_relaxed.num_steps": (20, 40), "rbm_relaxed.reference.num_steps": (20, 40)},
-            schedule={"rbm_relaxed.record_every": 10}, classes=("num_visible", "sampler"), units=_steps),
-    JobSpec("fhmm_sampling", "standard", "sampler step (num_chains chains)",
-            lengths={"fhmm_sampling.num_steps": (20, 40)}, schedule={"fhmm_sampling.record_every": 10},
-            classes=("sampler",), units=_steps),
-    JobSpec("ising_sampling", "standard", "sampler step (chains_per_shard chains)",
-            lengths={"ising_sampling.num_steps": (200, 400)}, classes=("side", "sampler"), units=_steps),
-    JobSpec("kmc_trajectories", "standard", "trial (a surrogate fit on n points and two trajectories)",
-            lengths={"kmc_trajectories.trials_per_shard": (1, 2)}, classes=("d", "n"),
-            units=lambda s: int(s.num_trials), gpu=False),
-    JobSpec("kmc_banana", "standard", "MCMC iteration (burn-in or kept)",
-            lengths={"kmc_banana.num_burn_in": (20, 40), "kmc_banana.num_iterations": (10, 20)},
-            classes=("sampler", "n"), units=lambda s: int(s.num_burn_in) + int(s.num_iterations), gpu=False,
-            note="KMC's history is the burn-in: the slice's 20-40 burn-in states give the cross-validation and fit "
-                 "fewer distinct points than the paper's n, so the fixed cost per KMC shard is under-estimated"),
-    JobSpec("kmc_abc", "standard", "MCMC iteration (burn-in or kept)",
-            lengths={"kmc_abc.num_burn_in": (20, 40), "kmc_abc.num_iterations": (30, 60)},
-            schedule={"kmc_abc.max_lag": 5}, classes=("sampler",),
-            units=lambda s: int(s.num_burn_in) + int(s.num_iterations), gpu=False),
-    JobSpec("kmc_gpc_benchmark", "standard", "pseudo-marginal MH iteration (one chain)",
-            lengths={"kmc_gpc.benchmark.num_iterations": (20, 40)},
-            schedule={"kmc_gpc.benchmark.num_burn_in": 0, "kmc_gpc.benchmark.thin": 1},
-            units=lambda s: int(s.num_iterations), gpu=False),
-    JobSpec("kmc_gpc", "standard", "pseudo-marginal MH iteration (one chain)",
-            lengths={"kmc_gpc.num_iterations": (20, 40)}, schedule={"kmc_gpc.mmd_every": 10},
-            classes=("sampler",), units=lambda s: int(s.num_iterations), after=("kmc_gpc_benchmark",), gpu=False),
+            units=lambda c: c["sampler_cost"]["steps"] * c["sampler_cost"]["repeats"]),
     JobSpec("ising_pcd_data", "stage", "single-site update (every chain of every true model)",
             lengths={"ising_pcd.data.site_updates": (2000, 4000)},
             units=lambda c: c["ising_pcd"]["data"]["site_updates"]),
-    JobSpec("ising_pcd", "standard", "PCD sampler step (K per iteration, batch_size chains)",
-            lengths={"ising_pcd.num_iterations": (2, 4)},
-            schedule={"ising_pcd.log_every": 1, "ising_pcd.checkpoint_dir": None},
-            classes=("dim", "sampler"), units=lambda s: int(s.num_iterations) * int(s.K), after=("ising_pcd_data",)),
-    JobSpec("potts_proteins", "standard", "PLM L-BFGS iteration or PCD iteration",
-            lengths={"potts_proteins.plm.max_iterations": (2, 4), "potts_proteins.pcd.num_iterations": (2, 4)},
-            schedule={"potts_proteins.pcd.log_every": 1, "potts_proteins.pcd.checkpoint_every": 1000000,
-                      "potts_proteins.checkpoint_dir": None},
-            classes=("protein", "method"),
-            units=lambda s: int(dict(s.plm)["max_iterations"] if s.method == "PLM" else dict(s.pcd)["num_iterations"])),
     JobSpec("train_ebm", "stage", "PCD iteration (num_steps sampler steps + one update; validation AIS added)",
-            units=lambda c: c["ebm"]["train"]["iterations"], after=("prepare_image_dataset",)),
+            units=lambda c: c["ebm"]["train"]["iterations"]),
     JobSpec("ais_ebm", "stage", "AIS level (num_chains chains; test and bound rows added)",
-            units=lambda c: ebm_levels(c["ebm"]["ais"]), after=("train_ebm",)),
+            units=lambda c: ebm_levels(c["ebm"]["ais"])),
     JobSpec("prepare_ptb", "once", "job (full size)", gpu=False),
     JobSpec("train_text_ebm", "stage", "PCD iteration (num_steps categorical GWG steps + one update)",
-            units=lambda c: c["text_ebm"]["train"]["iterations"], after=("prepare_ptb",)),
+            units=lambda c: c["text_ebm"]["train"]["iterations"]),
     JobSpec("train_text_lm", "stage", "Adam iteration (batch_size sentences)",
             lengths={"text_ebm.lm_train.iterations": (5, 10)},
-            units=lambda c: c["text_ebm"]["lm_train"]["iterations"], after=("prepare_ptb",)),
+            units=lambda c: c["text_ebm"]["lm_train"]["iterations"]),
     JobSpec("eval_text_ebm", "stage", "AIS level (num_chains chains; the test rows, LM and baselines fixed)",
             lengths={"text_ebm.ais.num_intermediate": (4, 8), "text_ebm.ais.convergence": ([2, 4], [4, 8])},
-            units=lambda c: ebm_levels(c["text_ebm"]["ais"]), after=("train_text_ebm", "train_text_lm")),
+            units=lambda c: ebm_levels(c["text_ebm"]["ais"])),
 )}
-#: The text EBM's rules (GWG App. J; :mod:`gradmc.plan.text_jobs`), upstream first.
-TEXT_JOBS = ("prepare_ptb", "train_text_ebm", "train_text_lm", "eval_text_ebm")
+#: Every rule the plan knows how to cost: the hand-written ones and every standard experiment of the registry.
+JOBS: dict[str, JobSpec] = {**STAGES, **{name: _from_registry(exp) for name, exp in experiments().items()}}

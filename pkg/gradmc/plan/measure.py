@@ -1,7 +1,10 @@
 """What one probe runs, inside its child process (:mod:`gradmc.plan.probe` starts it).
 
 A probe is one task of one job (a shard of a standard experiment, or one hand-written rule job) at the slice's
-lengths. :func:`measure` runs it three times in the same process: at level 1 (cold: the start-up of the task
+lengths; it reads its inputs and writes its outputs where the slice's DAG puts them (the probe's ``inputs`` and
+``outputs``). A job that runs once at full size (data preparation, one epoch of RBM training) is run by Snakemake
+itself on the slice's config (:func:`_run_rule`): its time and peak memory are the rule's ``benchmark:`` record.
+:func:`measure` runs it three times in the same process: at level 1 (cold: the start-up of the task
 included), at level 1 again and at level 2 (warm). The per-unit cost is then (t2 - t1) / (u2 - u1), free of
 start-up; the task's fixed cost is t_cold - u1 * per_unit. All times are wall seconds on one CPU thread. A cold
 run longer than :data:`LONG_COLD_S` stands for the warm level-1 run too. Where a warm pair is short (under
@@ -13,11 +16,15 @@ cost many times the real one.
 from __future__ import annotations
 
 import copy
+import csv
 import importlib
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-from gradmc.plan.jobs import JOBS, JobSpec, ebm_evals
+from gradmc.plan.jobs import JobSpec, ebm_evals, job_spec
 
 __all__ = ["at_level", "class_key", "measure", "produce_benchmark", "warm_pair", "LONG_COLD_S", "REPEAT_BELOW_S",
            "WARM_REPEATS"]
@@ -71,56 +78,62 @@ def _standard_task(spec: JobSpec, config: dict, probe: dict, level: int):
     return (lambda: module.run(shard)), int(spec.units(shard))
 
 
-def _prepare_data(dataset: str, config_path: str, out: str) -> None:
-    """What ``gradmc data prepare <dataset> --config <config_path> --out <out>`` runs (no download, the default
-    data folder), called directly: the config's ``data`` entry for the data set gives the options."""
-    from gradmc.config import load_config
-    from gradmc.errors import InputError
+def _run_rule(probe: dict) -> dict:
+    """Run the probe's DAG job (a ``once`` rule) through Snakemake on the slice's config, in the slice's folder
+    (``--force`` on its first output; its upstream files are the earlier probes'), and read the rule's
+    ``benchmark:`` record: wall seconds and peak resident memory (MiB) of the job's own processes.
 
-    config = load_config(config_path)
-    if dataset == "ptb":
-        from gradmc.data.ptb import prepare_from_config
+    Raises:
+        LookupError: the probe names no DAG output or no benchmark file (a rule without ``benchmark:``).
+        RuntimeError: Snakemake failed (its last line), or wrote no benchmark record.
+    """
+    from gradmc.plan.dag import REPO_ROOT
 
-        prepare_from_config(config, out, progress=None)
-    elif dataset == "mnist":
-        from gradmc.data.prepare import prepare_mnist
+    target, bench = probe.get("target"), probe.get("benchmark")
+    if not target or not bench:
+        raise LookupError(f"{probe['job']}: no output or no benchmark: file in the DAG to run and time it by (give "
+                          "the rule a benchmark: directive)")
+    Path(bench).unlink(missing_ok=True)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    argv = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO_ROOT / "Snakefile"), "--directory",
+            probe["workdir"], "--configfile", probe["config_path"], "--workflow-profile", "none", "--cores", "1",
+            "--force", "--quiet", "all", "--", target]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        lines = [ln for ln in (done.stderr + done.stdout).strip().splitlines() if ln.strip()]
+        raise RuntimeError(f"snakemake {target} exited with status {done.returncode}: "
+                           + (" | ".join(lines[-3:]) if lines else ""))
+    try:
+        with open(bench, encoding="utf-8") as fh:
+            row = next(csv.DictReader(fh, delimiter="\t"))
+        seconds = float(row["s"])
+    except (OSError, StopIteration, KeyError, ValueError) as err:
+        raise RuntimeError(f"{probe['job']}: no benchmark record in {bench} ({type(err).__name__})") from None
+    out = {"t_cold": seconds, "u1": 1, "benchmark": bench}
+    try:
+        out["peak_rss_mb"] = float(row["max_rss"])
+    except (KeyError, ValueError):  # "NA": too short to sample; the probe's own peak is kept
+        pass
+    return out
 
-        spec = config["data"]["mnist"]
-        if spec.get("source") is None:
-            raise InputError("give --source or --config (data.mnist.source)")
-        prepare_mnist(spec["source"], out, max_train=spec.get("max_train"))
-    else:
-        from gradmc.data.prepare_images import prepare_image_dataset
 
-        spec = dict(config["data"].get("images", {}).get(dataset, {}))
-        max_train, seed = spec.pop("max_train", None), spec.pop("seed", 0)
-        prepare_image_dataset(dataset, out, max_train=max_train, seed=seed, **spec)
-
-
-def _train_rbm(config_path: str, data: str, out: str) -> None:
-    """What ``gradmc run train_rbm --config <config_path> --data <data> --out <out>`` runs, called directly."""
-    from gradmc.config import load_config, select
-    from gradmc.experiments.rbm_train import train_stage
-    from gradmc.registry import stage_config_keys
-
-    train_stage(select(load_config(config_path), stage_config_keys("train_rbm")), data, out, progress=None)
+def _output(probe: dict, index: int = 0) -> Path:
+    """The probe's ``index``-th DAG output (a path in the slice's folder), its folder made."""
+    if len(probe.get("outputs") or ()) <= index:
+        raise LookupError(f"{probe['job']}: the probe names no output {index} (its DAG job's)")
+    path = Path(probe["outputs"][index])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def _stage_task(spec: JobSpec, config: dict, probe: dict, level: int | None):
-    inputs, out = probe.get("inputs", {}), Path(probe["workdir"])
+    inputs = probe.get("inputs", {})
     cfg = at_level(config, spec, level)
     units = int(spec.units(cfg)) if spec.units else 1
-    if spec.name == "prepare_mnist":
-        return (lambda: _prepare_data("mnist", probe["config_path"], str(out / "data" / "mnist.npz"))), 1
-    if spec.name == "prepare_image_dataset":
-        ds = probe["cls"][0]
-        return (lambda: _prepare_data(ds, probe["config_path"], str(out / "data" / "images" / f"{ds}.npz"))), 1
-    if spec.name == "train_rbm":
-        return (lambda: _train_rbm(probe["config_path"], inputs["data"], str(out / "rbm_sampling" / "rbm.pt"))), 1
     if spec.name == "rbm_reference":
         from gradmc.experiments.rbm_reference import reference_stage
 
-        return (lambda: reference_stage(cfg, inputs["model"], inputs["data"], out / "rbm_sampling" / "reference.npz",
+        return (lambda: reference_stage(cfg, inputs["model"], inputs["data"], _output(probe),
                                         progress=None)), units
     if spec.name == "sampler_cost":
         from gradmc.experiments.sampler_cost import run_cost
@@ -129,13 +142,11 @@ def _stage_task(spec: JobSpec, config: dict, probe: dict, level: int | None):
     if spec.name == "ising_pcd_data":
         from gradmc.experiments.ising_pcd_data import write_data
 
-        return (lambda: write_data(cfg, out / "ising_pcd" / "data.npz", progress=None)), units
-    if spec.name == "prepare_ptb":
-        return (lambda: _prepare_data("ptb", probe["config_path"], str(out / "data" / "ptb.npz"))), 1
+        return (lambda: write_data(cfg, _output(probe), progress=None)), units
     if spec.name == "train_text_lm":
         from gradmc.experiments.text_lm import train_lm_stage
 
-        return (lambda: train_lm_stage(cfg, inputs["data"], str(out / "text_ebm" / "lm.pt"), progress=None)), units
+        return (lambda: train_lm_stage(cfg, inputs["data"], str(_output(probe)), progress=None)), units
     if spec.name == "eval_text_ebm":
         from gradmc.experiments.text_ebm import evaluate_stage
 
@@ -155,8 +166,7 @@ def _train_ebm(config: dict, probe: dict) -> dict:
 
     ds, sampler = probe["cls"]
     steps = int(for_dataset(config["ebm"]["train"], ds)["num_steps"])
-    model = Path(probe["workdir"]) / "ebm" / ds / sampler / "model.pt"
-    model.parent.mkdir(parents=True, exist_ok=True)
+    model = _output(probe)
 
     def run(iterations: int, num_steps: int) -> tuple[float, float]:
         # the data set's own settings with the slice's put over them: a data set's ``overrides`` entry (e.g.
@@ -195,8 +205,7 @@ def _train_text_ebm(config: dict, probe: dict) -> dict:
     from gradmc.experiments.text_ebm import train_ebm_stage
 
     steps = int(config["text_ebm"]["train"]["num_steps"])
-    model = Path(probe["workdir"]) / "text_ebm" / "ebm.pt"
-    model.parent.mkdir(parents=True, exist_ok=True)
+    model = _output(probe)
 
     def run(iterations: int, num_steps: int) -> tuple[float, float]:
         cfg = copy.deepcopy(config)
@@ -254,15 +263,18 @@ def _ais_ebm(config: dict, probe: dict) -> dict:
 
 
 def measure(probe: dict, config: dict) -> dict:
-    """Run one probe (a dict: ``job``, ``cls``, ``inputs``, ``workdir``, ``config_path``) on ``config`` (the
-    slice's base config). Returns ``t_cold``, ``t1``, ``t2``, ``u1``, ``u2`` seconds / units (or ``per_unit`` and
+    """Run one probe (a dict: ``job``, ``cls``, ``inputs``, ``workdir``, ``config_path``; for a hand-written
+    rule also its DAG job's ``outputs``, ``target`` and ``benchmark``) on ``config`` (the slice's base config).
+    Returns ``t_cold``, ``t1``, ``t2``, ``u1``, ``u2`` seconds / units (or ``per_unit`` and
     ``fixed`` directly for the EBM stages), plus ``outputs`` (files a later probe reads).
 
     Raises:
         LookupError: no shard of the probe's class, or no runner for the job.
         Whatever the job itself raises (the plan reports it as the job's error).
     """
-    spec = JOBS[probe["job"]]
+    spec = job_spec(probe["job"])
+    if spec.kind == "once":
+        return _run_rule(probe)
     if spec.name == "train_ebm":
         return _train_ebm(config, probe)
     if spec.name == "ais_ebm":
@@ -270,9 +282,6 @@ def measure(probe: dict, config: dict) -> dict:
     if spec.name == "train_text_ebm":
         return _train_text_ebm(config, probe)
     task = _standard_task if spec.kind == "standard" else _stage_task
-    if spec.kind == "once":
-        fn, units = task(spec, config, probe, None)
-        return {"t_cold": _timed(fn), "u1": units}
     fn1, u1 = task(spec, config, probe, 1)
     cold = _timed(fn1)
     fn2, u2 = task(spec, config, probe, 2)

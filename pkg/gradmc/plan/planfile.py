@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from gradmc.errors import InputError, MissingInputError
-from gradmc.plan.jobs import JOBS
+from gradmc.plan.jobs import known_rules
 
 __all__ = ["load_plan", "read_plan", "remake_hint"]
 
@@ -39,15 +39,16 @@ def _check(plan, path: Path, out: Path) -> None:
     config = plan.get("config")
     if config is not None and not (isinstance(config, str) and config.isprintable()):
         raise bad(f"has a 'config' that is not a one-line path, got {config!r}")
+    known = known_rules()
     requested = plan.get("jobs_requested")
-    if requested is not None and not (isinstance(requested, list) and all(r in JOBS for r in requested)):
+    if requested is not None and not (isinstance(requested, list) and all(r in known for r in requested)):
         raise bad(f"has 'jobs_requested' that is not a list of job names, got {requested!r}")
     if "partial" in plan and not isinstance(plan["partial"], bool):
         raise bad(f"has 'partial' that is not true/false, got {plan['partial']!r}")
     seen = set()
     for i, job in enumerate(plan["jobs"]):
-        if not isinstance(job, dict) or job.get("name") not in JOBS:
-            raise bad(f"has a job {i} without a known 'name' (one of {', '.join(JOBS)})")
+        if not isinstance(job, dict) or job.get("name") not in known:
+            raise bad(f"has a job {i} without a known 'name' (one of {', '.join(known)})")
         if job["name"] in seen:
             raise bad(f"lists job {job['name']!r} twice")
         seen.add(job["name"])

@@ -4,9 +4,12 @@ and :meth:`Planner.probe`, which runs (or, past the budget, skips) one probe and
 from __future__ import annotations
 
 import copy
+import functools
 import time
 from pathlib import Path
 
+from gradmc.plan.dag import DagJob, nearest, pipeline_dag, upstream
+from gradmc.plan.jobs import known_rules
 from gradmc.plan.probe import run_probe
 
 __all__ = ["Planner", "missing_data", "probe_key", "progress_line", "PTB_TRAIN", "PTB_VALID"]
@@ -97,8 +100,72 @@ class Planner:
         self.count = 0
         self.only = set(only) if only else None
 
+    @functools.cached_property
+    def dag(self) -> list[DagJob]:
+        """Snakemake's DAG of the slice's config (:func:`gradmc.plan.dag.pipeline_dag`), run in the slice's folder:
+        every path of it is relative to :attr:`work`, where the probes read and write."""
+        return pipeline_dag(self.config_path, workdir=self.work)
+
+    @staticmethod
+    def costed(job: DagJob) -> bool:
+        """Whether the plan costs ``job``: its rule is a standard experiment of the registry or a hand-written rule
+        the plan probes (:func:`gradmc.plan.jobs.job_spec`); fetch, figure, table and claims jobs are not."""
+        return job.rule in known_rules()
+
+    def jobs_of(self, rule: str) -> list[DagJob]:
+        """The DAG's jobs of ``rule``, in DAG order."""
+        return [j for j in self.dag if j.rule == rule]
+
+    def rules(self) -> list[str]:
+        """The rules to plan, upstream first: the DAG's costed rules, or those ``only`` names and every costed
+        rule they wait for (its probes make their inputs).
+
+        Raises:
+            gradmc.errors.InputError: ``only`` names a rule the DAG does not cost.
+        """
+        from gradmc.errors import InputError
+
+        costed = list(dict.fromkeys(j.rule for j in self.dag if self.costed(j)))
+        if self.only is None:
+            return costed
+        unknown = sorted(self.only - set(costed))
+        if unknown:
+            raise InputError(f"--jobs: unknown jobs {unknown}; the jobs of this config: {', '.join(costed)}")
+        needed = set(self.only)
+        for job in self.dag:
+            if job.rule in self.only:
+                needed.update(u.rule for u in upstream(self.dag, job) if self.costed(u))
+        return [r for r in costed if r in needed]
+
+    def after(self, job: DagJob) -> list[str]:
+        """The scheduling keys ``job`` waits for: its nearest costed upstream jobs in the DAG."""
+        return [u.key for u in nearest(self.dag, job, self.costed)]
+
+    def inputs(self, job: DagJob) -> dict[str, str]:
+        """``job``'s named inputs that the pipeline makes (paths in the slice's folder); data-folder files,
+        which the probes read from the data folder themselves, are left out."""
+        return {name: str(self.work / path) for name, path in job.inputs.items() if not Path(path).is_absolute()}
+
+    def outputs(self, job: DagJob) -> list[str]:
+        """``job``'s outputs in the slice's folder."""
+        return [str(self.work / path) for path in job.outputs]
+
+    def missing_for(self, job: DagJob) -> list[str]:
+        """The data-folder files ``job`` needs, directly or through its upstream jobs, that are missing: the
+        outputs (absolute paths) of its uncosted upstream jobs (the fetches) not on disk, relative to the data
+        folder."""
+        out = []
+        for u in upstream(self.dag, job):
+            if not self.costed(u):
+                out += [_relative(f, self.folder) for f in u.outputs if Path(f).is_absolute() and not Path(f).exists()]
+        return list(dict.fromkeys(out))
+
     def wants(self, name: str) -> bool:
-        """Whether job ``name`` is planned (all jobs unless ``only`` names some)."""
+        """Whether rule ``name`` is planned: one of :meth:`rules` once :func:`gradmc.plan.schedule.probe_jobs` set
+        them, else every rule unless ``only`` names some."""
+        planned = getattr(self, "planned", None)
+        if planned is not None:
+            return name in planned
         return self.only is None or name in self.only
 
     def seconds_left(self) -> float:
@@ -113,8 +180,10 @@ class Planner:
         with atomic_path(self.config_path) as tmp:
             tmp.write_text(yaml.safe_dump(self.base, sort_keys=False), encoding="utf-8")
 
-    def probe(self, job: str, cls: list, inputs: dict[str, str] | None = None) -> dict:
-        """Run (or skip, past the budget) one probe; record and return its result."""
+    def probe(self, job: str, cls: list, inputs: dict[str, str] | None = None, dag_job: DagJob | None = None) -> dict:
+        """Run (or skip, past the budget) one probe of rule ``job``, cost class ``cls``; record and return its
+        result. ``dag_job``: the DAG's job it stands for (its outputs, in the slice's folder, are where the probe
+        writes; a ``once`` job is run by Snakemake, which records its ``benchmark:``)."""
         key = probe_key(job, cls)
         self.count += 1
         left = self.seconds_left()
@@ -123,6 +192,9 @@ class Planner:
         else:
             probe = {"job": job, "cls": cls, "inputs": inputs or {}, "workdir": str(self.work),
                      "config_path": str(self.config_path)}
+            if dag_job is not None:
+                probe.update(outputs=self.outputs(dag_job), benchmark=dag_job.benchmark and str(
+                    self.work / dag_job.benchmark), target=dag_job.outputs[0] if dag_job.outputs else None)
             name = key.replace(" ", "__").replace("/", "_").replace(".", "p")
             res = run_probe(probe, self.work / "probes", min(self.timeout_s, left), name)
         self.results[key] = res

@@ -41,7 +41,8 @@ def run_probe(probe: dict, folder: str | Path, timeout_s: float, name: str) -> P
 
     Returns:
         The child's measurement plus ``status`` (``"ok"``, ``"error"`` or ``"timeout"``), ``error`` (the last
-        line of the child's error, if any), ``peak_rss_mb`` (MiB, from ``os.wait4``) and ``wall_s`` (seconds,
+        line of the child's error, if any), ``peak_rss_mb`` (MiB, from ``os.wait4``, unless the measurement
+        gives its own: a Snakemake ``benchmark:`` record of the job alone) and ``wall_s`` (seconds,
         the whole child including its start-up).
     """
     folder = Path(folder)
@@ -68,7 +69,8 @@ def run_probe(probe: dict, folder: str | Path, timeout_s: float, name: str) -> P
         child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     out: ProbeResult = json.loads(result.read_text(encoding="utf-8")) if result.is_file() else {}
     out["wall_s"] = time.perf_counter() - start
-    out["peak_rss_mb"] = usage.ru_maxrss / 1024.0 if sys.platform != "darwin" else usage.ru_maxrss / 2**20
+    if not isinstance(out.get("peak_rss_mb"), (int, float)):  # else: the job's own, from its benchmark: record
+        out["peak_rss_mb"] = usage.ru_maxrss / 1024.0 if sys.platform != "darwin" else usage.ru_maxrss / 2**20
     if timed_out:
         out.update(status="timeout", error=f"killed after {timeout_s:.0f} s, peak RSS {out['peak_rss_mb']:.0f} MiB "
                                            f"so far (log: {log})")

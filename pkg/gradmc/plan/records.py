@@ -9,10 +9,10 @@ scheduling ``key`` (the job it belongs to in the makespan; :mod:`gradmc.plan.sum
 from __future__ import annotations
 
 from gradmc.plan.extrapolate import task_seconds, unit_cost
-from gradmc.plan.jobs import JOBS, holds_gpu, on_gpu
+from gradmc.plan.jobs import holds_gpu, job_spec, on_gpu
 from gradmc.plan.planner import probe_key
 
-__all__ = ["new_job", "add_task", "brief", "finish", "per_unit", "job_key"]
+__all__ = ["new_job", "add_task", "brief", "finish", "per_unit"]
 
 _BRIEF = ("status", "error", "t_cold", "t1", "t2", "u1", "u2", "per_unit", "fixed", "detail", "peak_rss_mb", "wall_s")
 
@@ -21,16 +21,10 @@ def new_job(name: str, config: dict, **kw) -> dict:
     """A job record for job ``name`` of ``config``: ``gpu`` (computes on a GPU: the speed-up applies) and
     ``gpu_request`` (its SLURM job must hold a GPU) follow the config's ``device`` and ``gpus_per_shard``
     (:func:`gradmc.plan.jobs.on_gpu`, :func:`gradmc.plan.jobs.holds_gpu`); ``kw`` overrides fields."""
-    spec = JOBS[name]
+    spec = job_spec(name)
     return {"name": name, "unit": spec.unit, "gpu": on_gpu(name, config), "gpu_request": holds_gpu(name, config),
             "status": "ok", "errors": [], "missing": [], "notes": [spec.note] if spec.note else [], "tasks": [],
             "probes": [], **kw}
-
-
-def job_key(rule: str, group: str | None = None) -> str:
-    """The scheduling key of one job of ``rule``: the rule itself (one job, or one sweep of shards), or
-    ``rule[group]`` for a rule with one job per wildcard value (``train_ebm[frey/GWG]``)."""
-    return f"{rule}[{group}]" if group else rule
 
 
 def per_unit(res: dict) -> tuple[float, float]:
@@ -43,16 +37,15 @@ def per_unit(res: dict) -> tuple[float, float]:
 
 
 def add_task(job: dict, label: str, units: float, res: dict | None, seconds: float | None = None,
-             key: str | None = None, after: list[str] | None = None) -> None:
+             key: str | None = None) -> None:
     """Append one task of ``job`` at the config's size, costed from probe ``res`` (or ``seconds`` given).
 
     Args:
-        key: the scheduling job the task belongs to (default: the rule); tasks of one key finish together.
-        after: the keys this task's job waits for; None: every task of the rules ``JobSpec.after`` names.
+        key: the scheduling job the task belongs to (its DAG job's key, :attr:`gradmc.plan.dag.DagJob.key`;
+            default: the rule); tasks of one key finish together. What it waits for is set from the DAG
+            (:func:`gradmc.plan.schedule.probe_jobs`).
     """
     task = {"label": label, "units": units, "key": key or job["name"]}
-    if after is not None:
-        task["after"] = list(after)
     if seconds is None and res is not None and res.get("status") == "ok":
         per, fixed = per_unit(res)
         seconds = task_seconds(per, fixed, units)

@@ -43,6 +43,13 @@ def _partial(plan: dict) -> list[str]:
             "and the makespan cover these jobs only.", ""]
 
 
+def _rule_list(rules: list[str]) -> str:
+    """Rule names in backticks, the ``fetch_``, ``figure_`` and ``table_`` rules each folded into one entry."""
+    folded = [f"`{prefix}*` ({n})" for prefix in ("fetch_", "figure_", "table_")
+              if (n := sum(r.startswith(prefix) for r in rules))]
+    return ", ".join([*folded, *(f"`{r}`" for r in rules if not r.startswith(("fetch_", "figure_", "table_")))])
+
+
 def render_markdown(plan: dict) -> str:
     """The plan as Markdown: totals, the makespan table, one row per job, missing data, errors, notes."""
     t = plan["totals"]
@@ -99,7 +106,9 @@ def render_markdown(plan: dict) -> str:
               "length keys (shortened) and size keys (kept) of each job",
               "- peak memory is measured at slice length; arrays that grow with the number of steps (per-step "
               "statistics, kept samples) are larger at paper length",
-              "- not in the plan: the fetch, figure, table and claims jobs (seconds each)", ""]
+              "- not in the plan: " + (_rule_list(plan["not_costed"]) if plan.get("not_costed")
+                                       else "the fetch, figure, table and claims jobs")
+              + " (the DAG's jobs without a probe: fetches, figures, tables, claims; seconds each)", ""]
     return "\n".join(lines)
 
 

@@ -1,11 +1,14 @@
-"""The probes of a plan in DAG order: each job's probes, fed the files its upstream probes made (a sliced RBM,
-sliced Ising samples, a short benchmark: same sizes, fewer steps), and its job record (:mod:`gradmc.plan.records`).
+"""The probes of a plan in the DAG's order: each job's probes, fed the files its upstream probes made (a sliced
+RBM, sliced Ising samples, a short benchmark: same sizes, fewer steps), and its job record
+(:mod:`gradmc.plan.records`).
 
-Sharded jobs (:func:`probe_sharded`) run one probe per cost class and cost every shard of the class from it;
-hand-written rules (:func:`probe_stage`) run one probe; the EBM jobs are in :mod:`gradmc.plan.ebm_jobs`, the text
-EBM's in :mod:`gradmc.plan.text_jobs`. A job
-whose data files are missing is recorded as ``missing data``, naming them; one whose upstream probe made no
-input is recorded as an error.
+The jobs, what each reads and writes and what it waits for are Snakemake's (:attr:`gradmc.plan.planner.Planner.dag`,
+the DAG of the slice's config built in the slice's folder, so a job's inputs there are its upstream probes'
+outputs). Sharded jobs (:func:`probe_sharded`) run one probe per cost class and cost every shard of the class
+from it; hand-written rules (:func:`probe_stage`) run one probe; the EBM jobs are in :mod:`gradmc.plan.ebm_jobs`,
+the text EBM's in :mod:`gradmc.plan.text_jobs`. A job whose data files are missing is recorded as ``missing
+data``, naming them; one whose upstream probe made no input is recorded as an error. Every task waits for the
+keys of the DAG's jobs upstream of its own (:meth:`Planner.after`).
 """
 
 from __future__ import annotations
@@ -13,21 +16,15 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from gradmc.plan.ebm_jobs import plan_ebm
-from gradmc.plan.jobs import JOBS, TEXT_JOBS
+from gradmc.plan.dag import DagJob
+from gradmc.plan.ebm_jobs import EBM_JOBS, plan_ebm
+from gradmc.plan.jobs import job_spec
 from gradmc.plan.measure import class_key
 from gradmc.plan.planner import Planner, probe_key
 from gradmc.plan.records import add_task, brief, finish, new_job
-from gradmc.plan.text_jobs import plan_text
+from gradmc.plan.text_jobs import TEXT_JOBS, plan_text
 
-__all__ = ["ORDER", "probe_jobs", "probe_sharded", "probe_stage"]
-
-#: Order the probes run in (upstream first; the costliest jobs of the paper early, so a short budget keeps them).
-# the text EBM's probes come last: added after the rest, they are the ones a spent budget leaves "not run"
-ORDER = ("prepare_mnist", "train_rbm", "rbm_reference", "prepare_image_dataset", "train_ebm", "ais_ebm",
-         "rbm_sampling", "sampler_cost", "rbm_relaxed", "fhmm_sampling", "ising_sampling", "ising_pcd_data",
-         "ising_pcd", "potts_proteins", "kmc_gpc_benchmark", "kmc_gpc", "kmc_banana", "kmc_abc", "kmc_trajectories",
-         "prepare_ptb", "train_text_ebm", "train_text_lm", "eval_text_ebm")
+__all__ = ["probe_jobs", "probe_sharded", "probe_stage"]
 
 
 def _lacking(job: dict, inputs: dict[str, str]) -> bool:
@@ -37,19 +34,24 @@ def _lacking(job: dict, inputs: dict[str, str]) -> bool:
     return bool(lacking)
 
 
-def probe_sharded(p: Planner, name: str, inputs: dict[str, str]) -> dict:
-    """The record of sharded job ``name``: one probe per cost class, every shard costed from its class."""
+def probe_sharded(p: Planner, dag_job: DagJob) -> dict:
+    """The record of the sharded job ``dag_job`` (a standard experiment's rule): one probe per cost class, every
+    shard costed from its class."""
     from gradmc.experiments.standard import job_config
 
-    spec, job = JOBS[name], new_job(name, p.paper)
-    if name == "potts_proteins":
+    name = dag_job.rule
+    spec, job = job_spec(name), new_job(name, p.paper)
+    if name == "potts_proteins":  # the slice keeps the proteins whose files are present
         job["missing"] = [f for k, v in p.missing.items() if k.startswith("protein:") for f in v]
         if p.potts_missing_all:
             job["status"] = "missing data"
             return job
-    if name in ("kmc_gpc", "kmc_gpc_benchmark") and "glass" in p.missing:
-        job.update(status="missing data", missing=p.missing["glass"])
+    missing = p.missing_for(dag_job)
+    if missing:
+        job.update(status="missing data", missing=missing)
         return job
+    inputs = p.inputs(dag_job)
+    _make_benchmarks(p, dag_job, inputs)
     if _lacking(job, inputs):
         return job
     module = importlib.import_module(f"gradmc.experiments.{name}")
@@ -73,87 +75,71 @@ def probe_sharded(p: Planner, name: str, inputs: dict[str, str]) -> dict:
     return finish(job)
 
 
-def probe_stage(p: Planner, name: str, inputs: dict[str, str], cls=()) -> dict:
-    """The record of hand-written rule ``name`` (one job): one probe at the config's sizes."""
+def probe_stage(p: Planner, dag_job: DagJob) -> dict:
+    """The record of the hand-written rule job ``dag_job`` (one job): one probe at the config's sizes."""
+    name, spec = dag_job.rule, job_spec(dag_job.rule)
     job = new_job(name, p.paper)
+    missing = p.missing_for(dag_job)
+    if missing:
+        job.update(status="missing data", missing=missing)
+        return job
+    inputs = p.inputs(dag_job)
     if _lacking(job, inputs):
         return job
-    res = p.probe(name, list(cls), inputs)
-    job["probes"].append({"class": list(cls), **brief(res)})
-    spec = JOBS[name]
+    res = p.probe(name, list(dag_job.wildcards.values()), inputs, dag_job)
+    job["probes"].append({"class": list(dag_job.wildcards.values()), **brief(res)})
     add_task(job, name, spec.units(p.paper) if spec.kind == "stage" else 1, res)
     return finish(job)
 
 
-def _missing_job(p: Planner, name: str, files: list[str]) -> dict:
-    return new_job(name, p.paper, status="missing data", missing=list(files))
-
-
-def _rbm_chain(p: Planner, jobs: dict[str, dict], mnist: str, rbm: str) -> None:
-    rbm_jobs = ("prepare_mnist", "train_rbm", "rbm_reference", "rbm_sampling", "sampler_cost")
-    if "mnist" in p.missing:
-        for n in rbm_jobs:
-            if p.wants(n):
-                jobs[n] = _missing_job(p, n, p.missing["mnist"])
-    elif any(p.wants(n) for n in rbm_jobs):  # the chain's inputs come from its upstream probes
-        jobs["prepare_mnist"] = probe_stage(p, "prepare_mnist", {})
-        jobs["train_rbm"] = probe_stage(p, "train_rbm", {"data": mnist})
-        if any(p.wants(n) for n in rbm_jobs[2:]):
-            jobs["rbm_reference"] = probe_stage(p, "rbm_reference", {"model": rbm, "data": mnist})
-
-
 def probe_jobs(p: Planner) -> list[dict]:
-    """Run the probes of every job ``p`` wants (and of their upstream jobs), in :data:`ORDER`; their records."""
+    """Run the probes of every job ``p`` plans (:meth:`Planner.rules`: those asked for and the upstream jobs that
+    make their inputs), in the DAG's order; their records, each task with the keys it waits for.
+
+    Raises:
+        gradmc.errors.InputError: Snakemake could not build the DAG, or ``only`` names a job it does not have.
+    """
+    rules = p.rules()
+    p.planned = set(rules)
     jobs: dict[str, dict] = {}
-    w = p.work
-    mnist, rbm = str(w / "data" / "mnist.npz"), str(w / "rbm_sampling" / "rbm.pt")
-    _rbm_chain(p, jobs, mnist, rbm)
-    if "ebm" in p.paper and any(p.wants(n) for n in ("prepare_image_dataset", "train_ebm", "ais_ebm")):
-        jobs["prepare_image_dataset"], jobs["train_ebm"], jobs["ais_ebm"] = plan_ebm(p)
-    if "mnist" not in p.missing:
-        if p.wants("rbm_sampling"):
-            jobs["rbm_sampling"] = probe_sharded(p, "rbm_sampling", {
-                "model": rbm, "reference": str(w / "rbm_sampling" / "reference.npz"), "data": mnist})
-        if p.wants("sampler_cost"):
-            jobs["sampler_cost"] = probe_stage(p, "sampler_cost", {"model": rbm, "data": mnist})
-    for name in ("rbm_relaxed", "fhmm_sampling", "ising_sampling"):
-        if p.wants(name):
-            jobs[name] = probe_sharded(p, name, {})
-    if p.wants("ising_pcd_data") or p.wants("ising_pcd"):
-        jobs["ising_pcd_data"] = probe_stage(p, "ising_pcd_data", {})
-        if p.wants("ising_pcd"):
-            jobs["ising_pcd"] = probe_sharded(p, "ising_pcd", {"data": str(w / "ising_pcd" / "data.npz")})
-    if p.wants("potts_proteins"):
-        jobs["potts_proteins"] = probe_sharded(p, "potts_proteins", {})
-    if p.wants("kmc_gpc_benchmark") or p.wants("kmc_gpc"):
-        jobs["kmc_gpc_benchmark"] = probe_sharded(p, "kmc_gpc_benchmark", {})
-    if p.wants("kmc_gpc"):
-        bench = w / "kmc_gpc" / "benchmark.parquet"
-        if "glass" not in p.missing:
-            _produce_benchmark(p, bench)
-        jobs["kmc_gpc"] = probe_sharded(p, "kmc_gpc", {"benchmark": str(bench)})
-    for name in ("kmc_banana", "kmc_abc", "kmc_trajectories"):
-        if p.wants(name):
-            jobs[name] = probe_sharded(p, name, {})
-    if "text_ebm" in p.paper and any(p.wants(n) for n in TEXT_JOBS):
-        jobs.update(plan_text(p))
-    return [jobs[n] for n in ORDER if n in jobs]
+    for rule in rules:
+        if rule in jobs:
+            continue
+        if rule in EBM_JOBS:
+            jobs.update(plan_ebm(p))
+        elif rule in TEXT_JOBS:
+            jobs.update(plan_text(p))
+        elif job_spec(rule).kind == "standard":
+            (dag_job,) = p.jobs_of(rule)
+            jobs[rule] = probe_sharded(p, dag_job)
+        else:
+            for dag_job in p.jobs_of(rule):  # a hand-written rule without wildcards: one job
+                jobs[rule] = probe_stage(p, dag_job)
+    keys = {j.key: j for j in p.dag}
+    for job in jobs.values():
+        for task in job["tasks"]:
+            dag_job = keys.get(task["key"])
+            task["after"] = p.after(dag_job) if dag_job else []
+    return [jobs[r] for r in rules if r in jobs]
 
 
-def _produce_benchmark(p: Planner, path: Path) -> None:
-    """The short benchmark file kmc_gpc's probes read (made in a child too; its time is not part of the plan)."""
+def _make_benchmarks(p: Planner, dag_job: DagJob, inputs: dict[str, str]) -> None:
+    """The short benchmark file kmc_gpc's probes read (``kmc_gpc_benchmark``'s output; made in a child too; its
+    time is not part of the plan), when ``dag_job`` reads one and no probe made it."""
     import subprocess
     import sys
 
-    if p.seconds_left() < 5:
-        return
-    code = ("import sys; from gradmc.config import load_config; from gradmc.plan.measure import produce_benchmark; "
-            "produce_benchmark(load_config(sys.argv[1]), sys.argv[2])")
-    if p.progress:
-        from gradmc.plan.measure import benchmark_iterations
+    made = {str(p.work / out): u.rule for u in p.dag for out in u.outputs}
+    for path in inputs.values():
+        if made.get(path) != "kmc_gpc_benchmark" or Path(path).is_file() or p.seconds_left() < 5:
+            continue
+        code = ("import sys; from gradmc.config import load_config; from gradmc.plan.measure import "
+                "produce_benchmark; produce_benchmark(load_config(sys.argv[1]), sys.argv[2])")
+        if p.progress:
+            from gradmc.plan.measure import benchmark_iterations
 
-        chains = p.paper["kmc_gpc"]["benchmark"]["num_chains"]
-        p.progress(f"[plan] making a short kmc_gpc benchmark file ({chains} chains x {benchmark_iterations(p.paper)} "
-                   "iterations) for kmc_gpc's probes")
-    subprocess.run([sys.executable, "-c", code, str(p.config_path), str(path)], check=False,
-                   capture_output=True, timeout=max(p.seconds_left(), 5))
+            chains = p.paper["kmc_gpc"]["benchmark"]["num_chains"]
+            p.progress(f"[plan] making a short kmc_gpc benchmark file ({chains} chains x "
+                       f"{benchmark_iterations(p.paper)} iterations) for {dag_job.rule}'s probes")
+        subprocess.run([sys.executable, "-c", code, str(p.config_path), path], check=False,
+                       capture_output=True, timeout=max(p.seconds_left(), 5))

@@ -1,8 +1,9 @@
 """Run every job of a config on its slice and build the compute plan (``gradmc plan``).
 
 :func:`make_plan` checks which data files are missing (those jobs are reported as ``missing data``, naming the
-files; :mod:`gradmc.plan.planner`), runs the probes in DAG order (:mod:`gradmc.plan.schedule`, each in a child
-process, :mod:`gradmc.plan.probe`), extrapolates every task of the config and sums the plan up
+files; :mod:`gradmc.plan.planner`), runs the probes in the order of Snakemake's DAG of the config
+(:mod:`gradmc.plan.dag`, :mod:`gradmc.plan.schedule`; each in a child process, :mod:`gradmc.plan.probe`),
+extrapolates every task of the config and sums the plan up
 (:mod:`gradmc.plan.summary`), and returns the plan as a dict (:mod:`gradmc.plan.report` writes it). A probe
 that fails is reported with its error and the other probes go on; probes past the time budget are reported as
 not run.
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gradmc.plan.jobs import JOBS
+from gradmc.plan.jobs import known_rules
 from gradmc.plan.planner import Planner, missing_data
 from gradmc.plan.schedule import probe_jobs
 from gradmc.plan.summary import summarise
@@ -36,9 +37,9 @@ def _check_arguments(workers, speedup: float, budget_s: float, timeout_s: float,
             raise InputError(f"{name} must be a finite number > 0, got {value!r}")
     if not workers or any(not isinstance(n, int) or n < 1 for n in workers):
         raise InputError(f"workers must be whole numbers >= 1, got {list(workers)!r}")
-    unknown = sorted(set(only or ()) - set(JOBS))
+    unknown = sorted(set(only or ()) - set(known_rules()))
     if unknown:
-        raise InputError(f"--jobs: unknown jobs {unknown}; known: {', '.join(JOBS)}")
+        raise InputError(f"--jobs: unknown jobs {unknown}; known: {', '.join(known_rules())}")
 
 
 def make_plan(config_path: str | Path, out: str | Path, *, workers=DEFAULT_WORKERS, speedup: float = DEFAULT_SPEEDUP,
@@ -63,7 +64,7 @@ def make_plan(config_path: str | Path, out: str | Path, *, workers=DEFAULT_WORKE
     Raises:
         gradmc.config.ConfigError (a ValueError): an invalid config.
         gradmc.errors.InputError: an unknown job name in ``only``, or a number out of range (not finite, <= 0;
-            workers below 1).
+            workers below 1); Snakemake could not build the config's DAG.
     """
     from gradmc.config import load_config
 
@@ -77,11 +78,13 @@ def make_plan(config_path: str | Path, out: str | Path, *, workers=DEFAULT_WORKE
         for what, files in planner.missing.items():
             progress(f"[plan] missing data for {what}: {', '.join(files)}")
     jobs = probe_jobs(planner)
+    costed = list(dict.fromkeys(j.rule for j in planner.dag if planner.costed(j)))
     summary = summarise(jobs, speedup, tuple(workers))
     return {"config": str(config_path), "config_name": config["name"], "config_device": config["device"],
-            "gpus_per_shard": config.get("gpus_per_shard", 0), "partial": bool(only) and not set(JOBS) <= set(only),
+            "gpus_per_shard": config.get("gpus_per_shard", 0), "partial": bool(only) and not set(costed) <= set(only),
             "jobs_requested": sorted(set(only)) if only else None,
             "slice_device": "cpu (one thread per probe)", "data_dir": str(planner.folder),
             "missing_data": planner.missing, "gpu_speedup_assumed": speedup, "workers": list(workers),
             "budget_s": budget_s, "wall_s": time.monotonic() - start, "probes": planner.count,
-            "jobs": jobs, "totals": summary}
+            "jobs": jobs, "totals": summary,
+            "not_costed": sorted({j.rule for j in planner.dag if not planner.costed(j)})}

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from gradmc.errors import InputError
 from gradmc.plan.extrapolate import makespan
-from gradmc.plan.jobs import JOBS
+from gradmc.plan.jobs import JOBS, job_spec
 
 __all__ = ["rule_resources", "shard_memory_mb", "write_profile", "ProfileLines"]
 
@@ -82,7 +82,7 @@ def rule_resources(plan: dict, *, cpus_per_task: int = 8, safety: float = 2.0) -
         if not tasks:
             continue
         scale = speedup if job["gpu"] else 1.0
-        sharded = JOBS[job["name"]].kind == "standard"
+        sharded = job_spec(job["name"]).kind == "standard"
         if sharded:
             seconds = makespan([("j", t["seconds"] / scale) for t in tasks], {}, cpus_per_task)
             at_once = min(cpus_per_task, len(tasks))

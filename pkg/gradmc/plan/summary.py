@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 from gradmc.plan.extrapolate import gpu_hours, makespan
-from gradmc.plan.jobs import JOBS
 
 __all__ = ["summarise", "task_dependencies"]
 
@@ -14,21 +13,15 @@ __all__ = ["summarise", "task_dependencies"]
 def task_dependencies(jobs: list[dict]) -> dict[str, set[str]]:
     """Scheduling key -> the keys it waits for, over every task of ``jobs`` (job records of the plan).
 
-    A task with an explicit ``after`` (the EBM jobs, one per data set or per data set and sampler: their
-    wildcards) waits for those keys only, so a data set's AIS waits for its own model and not for every
-    training. Any other task waits for every task of the rules its rule runs after (``JobSpec.after``): a rule
-    without wildcards is one job (a sweep is one job of many shards). Keys that have no task are met.
+    Each task's ``after`` holds the keys of the DAG jobs upstream of its own (:func:`gradmc.plan.schedule.probe_jobs`
+    sets it from Snakemake's DAG): a rule with wildcards has one key per job (``train_ebm[frey/GWG]``), so a data
+    set's AIS waits for its own model and not for every training; a rule without wildcards is one job (a sweep is
+    one job of many shards). A task without ``after`` waits for nothing; keys that have no task are met.
     """
-    rule_keys: dict[str, set[str]] = {}
-    for job in jobs:
-        rule_keys.setdefault(job["name"], set()).update(t["key"] for t in job["tasks"])
     deps: dict[str, set[str]] = {}
     for job in jobs:
-        spec = JOBS.get(job["name"])
-        upstream = {k for rule in (spec.after if spec else ()) for k in rule_keys.get(rule, ())}
         for task in job["tasks"]:
-            mine = deps.setdefault(task["key"], set())
-            mine.update(task["after"] if "after" in task else upstream)
+            deps.setdefault(task["key"], set()).update(task.get("after", ()))
     return deps
 
 

@@ -1,6 +1,5 @@
 """The plan of the GWG App. J text EBM jobs: ``prepare_ptb``, ``train_text_ebm``, ``train_text_lm`` and
-``eval_text_ebm`` (one job each: the rules have no wildcards, so each waits for the whole of the rules it reads,
-``JobSpec.after``: both trainings after ``prepare_ptb``, the evaluation after both trainings).
+``eval_text_ebm`` (one DAG job each; what each reads and waits for is the DAG's).
 
 One probe chain: prepare PTB, train the EBM a few iterations (timed in parts, as the image EBM:
 :func:`gradmc.plan.measure._train_text_ebm`), train the LM 5 and 10 iterations, evaluate those two models at 6
@@ -15,19 +14,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gradmc.plan.jobs import JOBS, TEXT_JOBS
+from gradmc.plan.jobs import JOBS
 from gradmc.plan.planner import Planner
 from gradmc.plan.records import add_task, brief, finish, new_job
 
-__all__ = ["plan_text"]
+__all__ = ["plan_text", "TEXT_JOBS"]
 
-
-def _needed(p: Planner) -> list[str]:
-    """The text jobs to record: those asked for and the upstream jobs that make their inputs."""
-    wanted = [n for n in TEXT_JOBS if p.wants(n)]
-    if "eval_text_ebm" in wanted:
-        return list(TEXT_JOBS)
-    return ["prepare_ptb", *(n for n in TEXT_JOBS[1:] if n in wanted)]
+#: The text EBM's rules :func:`plan_text` costs, upstream first.
+TEXT_JOBS = ("prepare_ptb", "train_text_ebm", "train_text_lm", "eval_text_ebm")
 
 
 def _stand_in_note(p: Planner, manifest) -> str:
@@ -39,7 +33,10 @@ def _stand_in_note(p: Planner, manifest) -> str:
 
 
 def _manifest(p: Planner) -> dict | None:
-    path = p.work / "data" / "ptb.npz.json"
+    prepare = next((j for j in p.dag if j.rule == "prepare_ptb"), None)
+    if prepare is None:
+        return None
+    path = Path(p.outputs(prepare)[0] + ".json")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -47,8 +44,9 @@ def _manifest(p: Planner) -> dict | None:
 
 
 def plan_text(p: Planner) -> dict[str, dict]:
-    """The job records of the text EBM rules ``p`` needs (:func:`_needed`), by name, one task each."""
-    names = _needed(p)
+    """The job records of the text EBM rules ``p`` plans (:meth:`Planner.wants`), by name, one task each."""
+    dag = {j.rule: j for j in p.dag if j.rule in TEXT_JOBS and p.wants(j.rule)}
+    names = [n for n in TEXT_JOBS if n in dag]
     jobs = {n: new_job(n, p.paper) for n in names}
     files = p.missing.get("ptb", [])
     stand_in = getattr(p, "ptb_stand_in", None)
@@ -57,19 +55,16 @@ def plan_text(p: Planner) -> dict[str, dict]:
             job.update(status="missing data", missing=list(files))
             add_task(job, n, JOBS[n].units(p.paper) if JOBS[n].units else 1, None)
         return jobs
-    w = p.work
-    data, model, lm = str(w / "data" / "ptb.npz"), str(w / "text_ebm" / "ebm.pt"), str(w / "text_ebm" / "lm.pt")
-    inputs = {"prepare_ptb": {}, "train_text_ebm": {"data": data}, "train_text_lm": {"data": data},
-              "eval_text_ebm": {"data": data, "model": model, "lm": lm}}
-    made = {"prepare_ptb": data, "train_text_ebm": model, "train_text_lm": lm}
     failed: dict[str, str] = {}
+    by_id = {j.jobid: j for j in p.dag}
     for n in names:
-        job = jobs[n]
-        upstream = [u for u in JOBS[n].after if u in failed or not _exists(made.get(u))]
+        job, inputs = jobs[n], p.inputs(dag[n])
+        upstream = [by_id[a].rule for a in dag[n].after if by_id[a].rule in TEXT_JOBS and (
+            by_id[a].rule in failed or not Path(p.outputs(by_id[a])[0]).is_file())]
         if upstream:
             res = {"status": "not run", "error": f"no input from the {', '.join(upstream)} probe"}
         else:
-            res = p.probe(n, [], inputs[n])
+            res = p.probe(n, [], inputs, dag[n])
         if res["status"] != "ok":
             failed[n] = res.get("error") or res["status"]
         job["probes"].append({"class": [], **brief(res)})
@@ -80,7 +75,3 @@ def plan_text(p: Planner) -> dict[str, dict]:
             job.update(missing=list(files), stand_in=stand_in)
             job["notes"].append(note)
     return {n: finish(job) for n, job in jobs.items()}
-
-
-def _exists(path: str | None) -> bool:
-    return path is None or Path(path).is_file()

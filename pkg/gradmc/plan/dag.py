@@ -1,0 +1,156 @@
+"""The pipeline's DAG of jobs, as Snakemake builds it for a config: the plan's source of jobs, edges and inputs.
+
+:func:`pipeline_dag` runs ``python -m gradmc.plan.dag`` in a child process (Snakemake changes the working
+directory and its logging while it builds a DAG). The child builds the DAG through Snakemake's Python API
+exactly as ``snakemake --dry-run --forceall --d3dag`` does (every job of the default target, none run), and
+prints each job's rule, wildcards, named inputs, outputs and the jobs it waits for as JSON. Nothing of the DAG
+is written by hand in the plan: a new rule (a registry experiment's generated rule, a hand-written stage) is a
+job of the plan once Snakemake schedules it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gradmc.errors import InputError
+
+__all__ = ["DagJob", "pipeline_dag", "job_label", "upstream", "nearest", "REPO_ROOT"]
+
+#: The repository root (the folder of the ``Snakefile``) of an editable or source checkout.
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+@dataclass(frozen=True)
+class DagJob:
+    """One job of the pipeline's DAG.
+
+    Attributes:
+        jobid: Snakemake's job id (unique in one DAG).
+        rule: the rule's name.
+        wildcards: wildcard name -> value (empty for a rule without wildcards).
+        inputs: named input -> path (relative to the working directory, as the rule writes it); an input that is
+            a list of paths (or unnamed) is left out.
+        outputs: every output path.
+        after: the job ids whose outputs this job reads.
+    """
+
+    jobid: int
+    rule: str
+    wildcards: dict
+    inputs: dict
+    outputs: tuple
+    after: tuple
+    benchmark: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The job's scheduling key: the rule, or ``rule[v1/v2]`` for a rule with wildcards (their values in the
+        rule's order): ``train_ebm[frey/GWG]``."""
+        return job_label(self.rule, self.wildcards)
+
+
+def job_label(rule: str, wildcards: dict) -> str:
+    """``rule`` alone, or ``rule[v1/v2]`` with the wildcard values in order."""
+    return f"{rule}[{'/'.join(str(v) for v in wildcards.values())}]" if wildcards else rule
+
+
+def pipeline_dag(config_path: str | Path, *, snakefile: str | Path | None = None, workdir: str | Path | None = None,
+                 timeout_s: float = 300.0) -> list[DagJob]:
+    """Every job Snakemake would run for ``config_path`` from scratch (a dry run of the default target with
+    ``--forceall``), upstream first.
+
+    Args:
+        config_path: the config file (``--configfile``).
+        snakefile: the pipeline's Snakefile (default: the repository's).
+        workdir: Snakemake's working directory (default: the Snakefile's folder); paths are relative to it.
+        timeout_s: wall seconds before the child is killed.
+
+    Raises:
+        gradmc.errors.InputError: no Snakefile; Snakemake could not build the DAG (its message: a missing input
+            no rule makes, a config the schema refuses) or did not answer in ``timeout_s``.
+    """
+    snakefile = Path(snakefile) if snakefile else REPO_ROOT / "Snakefile"
+    if not snakefile.is_file():
+        raise InputError(f"no Snakefile at {snakefile}: gradmc plan reads the pipeline's DAG from it (run it from a "
+                         "source checkout of gradmc)")
+    workdir = Path(workdir) if workdir else snakefile.parent
+    argv = [sys.executable, "-m", "gradmc.plan.dag", str(Path(config_path).resolve()), str(snakefile.resolve()),
+            str(Path(workdir).resolve())]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"Snakemake did not build the DAG of {config_path} in {timeout_s:.0f} s") from None
+    if done.returncode != 0:
+        lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
+        raise InputError(f"Snakemake could not build the DAG of {config_path}: "
+                         + (" | ".join(lines[-6:]) if lines else f"exit {done.returncode}"))
+    return [DagJob(j["jobid"], j["rule"], j["wildcards"], j["inputs"], tuple(j["outputs"]), tuple(j["after"]),
+                   j["benchmark"]) for j in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+def upstream(jobs: list[DagJob], job: DagJob) -> list[DagJob]:
+    """Every job ``job`` waits for, directly or through others (its ancestors in the DAG), in DAG order."""
+    by_id = {j.jobid: j for j in jobs}
+    seen: set[int] = set()
+    todo = list(job.after)
+    while todo:
+        jid = todo.pop()
+        if jid not in seen:
+            seen.add(jid)
+            todo.extend(by_id[jid].after)
+    return [j for j in jobs if j.jobid in seen]
+
+
+def nearest(jobs: list[DagJob], job: DagJob, keep) -> list[DagJob]:
+    """The jobs ``job`` waits for that satisfy ``keep`` (a predicate), looking through the jobs that do not:
+    the plan's edges between the jobs it costs, with the uncosted jobs (fetches) between them skipped."""
+    by_id = {j.jobid: j for j in jobs}
+    found: dict[int, DagJob] = {}
+    seen: set[int] = set()
+    todo = list(job.after)
+    while todo:
+        jid = todo.pop()
+        if jid in seen:
+            continue
+        seen.add(jid)
+        if keep(by_id[jid]):
+            found[jid] = by_id[jid]
+        else:
+            todo.extend(by_id[jid].after)
+    return [j for j in jobs if j.jobid in found]
+
+
+def _build(config_path: str, snakefile: str, workdir: str) -> list[dict]:
+    """The DAG as JSON-able dicts, built in this process (the child of :func:`pipeline_dag`)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.enums import Quietness
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings, StorageSettings
+
+    with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+        wf = api.workflow(resource_settings=ResourceSettings(cores=1),
+                          config_settings=ConfigSettings(configfiles=[Path(config_path)]),
+                          storage_settings=StorageSettings(), snakefile=Path(snakefile), workdir=Path(workdir))
+        dag_api = wf.dag(dag_settings=DAGSettings(forceall=True))
+        workflow = dag_api.workflow_api._workflow  # what DAGApi.printd3dag drives; no public accessor of the jobs
+        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
+        workflow._build_dag()
+        dag = workflow.dag
+        flat = [job for level in dag.toposorted() for job in sorted(level, key=dag.jobid)]
+        out = []
+        for job in flat:
+            inputs = {name: str(value) for name, value in job.input.items() if isinstance(value, (str, os.PathLike))}
+            out.append({"jobid": dag.jobid(job), "rule": job.rule.name, "wildcards": dict(job.wildcards_dict),
+                        "inputs": inputs, "outputs": [str(f) for f in job.output],
+                        "after": sorted(dag.jobid(dep) for dep in dag.dependencies[job]),
+                        "benchmark": str(job.benchmark) if job.benchmark else None})
+        return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(_build(*sys.argv[1:4])))
