@@ -156,7 +156,7 @@ def test_config_refuses_equal_time_without_the_gwg_run_it_times_against():
 
 def test_the_workflow_trains_the_feasible_runs():
     """workflow/rules/ebm.smk's runs (gradmc plan reads them from Snakemake's DAG: tests/test_plan.py)."""
-    from gradmc.experiments.ebm_samplers import feasible
+    from gradmc.specs.ebm_samplers import feasible
 
     runs = [(d, s) for d in ("static_mnist", "frey") for s in ("GWG", "Gibbs-1", "DMALA", "ACS") if feasible(s, d)]
     assert runs == [("static_mnist", "GWG"), ("static_mnist", "Gibbs-1"), ("static_mnist", "DMALA"),

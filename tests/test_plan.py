@@ -128,8 +128,9 @@ def planned(tmp_path_factory):
 
 def test_ebm_tasks_wait_for_their_own_data_set(planned):
     jobs = planned("paper")
-    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
-    assert paper["ebm"]["equal_time"]
+    from gradmc.config import load_config
+
+    assert load_config(REPO / "config" / "paper.yaml")["ebm"]["equal_time"]
     prep, train, ais = (jobs[n] for n in ("prepare_image_dataset", "train_ebm", "ais_ebm"))
     after = {t["key"]: set(t["after"]) for job in (prep, train, ais) for t in job["tasks"]}
     assert after["train_ebm[static_mnist/GWG]"] == {"prepare_image_dataset[static_mnist]"}
@@ -177,7 +178,9 @@ def test_progress_and_error_labels_have_no_empty_parts():
 
 
 def test_ebm_counts_match_the_paper_config(planned):
-    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    from gradmc.config import load_config
+
+    paper = load_config(REPO / "config" / "paper.yaml")
     # 300000 + 1000 + 3000 + 10000 + 30000 + 100000 (the 300000 convergence run is the estimate's own)
     assert ebm_levels(paper["ebm"]["ais"]) == 444_000
     assert ebm_evals(paper["ebm"]["train"]) == 10  # every 5000 of 50000 iterations, the last one included
