@@ -214,3 +214,18 @@ def test_broken_plugin_is_a_one_line_error():
     assert out.returncode == 2
     assert "sampler plugin module 'no_such_plugin'" in out.stderr and "Traceback" not in out.stderr
 
+
+
+def test_fhmm_reports_the_adapted_step_and_the_acceptance_after_burn_in():
+    """An adapted sampler's rows add its tuned value and its acceptance after burn-in; other kernels that tune
+    themselves (ACS) add nothing."""
+    from gradmc.experiments import fhmm_sampling
+
+    def metrics(name):
+        shard = fhmm_sampling.Shard(sampler=name, seed=0, L=10, K=4, num_chains=4, num_steps=40, record_every=20,
+                                    init="uniform", sigma=0.5, alpha=0.1, beta=0.95, device="cpu")
+        return set(fhmm_sampling.run(shard)["metric"])
+
+    extra = {"adapted_value", "acceptance_rate_after_burn_in"}
+    assert extra <= metrics("DMALA(adapt=20)")
+    assert not extra & metrics("ACS") and not extra & metrics("DMALA")

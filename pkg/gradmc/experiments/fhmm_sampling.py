@@ -28,6 +28,7 @@ import pandas as pd
 import torch
 
 from gradmc.experiments.runner import StepClock, tidy_frame
+from gradmc.samplers.adaptation import Adapted
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets import FactorialHMM
@@ -127,7 +128,7 @@ def run(shard: Shard) -> pd.DataFrame:
         add("log_joint_true", posterior(x_true)[0])
         add("recon_error_true", posterior.reconstruction_error(x_true)[0])
     record()
-    adapted = hasattr(state, "frozen")  # an Adapted kernel's state (gradmc.samplers.adaptation.AdaptedState)
+    adapted = isinstance(sampler, Adapted)
     burn_in = sampler.burn_in if adapted else 0
     after_sum = torch.zeros(C, device=device)
     for t in range(1, T + 1):
