@@ -15,7 +15,8 @@ and at step 0 and the last step:
 - ``log_joint_true`` / ``recon_error_true`` (step 0 only): the same for x_true, a reference level.
 - ``acceptance_rate`` (last step): mean Metropolis-Hastings acceptance probability over steps and chains.
 - ``adapted_value``, ``acceptance_rate_after_burn_in`` (last step; a sampler with ``adapt=N`` only): the step
-  size (or path length) tuned during the first N steps, and the mean acceptance probability after them.
+  size (or path length) tuned during the first N steps, and the mean acceptance probability after them (when
+  ``num_steps`` > N).
 ``energy_evals``/``grad_evals`` are cumulative evaluations per chain; ``wall_time_s`` is cumulative
 sampler time only (the metric evaluations are not timed).
 """
@@ -139,8 +140,9 @@ def run(shard: Shard) -> pd.DataFrame:
         if t % shard.record_every == 0 or t == T:
             record()
     add("acceptance_rate", (accept_sum / max(T, 1)).mean())
-    if adapted:  # the tuned value and the acceptance of the frozen kernel
+    if adapted:  # the tuned value and the acceptance of the frozen kernel (when the run outlasts burn-in)
         add("adapted_value", float(state.value))
-        add("acceptance_rate_after_burn_in", (after_sum / max(T - burn_in, 1)).mean())
+        if T > burn_in:
+            add("acceptance_rate_after_burn_in", (after_sum / (T - burn_in)).mean())
     return tidy_frame(rows, EXPERIMENT, TARGET)
 
