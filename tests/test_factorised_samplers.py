@@ -457,7 +457,7 @@ def test_registry_names_defaults_and_hyperparameters():
     assert make_sampler("DLMC", state="categorical") == DLMCCategorical() and DLMCCategorical().tau is None
     assert make_sampler("DLMC", state="categorical", tau=0.3) == DLMCCategorical(0.3)
     assert {k.name for k in (make_sampler("DULA"), make_sampler("DLMC-Euler"))} == {"DULA", "DLMC-Euler"}
-    with pytest.raises(ValueError, match="only the optional hyper-parameter 'tau'"):
+    with pytest.raises(ValueError, match=r"DLMC takes only the options \['tau', 'adapt'\]"):
         make_sampler("DLMC", step_size=0.1)
     with pytest.raises(ValueError, match="'step_size'"):
         make_sampler("DMALA", state="categorical", tau=1.0)

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 import pickle
-import re
 
 import pytest
 import torch
 
+from gradmc import sampler_catalog
 from gradmc.samplers import NonFiniteError, check_finite
 from gradmc.samplers.continuous import (
     HABC,
@@ -30,7 +30,7 @@ from gradmc.samplers.continuous import (
     PseudoMarginalMH,
 )
 from gradmc.samplers.continuous import GaussianRandomWalkMetropolis as ContinuousRWM
-from gradmc.samplers.discrete import CATEGORICAL_SAMPLERS, SAMPLERS, make_sampler
+from gradmc.samplers.discrete import make_sampler
 from gradmc.targets import RBM
 
 DIM, HIDDEN, CHAINS, BAD = 8, 3, 6, 2
@@ -42,14 +42,19 @@ HYPER = {"R-MALA": {"step_size": 0.1, "temperature": 1.0}, "R-HMC": {"step_size"
 RELAXED = ("R-MALA", "R-HMC", "D-SVGD")
 
 
-def concrete(pattern: str) -> str:
-    """A registry pattern with small numbers: Gibbs-X -> Gibbs-2, HB-X-Y -> HB-2-1, GWG-N -> GWG-3,
-    PAS-L -> PAS-3."""
-    return re.sub(r"\b[NL]\b", "3", re.sub(r"\bY\b", "1", re.sub(r"\bX\b", "2", pattern)))
+#: small values of the name templates' fields (the targets here have few sites)
+SMALL_FIELDS = {"block_size": 2, "radius": 1}
 
 
-BINARY_NAMES = [concrete(p) for p in SAMPLERS]
-CATEGORICAL_NAMES = [concrete(p) for p in CATEGORICAL_SAMPLERS]
+def concrete(spec: sampler_catalog.SamplerSpec) -> str:
+    """A declared name with small numbers: Gibbs-{block_size} -> Gibbs-2, HB-{block_size}-{radius} -> HB-2-1,
+    GWG-{num_draws} -> GWG-3, PAS-{path_length} -> PAS-3."""
+    return spec.name.format(**{f: SMALL_FIELDS.get(f, 3) for f in spec.fields})
+
+
+#: every sampler the catalog declares (plugins loaded from the environment included)
+BINARY_NAMES = [concrete(s) for s in sampler_catalog.specs("binary")]
+CATEGORICAL_NAMES = [concrete(s) for s in sampler_catalog.specs("categorical")]
 
 
 class _NaNGrad(torch.autograd.Function):

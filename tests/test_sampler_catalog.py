@@ -192,7 +192,7 @@ def test_plugin_passes_the_exactness_check_and_a_broken_one_fails():
 
 def test_plugin_runs_in_an_experiment_from_a_config(tmp_path):
     """A config's plugins: list loads the module, its samplers list names the plugin's sampler, and the Ray
-    workers of ``gradmc run`` build it: its rows are in the metrics."""
+    workers of ``gradmc run`` build it: its rows are in the metrics, and the leaderboard gives it a row."""
     config = _smoke()
     config["plugins"] = [PLUGIN]
     config["ising_sampling"].update(sides=[4], thetas=[0.3], samplers=["GWG", "ToyMH-1"], num_steps=20)
@@ -206,6 +206,10 @@ def test_plugin_runs_in_an_experiment_from_a_config(tmp_path):
     df = pd.read_parquet(out)
     assert set(df["sampler"]) == {"GWG", "ToyMH-1"}
     assert len(df[df["sampler"] == "ToyMH-1"]) == len(df[df["sampler"] == "GWG"]) > 0
+    from gradmc.figures.leaderboard import checked_metrics, leaderboard_table
+
+    table = leaderboard_table({"ising_sampling": checked_metrics("ising_sampling", df)})
+    assert set(table["sampler"]) == {"GWG", "ToyMH-1"}  # a leaderboard row, with no edit to gradmc
 
 
 def test_broken_plugin_is_a_one_line_error():

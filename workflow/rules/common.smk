@@ -29,6 +29,9 @@ try:
     config.update(load_config(CONFIG_FILE))
 except UserError as err:
     raise WorkflowError(f"invalid configuration {CONFIG_FILE}: {err}") from None
+except SyntaxError as err:  # the sampler catalog reads the kernels' syntax trees (gradmc.sampler_catalog)
+    raise WorkflowError(f"{err.filename}, line {err.lineno}: {err.msg} (a gradmc module must be valid Python "
+                        "before any job can be planned: the sampler catalog reads its syntax tree)") from None
 try:
     _registry.experiments()
 except _registry.RegistryError as err:

@@ -31,10 +31,11 @@ from gradmc.samplers.recording import UndeclaredSamplerError, note, recording_sa
 __all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "UndeclaredSamplerError", "is_later_sampler", "make_sampler",
            "recording_samplers", "sampler_modules", "ADAPT_TARGET_ACCEPTANCE"]
 
-#: Names accepted by :func:`make_sampler` for binary states (templates; fields are positive integers).
-SAMPLERS = tuple(s.name.replace("{", "").replace("}", "") for s in catalog.specs("binary"))
-#: Names accepted with ``state="categorical"``.
-CATEGORICAL_SAMPLERS = tuple(s.name.replace("{", "").replace("}", "") for s in catalog.specs("categorical"))
+#: The built-in names :func:`make_sampler` accepts for binary states: templates whose ``{field}`` parts are positive
+#: integers, e.g. "HB-{block_size}-{radius}" (plugins add theirs: :func:`gradmc.sampler_catalog.specs`).
+SAMPLERS = tuple(s.name for s in catalog.specs("binary") if s.module.startswith("gradmc."))
+#: The built-in names accepted with ``state="categorical"``.
+CATEGORICAL_SAMPLERS = tuple(s.name for s in catalog.specs("categorical") if s.module.startswith("gradmc."))
 #: The acceptance rate ``adapt=N`` tunes toward (DISCS; Roberts & Rosenthal 1998).
 ADAPT_TARGET_ACCEPTANCE = 0.574
 
