@@ -126,7 +126,7 @@ def test_the_bench_and_the_figures_read_the_catalog():
 
     assert LATER_BINARY[:6] == ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS")
     assert LATER_CATEGORICAL[:3] == ("DMALA", "DULA", "DLMC")
-    names = [n for s in catalog.specs("binary") for n in s.instances if s.name != "RWM"]
+    names = [n for s in catalog.specs("binary") for n in s.instances]
     colours = [sampler_color(n) for n in names]
     assert UNASSIGNED_COLOR not in colours
     assert len(set(colours)) == len(colours)

@@ -149,6 +149,9 @@ def _make_spec(name: str, module: str, qualname: str, kwargs: dict) -> SamplerSp
     spec = SamplerSpec(name=name, module=module, qualname=qualname, **kwargs)
     if spec.state not in STATES:
         raise TypeError(f"register_sampler({name!r}) in {module}: state must be one of {STATES}, got {spec.state!r}")
+    if spec.fields and not spec.examples:
+        raise TypeError(f"register_sampler({name!r}) in {module}: a name with fields needs examples (the concrete "
+                        "names the bench, the tests and the config groups use)")
     for example in spec.examples:
         if spec.match(example) is None:
             raise TypeError(f"register_sampler({name!r}) in {module}: example {example!r} is not an instance")
@@ -162,8 +165,8 @@ def register_sampler(name: str, **kwargs):
     must be literals. The decorated class gets ``sampler_specs``, the tuple of its specs.
 
     Raises:
-        TypeError: an unknown argument, a state outside :data:`STATES`, or an example that is no instance of
-            ``name``.
+        TypeError: an unknown argument, a state outside :data:`STATES`, a name with fields but no examples, or
+            an example that is no instance of ``name``.
     """
     def decorate(cls):
         spec = _make_spec(name, cls.__module__, cls.__qualname__, kwargs)

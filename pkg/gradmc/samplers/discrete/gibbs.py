@@ -62,8 +62,8 @@ class GibbsState(NamedTuple):
 @register_sampler("Gibbs-{block_size}", fixed={"scan": "random"},
                   colour={"Gibbs-1": "tab:blue", "Gibbs-2": "tab:orange"}, order=10, examples=("Gibbs-1", "Gibbs-2"),
                   doc="random-permutation-scan block Gibbs, block size X")
-@register_sampler("Gibbs-{block_size}-systematic", fixed={"scan": "systematic"}, order=11,
-                  doc="block Gibbs with a systematic (cyclic) scan")
+@register_sampler("Gibbs-{block_size}-systematic", fixed={"scan": "systematic"}, colour="steelblue", order=11,
+                  examples=("Gibbs-2-systematic",), in_groups=False, doc="block Gibbs with a systematic (cyclic) scan")
 @dataclass(frozen=True)
 class Gibbs:
     """Block Gibbs with block size X (Gibbs-1, Gibbs-2, ...), random-permutation or systematic scan.

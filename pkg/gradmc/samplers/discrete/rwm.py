@@ -28,7 +28,8 @@ class RWMState(NamedTuple):
     num_steps: int = 0
 
 
-@register_sampler("RWM", order=35, in_groups=False, doc="random-walk Metropolis, one uniformly random flip")
+@register_sampler("RWM", colour="rosybrown", order=35, in_groups=False,
+                  doc="random-walk Metropolis, one uniformly random flip")
 @dataclass(frozen=True)
 class RandomWalkMetropolis:
     """Single-bit random-walk Metropolis.
