@@ -1,4 +1,4 @@
-"""``make bench`` (issue 14): samplers.json layout (median + spread per sampler), the Potts suites' sizes, suite
+"""``make bench``: samplers.json layout (median + spread per sampler), the Potts suites' sizes, suite
 selection (``--suite``), the ESS suite (skipped without data; finite, positive ESS/s on a tiny run).
 
 Every test runs tiny sizes (``suite_params``) or few steps; the defaults are checked without running them."""
@@ -81,7 +81,7 @@ def test_layout_every_sampler_has_median_and_spread(tmp_path):
         assert settings["repeats"] == 5 and settings["params"]["num_chains"] == TINY[suite]["num_chains"]
     categorical = {"GWG", "Gibbs-1", "DMALA", "DULA", "DLMC"}
     assert set(res["suites"][POTTS_SUITE]) == categorical == set(res["suites"][LATTICE_POTTS_SUITE])
-    for later in ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS"):  # issue 17: every later sampler is timed
+    for later in ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS"):  # every later sampler is timed
         assert later in res["suites"][RBM_SUITE] and later in res["suites"][ISING_SUITE]
     # the authors' numbers sit outside `suites`, where a reader expects only samplers
     assert res["authors_reference"][POTTS_SUITE] == {"GWG": 64.0, "Gibbs-1": 26.0}

@@ -1,4 +1,4 @@
-"""Per-shard results that survive (issue 16, part 3): each finished shard stored at once, a rerun computes
+"""Per-shard results that survive: each finished shard stored at once, a rerun computes
 only the missing ones, and nothing reads a shard whose key does not match.
 
 - Kill: a sweep driver is SIGKILLed after k of its n shards are stored; the rerun computes exactly the n - k
