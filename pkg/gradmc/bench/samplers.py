@@ -36,7 +36,7 @@ JSON layout (``samplers.json``)::
      "cpu_count", "steps_per_run", "repeats", "warmup",          # settings of the latest invocation
      "suites": {suite: {sampler: {"steps_per_s": median, "steps_per_s_runs": [...], "steps_per_s_min",
                                   "steps_per_s_max", "steps_per_s_rel_spread": (max - min) / median,
-                                  "repeats", "ms_per_step", ...}}        # or "skipped: <reason>"
+                                  "repeats", "ms_per_step", "ms_per_step_iqr", ...}}        # or "skipped: <reason>"
      "suite_settings": {suite: {"created_utc", "git_commit", "seconds", "steps_per_run", "repeats",
                                 "warmup", "params", "loadavg_before", "loadavg_after", ...}},
      "authors_reference": {suite: {sampler: steps/s}}, "targets": {suite: {sampler: steps/s}}}
