@@ -156,7 +156,6 @@ def run_shards(
     desc: str = "shards",
     on_result: Callable[[int, Any], None] | None = None,
     executor: str | None = None,
-    numbers: Sequence[int] | None = None,
     names: Sequence[str] | None = None,
     noun: str = "shards",
 ) -> list[Any]:
@@ -188,10 +187,9 @@ def run_shards(
             :func:`gradmc.distributed.shared.load_once`, fed one shard at a time; a dead actor is restarted
             and its shard redone, up to max_retries times); None: :data:`DEFAULT_EXECUTOR`, or the
             ``GRADMC_SHARD_EXECUTOR`` environment variable when set. Results are the same either way.
-        numbers: the shards' numbers in the whole sweep, for progress lines, task names and errors (a rerun that
-            computes only the shards missing from the cache keeps their original numbers); default 0, 1, ...
         names: how progress lines, task names and errors name each shard, e.g. ``shard 3 part 2/4`` for a part
-            of a split shard (:func:`gradmc.distributed.memory_split.unit_names`); default ``shard <number>``
+            of a split shard (:func:`gradmc.distributed.memory_split.unit_names`), ``shard 7`` for shard 7 of the sweep
+            when a rerun computes only the shards missing from the cache; default ``shard 0``, ``shard 1``, ...
             (task names drop the word ``shard``: ``<desc>[3]``, ``<desc>[3 part 2/4]``).
         noun: what the shards are called in counts (``12 parts, 2 at a time``); default ``shards``.
 
@@ -217,10 +215,7 @@ def run_shards(
     if num_workers is not None and num_workers < 1:
         raise ValueError(f"num_workers must be >= 1, got {num_workers}")
     executor = resolve_executor(executor)
-    number = list(numbers) if numbers is not None else list(range(len(shards)))
-    if len(number) != len(shards):
-        raise ValueError(f"numbers has {len(number)} entries for {len(shards)} shards")
-    name_of = list(names) if names is not None else [f"shard {n}" for n in number]
+    name_of = list(names) if names is not None else [f"shard {i}" for i in range(len(shards))]
     if len(name_of) != len(shards):
         raise ValueError(f"names has {len(name_of)} entries for {len(shards)} shards")
     if not shards:
