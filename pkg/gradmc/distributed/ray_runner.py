@@ -244,9 +244,9 @@ def run_shards(
         while done < total:
             while next_index < total and len(pending) < num_workers:
                 name = f"{desc}[{name_of[next_index].removeprefix('shard ')}]"  # ising_sampling[3], [3 part 2/4]
-                actor = pool.pop_idle() if actors else None
-                shard = shards[next_index]
-                if actor is not None:
+                shard, actor = shards[next_index], None
+                if actors:
+                    actor = pool.pop_idle()  # never None: at most len(actors) shards are in flight
                     ref = actor.run.options(name=name).remote(fn, shard)
                 else:
                     ref = _run_shard.options(name=name, **task_options).remote(fn, shard, threads_per_worker)
