@@ -17,6 +17,7 @@ import os
 import platform
 import statistics
 import time
+import timeit
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,17 +62,12 @@ def noop_shard(shard: int) -> int:
 
 
 def _calibrate(work_s: float) -> tuple[int, float]:
-    """Iterations of :func:`_spin` that take about work_s here, and the measured time of one such shard."""
+    """Iterations of :func:`_spin` that take about work_s here, and the measured time of one such shard
+    (``timeit.repeat``, 3 runs each)."""
     probe = 200_000
-    rate = max(probe / _timed(probe) for _ in range(3))  # fastest of 3: least disturbed by other load
+    rate = probe / min(timeit.repeat(lambda: _spin(probe), number=1, repeat=3))  # fastest: least disturbed
     iterations = max(1, int(rate * work_s))
-    return iterations, statistics.median(_timed(iterations) for _ in range(3))
-
-
-def _timed(iterations: int) -> float:
-    start = time.perf_counter()
-    _spin(iterations)
-    return time.perf_counter() - start
+    return iterations, statistics.median(timeit.repeat(lambda: _spin(iterations), number=1, repeat=3))
 
 
 def _header(**settings) -> dict:
