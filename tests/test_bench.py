@@ -1,4 +1,4 @@
-"""``make bench`` (issue 14): samplers.json layout (median + spread per sampler), the Potts suites' sizes, suite
+"""``make bench``: samplers.json layout (median + spread per sampler), the Potts suites' sizes, suite
 selection (``--suite``), the ESS suite (skipped without data; finite, positive ESS/s on a tiny run).
 
 Every test runs tiny sizes (``suite_params``) or few steps; the defaults are checked without running them."""
@@ -67,6 +67,31 @@ def test_spread():
         spread([])
 
 
+def test_time_sampler_runs_on_the_benchmark_timer_and_keeps_threads():
+    """Each run is torch.utils.benchmark's Timer.timeit(steps): the chains go on from run to run (at least
+    warmup + repeats * steps steps), the row has the median and the IQR of the runs, and torch's thread count
+    is what it was (the Timer's default would be 1 thread)."""
+    import torch
+
+    from gradmc.evaluation.timing import time_sampler
+
+    class Counting:
+        steps = 0
+
+        def init(self, x, log_prob):
+            return x
+
+        def step(self, state, log_prob, generator):
+            Counting.steps += 1
+            return state, type("Info", (), {"acceptance_prob": torch.ones(2), "energy_evals": 1, "grad_evals": 0})
+
+    threads = torch.get_num_threads()
+    row = time_sampler(Counting(), None, torch.zeros(2, 3), torch.Generator(), steps=4, repeats=3, warmup=2)
+    assert Counting.steps >= 2 + 3 * 4 and torch.get_num_threads() == threads
+    assert row["repeats"] == 3 and len(row["steps_per_s_runs"]) == 3 and row["ms_per_step_iqr"] >= 0
+    assert row["ms_per_step"] == pytest.approx(1000 / row["steps_per_s"]) and row["acceptance_rate"] == 1.0
+
+
 def test_layout_every_sampler_has_median_and_spread(tmp_path):
     out = tmp_path / "samplers.json"
     res = run_benchmark(out, steps=2, repeats=5, warmup=1, suites=list(TINY), suite_params=TINY, progress=None)
@@ -81,7 +106,7 @@ def test_layout_every_sampler_has_median_and_spread(tmp_path):
         assert settings["repeats"] == 5 and settings["params"]["num_chains"] == TINY[suite]["num_chains"]
     categorical = {"GWG", "Gibbs-1", "DMALA", "DULA", "DLMC"}
     assert set(res["suites"][POTTS_SUITE]) == categorical == set(res["suites"][LATTICE_POTTS_SUITE])
-    for later in ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS"):  # issue 17: every later sampler is timed
+    for later in ("PAS-3", "DMALA", "DULA", "DLMC", "DLMC-Euler", "ACS"):  # every later sampler is timed
         assert later in res["suites"][RBM_SUITE] and later in res["suites"][ISING_SUITE]
     # the authors' numbers sit outside `suites`, where a reader expects only samplers
     assert res["authors_reference"][POTTS_SUITE] == {"GWG": 64.0, "Gibbs-1": 26.0}

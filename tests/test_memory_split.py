@@ -1,4 +1,4 @@
-"""Memory-aware shards (issue 16 part 4): a shard over the memory budget is split into parts of whole chain
+"""Memory-aware shards: a shard over the memory budget is split into parts of whole chain
 blocks, and the rows equal those of the unsplit run; randomness per chain block (ChainStreams) is what makes
 grouping irrelevant, checked kernel by kernel."""
 
@@ -175,7 +175,7 @@ def test_chains_per_shard_must_hold_whole_blocks():
 
 
 def test_split_sweep_rows_equal_the_unsplit_sweep(ray_session, tmp_path):
-    """The issue's test: a tiny budget splits every shard (2 and 4 parts); rows equal the unsplit run's
+    """The acceptance test: a tiny budget splits every shard (2 and 4 parts); rows equal the unsplit run's
     (all but the timings), also through the shard cache, which stores each part on its own."""
     config = _config()
     shard = ising_sampling.shards(config, {})[0]

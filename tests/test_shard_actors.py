@@ -1,4 +1,4 @@
-"""Ray actors for sweeps (issue 16, part 5): a pool of actors, each holding its threads and what its shards
+"""Ray actors for sweeps: a pool of actors, each holding its threads and what its shards
 load through load_once, fed one shard at a time; a dead actor is restarted and its shard redone.
 
 Checked against the task path: the same rows in the same order; an actor SIGKILLed mid-shard is restarted

@@ -1,4 +1,4 @@
-"""Per-shard results that survive (issue 16, part 3): each finished shard stored at once, a rerun computes
+"""Per-shard results that survive: each finished shard stored at once, a rerun computes
 only the missing ones, and nothing reads a shard whose key does not match.
 
 - Kill: a sweep driver is SIGKILLed after k of its n shards are stored; the rerun computes exactly the n - k
@@ -310,11 +310,13 @@ def test_a_folder_in_the_way_or_an_unwritable_cache_costs_only_time(ray_session,
 
 def test_rerun_keeps_the_shards_numbers_in_the_sweep(ray_session):
     lines = []
-    run_shards(toy_shard, [ToyShard(seed=5), ToyShard(seed=7)], numbers=[5, 7], progress=lines.append, num_workers=1)
+    run_shards(toy_shard, [ToyShard(seed=5), ToyShard(seed=7)], names=["shard 5", "shard 7"], progress=lines.append,
+               num_workers=1)
     assert any(line.startswith("[shards] shard 5 (seed=5") for line in lines)
     assert any(line.startswith("[shards] shard 7 (seed=7") for line in lines)
     with pytest.raises(RuntimeError, match="shard 7 .*toy failure"):
-        run_shards(toy_shard, [ToyShard(seed=1), ToyShard(seed=7, fail=True)], numbers=[1, 7], progress=None)
+        run_shards(toy_shard, [ToyShard(seed=1), ToyShard(seed=7, fail=True)], names=["shard 1", "shard 7"],
+                   progress=None)
 
 
 @pytest.mark.parametrize("extra, env, message", [

@@ -2,7 +2,7 @@
 and its argument checks read this module).
 
 Reference numbers: the authors' implementation measured side by side with gradmc on the reference
-machine (2 threads, CPU, idle; issue 14), and the steps/s targets of issue 14. Both are steps per second
+machine (2 threads, CPU, idle), and our steps/s targets. Both are steps per second
 of the whole batch of chains (one step = one transition of every chain).
 """
 
@@ -62,14 +62,14 @@ OPT_IN_HELP: dict[str, str] = {
                    "(tens of seconds of compilation; needs a C++ compiler)",
 }
 
-#: suite -> sampler -> the authors' steps/s on the reference machine (issue 14; median of 3 runs)
+#: suite -> sampler -> the authors' steps/s on the reference machine (median of 3 runs)
 AUTHORS_REFERENCE: dict[str, dict[str, float]] = {
     RBM_SUITE: {"GWG": 195.0, "GWG-3": 259.0, "Gibbs-1": 605.0, "HB-10-1": 120.0},
     ISING_SUITE: {"GWG": 94.0},
     POTTS_SUITE: {"GWG": 64.0, "Gibbs-1": 26.0},
     LATTICE_POTTS_SUITE: {"GWG": 68.0},
 }
-#: suite -> sampler -> issue 14's steps/s target (2 threads, CPU, idle machine, ``make bench`` median)
+#: suite -> sampler -> our steps/s target (2 threads, CPU, idle machine, ``make bench`` median)
 TARGETS: dict[str, dict[str, float]] = {
     RBM_SUITE: {"GWG": 1000.0, "GWG-3": 750.0, "Gibbs-1": 1800.0, "HB-10-1": 360.0},
     ISING_SUITE: {"GWG": 5000.0},
@@ -82,7 +82,7 @@ DEFAULT_REPEATS = 5  # timed runs per sampler: the median and the spread over th
 DEFAULT_WARMUP = 20  # untimed steps before the timed runs
 DEFAULT_ESS_STEPS = 2000  # steps after burn-in of the ESS suite (split into `repeats` timed segments)
 DEFAULT_ESS_BURN_IN = 500  # untimed steps before them (the GWG Fig. 3 runs drop 10% of 5000)
-MIN_REPEATS = 5  # fewer repeats are allowed (tests) but flagged: issue 14 asks for the spread over >= 5
+MIN_REPEATS = 5  # fewer repeats are allowed (tests) but flagged: a spread needs >= 5
 
 
 def select_suites(names: Iterable[str] | None) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""Does ``torch.compile`` of a kernel's step help on CPU? (issue 14, part 3; ``gradmc bench --suite compile``)
+"""Does ``torch.compile`` of a kernel's step help on CPU? (``gradmc bench --suite compile``)
 
 For GWG on the RBM and lattice-Ising settings of the steps/s suites, the same kernel is timed eagerly and
 as ``torch.compile(kernel.step)`` (inductor; the step counter becomes a dynamic int after its first

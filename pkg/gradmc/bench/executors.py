@@ -19,20 +19,15 @@ timings on a shared machine vary by about 30%, so the load averages are recorded
 
 from __future__ import annotations
 
-import json
 import os
-import platform
 import statistics
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import ray
 
-from gradmc import __version__
-from gradmc.atomic import atomic_path
-from gradmc.bench.scaling import BusyShard, _calibrate, busy_shard, noop_shard
+from gradmc.bench.scaling import BusyShard, _calibrate, _header, _write, busy_shard, noop_shard
 from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
 from gradmc.distributed.ray_runner import EXECUTORS
 from gradmc.distributed.selftest import SharedInputShard, shared_input_shard
@@ -77,13 +72,8 @@ def run_executors(out_path: str | Path, *, workers: int = 2, repeats: int = 5, n
     if min(workers, repeats, noop_shards, busy_shards, shared_shards, shared_mib) < 1 or not work_s > 0:
         raise ValueError("workers, repeats, shard counts and shared_mib must be >= 1 and work_s > 0")
     say = progress or (lambda line: None)
-    result: dict = {
-        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "gradmc_version": __version__, "ray_version": ray.__version__, "python": platform.python_version(),
-        "cpu_count": os.cpu_count(), "loadavg_before": list(os.getloadavg()), "workers": workers,
-        "repeats": repeats, "noop_shards": noop_shards, "busy_shards": busy_shards, "work_s": work_s,
-        "shared_shards": shared_shards, "shared_mib": shared_mib,
-    }
+    result = _header(workers=workers, repeats=repeats, noop_shards=noop_shards, busy_shards=busy_shards,
+                     work_s=work_s, shared_shards=shared_shards, shared_mib=shared_mib)
     iterations, _ = _calibrate(work_s)
     if ray.is_initialized():
         raise RuntimeError("run_executors starts a fresh private Ray instance per measurement: shut Ray down first")
@@ -127,7 +117,4 @@ def run_executors(out_path: str | Path, *, workers: int = 2, repeats: int = 5, n
     result["marginal_ms_per_shard"] = {e: 1000 * statistics.median(v) for e, v in steady.items()}
     say("[bench] executors: start-up " + ", ".join(f"{e} {v:.2f} s" for e, v in result["startup_s"].items())
         + "; then per shard " + ", ".join(f"{e} {v:.2f} ms" for e, v in result["marginal_ms_per_shard"].items()))
-    result["loadavg_after"] = list(os.getloadavg())
-    with atomic_path(out_path) as tmp_path:
-        tmp_path.write_text(json.dumps(result, indent=2) + "\n")
-    return result
+    return _write(out_path, result)

@@ -1,4 +1,4 @@
-"""Kernel HMC benchmarks (issue 5): one KMC-finite iteration and one GPC marginal-likelihood estimate.
+"""Kernel HMC benchmarks: one KMC-finite iteration and one GPC marginal-likelihood estimate.
 
 Settings (fixed so numbers compare across commits and with the authors' NumPy code, which takes
 11-16 ms per KMC-finite iteration on the reference machine):

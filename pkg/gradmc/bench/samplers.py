@@ -1,7 +1,7 @@
-"""Sampler throughput benchmark (``make bench``, issues 3 and 14): steps/s and ESS/s, written to samplers.json.
+"""Sampler throughput benchmark (``make bench``): steps/s and ESS/s, written to samplers.json.
 
 Suites (fixed settings, so numbers compare across commits and with the authors' implementation measured
-side by side on the reference machine, idle, 2 threads, CPU; issue 14, medians of 3 runs):
+side by side on the reference machine, idle, 2 threads, CPU; medians of 3 runs):
 
 - ``rbm_784x500_100chains``: RBM 784 x 500, W ~ N(0, 0.1^2), zero biases, 100 chains, binary x (100, 784):
   GWG, Gibbs-1, Gibbs-2, HB-10-1, GWG-3, exact block Gibbs, and the later samplers (``LATER_BINARY``).
@@ -27,7 +27,7 @@ side by side on the reference machine, idle, 2 threads, CPU; issue 14, medians o
 - Kernel HMC: one KMC-finite iteration and one GPC estimate (see :mod:`gradmc.bench.kmc`).
 
 All with ``torch.set_num_threads(threads)`` (2 on the reference machine) on CPU. The reference numbers and
-issue 14's targets are also stored in the JSON (``authors_reference``, ``targets``;
+the steps/s targets are also stored in the JSON (``authors_reference``, ``targets``;
 :mod:`gradmc.bench.catalog`).
 
 JSON layout (``samplers.json``)::
@@ -36,7 +36,7 @@ JSON layout (``samplers.json``)::
      "cpu_count", "steps_per_run", "repeats", "warmup",          # settings of the latest invocation
      "suites": {suite: {sampler: {"steps_per_s": median, "steps_per_s_runs": [...], "steps_per_s_min",
                                   "steps_per_s_max", "steps_per_s_rel_spread": (max - min) / median,
-                                  "repeats", "ms_per_step", ...}}        # or "skipped: <reason>"
+                                  "repeats", "ms_per_step", "ms_per_step_iqr", ...}}        # or "skipped: <reason>"
      "suite_settings": {suite: {"created_utc", "git_commit", "seconds", "steps_per_run", "repeats",
                                 "warmup", "params", "loadavg_before", "loadavg_after", ...}},
      "authors_reference": {suite: {sampler: steps/s}}, "targets": {suite: {sampler: steps/s}}}
@@ -341,7 +341,7 @@ def run_benchmark(out_path: str | Path, *, threads: int = 2, steps: int = DEFAUL
         out_path: the JSON file (``results/bench/samplers.json`` under ``make bench``).
         threads: ``torch.set_num_threads`` (2 on the reference machine).
         steps: steps per timed run of the steps/s suites (KMC: steps // 5, at least 5).
-        repeats: timed runs per sampler (>= 5 for the spread issue 14 asks for; fewer are allowed but
+        repeats: timed runs per sampler (>= 5 for a meaningful spread; fewer are allowed but
             flagged); the ESS suite splits its kept steps into this many timed segments.
         warmup: untimed steps before the timed runs of the steps/s suites.
         suites: names of :data:`gradmc.bench.catalog.SUITE_NAMES` to run (None: all). With a subset, the

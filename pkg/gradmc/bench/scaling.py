@@ -17,6 +17,7 @@ import os
 import platform
 import statistics
 import time
+import timeit
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,17 +62,27 @@ def noop_shard(shard: int) -> int:
 
 
 def _calibrate(work_s: float) -> tuple[int, float]:
-    """Iterations of :func:`_spin` that take about work_s here, and the measured time of one such shard."""
+    """Iterations of :func:`_spin` that take about work_s here, and the measured time of one such shard
+    (``timeit.repeat``, 3 runs each)."""
     probe = 200_000
-    rate = max(probe / _timed(probe) for _ in range(3))  # fastest of 3: least disturbed by other load
+    rate = probe / min(timeit.repeat(lambda: _spin(probe), number=1, repeat=3))  # fastest: least disturbed
     iterations = max(1, int(rate * work_s))
-    return iterations, statistics.median(_timed(iterations) for _ in range(3))
+    return iterations, statistics.median(timeit.repeat(lambda: _spin(iterations), number=1, repeat=3))
 
 
-def _timed(iterations: int) -> float:
-    start = time.perf_counter()
-    _spin(iterations)
-    return time.perf_counter() - start
+def _header(**settings) -> dict:
+    """The start of a Ray benchmark's JSON: when, versions, CPUs, load average before, then ``settings``."""
+    return {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"), "gradmc_version": __version__,
+            "ray_version": ray.__version__, "python": platform.python_version(), "cpu_count": os.cpu_count(),
+            "loadavg_before": list(os.getloadavg()), **settings}
+
+
+def _write(out_path: str | Path, result: dict) -> dict:
+    """Add the load average after, write ``result`` as JSON atomically, return it."""
+    result["loadavg_after"] = list(os.getloadavg())
+    with atomic_path(out_path) as tmp:
+        tmp.write_text(json.dumps(result, indent=2) + "\n")
+    return result
 
 
 def _sweep(shards: list, fn, workers: int) -> tuple[float, list]:
@@ -108,12 +119,7 @@ def run_scaling(out_path: str | Path, *, num_shards: int = 16, work_s: float = 0
         raise ValueError(f"need num_shards, noop_shards, workers >= 1 and work_s > 0; got {num_shards}, "
                          f"{noop_shards}, {workers}, {work_s}")
     say = progress or (lambda line: None)
-    result: dict = {
-        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "gradmc_version": __version__, "ray_version": ray.__version__, "python": platform.python_version(),
-        "cpu_count": os.cpu_count(), "loadavg_before": list(os.getloadavg()),
-        "num_shards": num_shards, "work_s": work_s, "noop_shards": noop_shards, "workers": list(workers),
-    }
+    result = _header(num_shards=num_shards, work_s=work_s, noop_shards=noop_shards, workers=list(workers))
     iterations, result["serial_shard_s"] = _calibrate(work_s)
     result["iterations_per_shard"] = iterations
     start = time.perf_counter()
@@ -147,10 +153,7 @@ def run_scaling(out_path: str | Path, *, num_shards: int = 16, work_s: float = 0
     finally:
         if started:
             shutdown_ray()
-    result["loadavg_after"] = list(os.getloadavg())
-    with atomic_path(out_path) as tmp:
-        tmp.write_text(json.dumps(result, indent=2) + "\n")
-    return result
+    return _write(out_path, result)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -81,21 +79,12 @@ def parse_address(address: str) -> tuple[str, int] | None:
 
 
 def ray_address_file() -> Path:
-    """Where ``ray start`` records the GCS address (``"host:port"``) that ``RAY_ADDRESS=auto`` connects to.
+    """Where ``ray start`` records the GCS address (``"host:port"``) that ``RAY_ADDRESS=auto`` connects to:
+    Ray's own ``get_ray_address_file`` (``$RAY_TMPDIR/ray/ray_current_cluster``, else under the system temp
+    folder, ``/tmp/ray/ray_current_cluster`` on Linux)."""
+    from ray._common.utils import get_ray_address_file
 
-    As Ray 2.60 computes it (``ray._common.utils.get_ray_address_file``):
-    ``$RAY_TMPDIR/ray/ray_current_cluster``, else ``$TMPDIR/ray/...`` on Linux, else
-    ``/tmp/ray/ray_current_cluster`` on Linux and macOS (``tempfile.gettempdir()`` elsewhere).
-    """
-    if "RAY_TMPDIR" in os.environ:
-        base = os.environ["RAY_TMPDIR"]
-    elif sys.platform.startswith("linux") and "TMPDIR" in os.environ:
-        base = os.environ["TMPDIR"]
-    elif sys.platform.startswith(("linux", "darwin")):
-        base = "/tmp"
-    else:
-        base = tempfile.gettempdir()
-    return Path(base) / "ray" / "ray_current_cluster"
+    return Path(get_ray_address_file(None))
 
 
 def _resolve_auto() -> tuple[str, int, str]:

@@ -92,15 +92,9 @@ def processes_using(path: Path) -> list[int]:
     """Process ids (other than this one) whose command line mentions ``path`` (Ray's agents and
     workers rename themselves, ``ray::...``, and are found through :func:`local_cluster`'s process
     tree instead)."""
-    needle = str(path).encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        with contextlib.suppress(OSError):
-            if needle in (entry / "cmdline").read_bytes():
-                pids.append(int(entry.name))
-    return pids
+    needle = str(path)
+    return [proc.pid for proc in psutil.process_iter(["cmdline"])
+            if proc.pid != os.getpid() and needle in " ".join(proc.info["cmdline"] or ())]
 
 
 def _process_tree(nodes) -> list[psutil.Process]:

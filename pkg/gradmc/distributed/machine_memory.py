@@ -4,7 +4,7 @@ Physical memory alone overstates what a job may use in a container or a SLURM jo
 cgroup or the scheduler kills a process long before the machine runs out. :func:`memory_limit` takes the
 smallest of:
 
-- the machine's physical memory (``os.sysconf``);
+- the machine's physical memory (psutil);
 - the cgroup v2 limit: ``memory.max`` of this process's cgroup (from ``/proc/self/cgroup``) and of every
   cgroup above it up to ``/sys/fs/cgroup`` (``max`` means no limit);
 - the cgroup v1 limit: ``memory.limit_in_bytes`` likewise under ``/sys/fs/cgroup/memory`` (values of
@@ -22,6 +22,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+import psutil
+
 __all__ = ["CGROUP_ROOT", "PROC_CGROUP", "V1_NO_LIMIT", "cgroup_v1_limit", "cgroup_v2_limit", "format_bytes",
            "memory_limit", "physical_memory_bytes", "slurm_limit"]
 
@@ -36,10 +38,11 @@ _MIB = 1 << 20
 
 
 def physical_memory_bytes() -> int | None:
-    """This machine's physical memory in bytes (``os.sysconf``), or None where it cannot be read."""
+    """This machine's physical memory in bytes (``psutil.virtual_memory().total``), or None where it cannot be
+    read."""
     try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
+        return int(psutil.virtual_memory().total)
+    except (OSError, RuntimeError, NotImplementedError):
         return None
 
 

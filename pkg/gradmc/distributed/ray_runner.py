@@ -1,23 +1,15 @@
 """Run independent shards on Ray, on a private local instance or the cluster at RAY_ADDRESS.
 
-``run_shards(fn, shards)`` maps a module-level ``fn`` over picklable shards, keeps at most ``num_workers``
-of them in flight with a ``ray.wait`` loop on the driver (which is also where progress lines come from:
-tqdm in workers prints a line per refresh without a TTY), hands each result to ``on_result`` as it
-arrives (the per-shard cache, :mod:`gradmc.distributed.shard_cache`), and returns the results in the
-order of ``shards``. Shards are idempotent (seeded from their identity), so a retried shard returns the
-same rows and the order of completion never shows in the output.
+``run_shards(fn, shards)`` maps a module-level ``fn`` over picklable shards with at most ``num_workers`` in
+flight (one ``ray.wait`` loop on the driver, which also prints the progress lines), hands each result to
+``on_result`` as it arrives (the shard cache) and returns the results in the order of ``shards``. Shards are
+idempotent (seeded from their identity), so a retried shard returns the same rows.
 
-Two executors, with the same results: Ray *tasks* (the default: a task per shard; tasks free their CPU
-when done, Ray reuses its worker processes, ``max_retries`` re-runs a shard whose worker died) and a pool
-of Ray *actors* (one per worker, holding its threads / GPU share and what its shards load through
-:func:`gradmc.distributed.shared.load_once`; ``max_restarts`` / ``max_task_retries`` restart a dead actor
-and redo its shard). Measured on a CPU sweep here (``make bench``, executors.json; docs/DESIGN.md "Scale"),
-neither is faster for a whole job, so the default stays with tasks.
-
-Faults: a shard whose worker process or node dies is re-run (``max_retries``); a shard that raises
-is not (shards are deterministic, it would fail again), and one that runs out of memory fails with
-the shard's sizes and how to lower them (:mod:`gradmc.distributed.memory`). Connecting to Ray:
-:mod:`gradmc.distributed.session`.
+Two executors, same results: Ray *tasks* (default; ``max_retries`` re-runs a shard whose worker died) and a
+``ray.util.ActorPool`` of actors, each holding its threads / GPU share and what its shards load through
+:func:`gradmc.distributed.shared.load_once` (``max_restarts`` / ``max_task_retries`` redo a dead actor's
+shard). Neither is faster for a whole job (``make bench``, executors.json; docs/DESIGN.md "Scale").
+A shard that raises is not retried (it would fail again); one out of memory fails naming its sizes and the fix.
 """
 
 from __future__ import annotations
@@ -30,6 +22,7 @@ from typing import Any
 
 import ray
 import torch
+from ray.util import ActorPool
 
 from gradmc.distributed.memory import oom_hint, run_guarded
 from gradmc.distributed.memory_split import ShardPart
@@ -39,60 +32,31 @@ from gradmc.errors import ClusterResourceError, InputError, UserError
 __all__ = ["DEFAULT_EXECUTOR", "EXECUTORS", "EXECUTOR_ENV_VAR", "PER_SHARD_LINES", "resolve_executor", "run_shards"]
 
 
-@ray.remote
-def _run_shard(fn: Callable[[Any], Any], shard: Any, threads: int) -> Any:
-    """Ray task body: fix torch's intra-op threads (OMP_NUM_THREADS from Snakemake leaks into
-    workers and would oversubscribe cores) and the malloc thresholds (:mod:`gradmc.tuning`), then run
-    one shard (out of memory: a clear error)."""
+def _setup_worker(threads: int) -> None:
+    """Fix torch's intra-op threads (OMP_NUM_THREADS from Snakemake leaks into workers and would oversubscribe
+    cores) and the malloc thresholds (:mod:`gradmc.tuning`)."""
     from gradmc.tuning import tune_allocator
 
     torch.set_num_threads(threads)
     tune_allocator()
+
+
+@ray.remote
+def _run_shard(fn: Callable[[Any], Any], shard: Any, threads: int) -> Any:
+    """Ray task body: one shard (out of memory: a clear error)."""
+    _setup_worker(threads)
     return run_guarded(fn, shard)
 
 
 class _ShardActor:
-    """A long-lived worker of the actor pool: it holds its CPU threads (and GPU share) for the whole sweep and
-    keeps whatever its shards load through :func:`gradmc.distributed.shared.load_once` (targets, data,
-    models) across shards, so those are loaded once per actor, not once per shard."""
+    """An actor of the pool: it holds its threads (and GPU share) for the whole sweep and keeps what its shards
+    load through :func:`gradmc.distributed.shared.load_once` across shards."""
 
     def __init__(self, threads: int):
-        from gradmc.tuning import tune_allocator
-
-        torch.set_num_threads(threads)
-        tune_allocator()
-        self.shards_run = 0
+        _setup_worker(threads)
 
     def run(self, fn: Callable[[Any], Any], shard: Any) -> Any:
-        """One shard (out of memory: a clear error, as for a task)."""
-        self.shards_run += 1
         return run_guarded(fn, shard)
-
-
-class _ActorPool:
-    """``size`` :class:`_ShardActor` s fed one shard at a time: a restarted actor (``max_restarts``) redoes the
-    shard it was running (``max_task_retries``), so no shard is lost or run twice into the results."""
-
-    def __init__(self, size: int, threads: int, gpus: float, max_retries: int):
-        cls = ray.remote(_ShardActor)
-        self._actors = [cls.options(num_cpus=threads, num_gpus=gpus, max_restarts=max_retries,
-                                    max_task_retries=max_retries).remote(threads) for _ in range(size)]
-        self._idle = list(self._actors)
-        self._busy: dict[ray.ObjectRef, Any] = {}
-
-    def submit(self, fn: Callable[[Any], Any], shard: Any, name: str) -> ray.ObjectRef:
-        actor = self._idle.pop()
-        ref = actor.run.options(name=name).remote(fn, shard)
-        self._busy[ref] = actor
-        return ref
-
-    def release(self, ref: ray.ObjectRef) -> None:
-        self._idle.append(self._busy.pop(ref))
-
-    def close(self) -> None:
-        for actor in self._actors:
-            with contextlib.suppress(Exception):
-                ray.kill(actor, no_restart=True)
 
 
 EXECUTORS = ("tasks", "actors")
@@ -107,17 +71,13 @@ def resolve_executor(executor: str | None = None) -> str:
     Raises:
         gradmc.errors.InputError: the name (or the environment variable) is not one of :data:`EXECUTORS`.
     """
-    if executor is not None:
-        if executor not in EXECUTORS:
-            raise InputError(f"shard executor {executor!r} is not one of {', '.join(EXECUTORS)}")
-        return executor
-    env = os.environ.get(EXECUTOR_ENV_VAR)
-    if env is None or env == "":
-        return DEFAULT_EXECUTOR
-    if env not in EXECUTORS:
+    if executor is not None and executor not in EXECUTORS:
+        raise InputError(f"shard executor {executor!r} is not one of {', '.join(EXECUTORS)}")
+    env = os.environ.get(EXECUTOR_ENV_VAR) or DEFAULT_EXECUTOR
+    if executor is None and env not in EXECUTORS:
         raise InputError(f"{EXECUTOR_ENV_VAR}={env!r} is not one of {', '.join(EXECUTORS)} (unset it for the "
                          f"default, {DEFAULT_EXECUTOR})")
-    return env
+    return executor or env
 
 
 def _check_feasible(num_cpus: float, num_gpus: float) -> None:
@@ -196,7 +156,6 @@ def run_shards(
     desc: str = "shards",
     on_result: Callable[[int, Any], None] | None = None,
     executor: str | None = None,
-    numbers: Sequence[int] | None = None,
     names: Sequence[str] | None = None,
     noun: str = "shards",
 ) -> list[Any]:
@@ -228,10 +187,9 @@ def run_shards(
             :func:`gradmc.distributed.shared.load_once`, fed one shard at a time; a dead actor is restarted
             and its shard redone, up to max_retries times); None: :data:`DEFAULT_EXECUTOR`, or the
             ``GRADMC_SHARD_EXECUTOR`` environment variable when set. Results are the same either way.
-        numbers: the shards' numbers in the whole sweep, for progress lines, task names and errors (a rerun that
-            computes only the shards missing from the cache keeps their original numbers); default 0, 1, ...
         names: how progress lines, task names and errors name each shard, e.g. ``shard 3 part 2/4`` for a part
-            of a split shard (:func:`gradmc.distributed.memory_split.unit_names`); default ``shard <number>``
+            of a split shard (:func:`gradmc.distributed.memory_split.unit_names`), ``shard 7`` for shard 7 of the sweep
+            when a rerun computes only the shards missing from the cache; default ``shard 0``, ``shard 1``, ...
             (task names drop the word ``shard``: ``<desc>[3]``, ``<desc>[3 part 2/4]``).
         noun: what the shards are called in counts (``12 parts, 2 at a time``); default ``shards``.
 
@@ -257,10 +215,7 @@ def run_shards(
     if num_workers is not None and num_workers < 1:
         raise ValueError(f"num_workers must be >= 1, got {num_workers}")
     executor = resolve_executor(executor)
-    number = list(numbers) if numbers is not None else list(range(len(shards)))
-    if len(number) != len(shards):
-        raise ValueError(f"numbers has {len(number)} entries for {len(shards)} shards")
-    name_of = list(names) if names is not None else [f"shard {n}" for n in number]
+    name_of = list(names) if names is not None else [f"shard {i}" for i in range(len(shards))]
     if len(name_of) != len(shards):
         raise ValueError(f"names has {len(name_of)} entries for {len(shards)} shards")
     if not shards:
@@ -271,63 +226,60 @@ def run_shards(
         cpus = ray.cluster_resources().get("CPU", os.cpu_count() or 1)
         num_workers = max(1, int(cpus) // threads_per_worker)
 
-    options: dict[str, Any] = {
-        "num_cpus": threads_per_worker,
-        "num_gpus": num_gpus_per_shard,
-        "max_retries": max_retries,
-        "retry_exceptions": False,
-    }
     total = len(shards)
+    resources = {"num_cpus": threads_per_worker, "num_gpus": num_gpus_per_shard}
+    actors: list[Any] = []
+    if executor == "actors":  # a restarted actor (max_restarts) redoes the shard it was running (max_task_retries)
+        actor_cls = ray.remote(_ShardActor).options(**resources, max_restarts=max_retries, max_task_retries=max_retries)
+        actors = [actor_cls.remote(threads_per_worker) for _ in range(min(num_workers, total))]
+    pool = ActorPool(actors)
+    task_options = {**resources, "max_retries": max_retries, "retry_exceptions": False}
     results: list[Any] = [None] * total
-    pending: dict[ray.ObjectRef, int] = {}
-    submitted: dict[int, float] = {}
+    pending: dict[ray.ObjectRef, tuple[int, Any, float]] = {}  # ref -> (shard index, its actor or None, start)
     next_index = done = 0
-    last_percent = -1
-    start = time.monotonic()
+    last_percent, start = -1, time.monotonic()
     if progress is not None:
         progress(f"[{desc}] {total} {noun}, {min(num_workers, total)} at a time")
-    pool = None
-    if executor == "actors":
-        pool = _ActorPool(min(num_workers, total), threads_per_worker, num_gpus_per_shard, max_retries)
     try:
         while done < total:
             while next_index < total and len(pending) < num_workers:
                 name = f"{desc}[{name_of[next_index].removeprefix('shard ')}]"  # ising_sampling[3], [3 part 2/4]
-                if pool is not None:
-                    ref = pool.submit(fn, shards[next_index], name)
+                shard, actor = shards[next_index], None
+                if actors:
+                    actor = pool.pop_idle()  # never None: at most len(actors) shards are in flight
+                    ref = actor.run.options(name=name).remote(fn, shard)
                 else:
-                    ref = _run_shard.options(name=name, **options).remote(fn, shards[next_index], threads_per_worker)
-                pending[ref] = next_index
-                submitted[next_index] = time.monotonic()
+                    ref = _run_shard.options(name=name, **task_options).remote(fn, shard, threads_per_worker)
+                pending[ref] = (next_index, actor, time.monotonic())
                 next_index += 1
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                index = pending.pop(ref)
-                if pool is not None:
-                    pool.release(ref)
-                try:
-                    results[index] = ray.get(ref)
-                except ray.exceptions.RayError as err:
-                    cause = getattr(err, "cause", None)
-                    if isinstance(cause, UserError):  # bad input met inside a shard: still a one-line user error
-                        raise type(cause)(f"{name_of[index]} {_label(shards[index])}: {cause}") from err
-                    raise RuntimeError(_describe_failure(name_of[index], shards[index], fn, err, max_retries)) from err
-                if on_result is not None:
-                    on_result(index, results[index])
-                done += 1
-                if progress is not None and total <= PER_SHARD_LINES:
-                    progress(f"[{desc}] {name_of[index]} {_label(shards[index])} finished in "
-                             f"{time.monotonic() - submitted[index]:.1f}s")
-            percent = 100 * done // total
-            if progress is not None and (percent > last_percent or done == total):
-                last_percent = percent
-                elapsed = time.monotonic() - start
-                eta = elapsed / done * (total - done)
-                progress(f"[{desc}] {done}/{total} done ({percent}%), elapsed {elapsed:.1f}s, eta {eta:.1f}s")
+            [ref], _ = ray.wait(list(pending), num_returns=1)
+            index, actor, began = pending.pop(ref)
+            if actor is not None:
+                pool.push(actor)
+            try:
+                results[index] = ray.get(ref)
+            except ray.exceptions.RayError as err:
+                cause = getattr(err, "cause", None)
+                if isinstance(cause, UserError):  # bad input met inside a shard: still a one-line user error
+                    raise type(cause)(f"{name_of[index]} {_label(shards[index])}: {cause}") from err
+                raise RuntimeError(_describe_failure(name_of[index], shards[index], fn, err, max_retries)) from err
+            if on_result is not None:
+                on_result(index, results[index])
+            done += 1
+            if progress is None:
+                continue
+            if total <= PER_SHARD_LINES:
+                progress(f"[{desc}] {name_of[index]} {_label(shards[index])} finished in "
+                         f"{time.monotonic() - began:.1f}s")
+            if (percent := 100 * done // total) > last_percent:
+                last_percent, elapsed = percent, time.monotonic() - start
+                progress(f"[{desc}] {done}/{total} done ({percent}%), elapsed {elapsed:.1f}s, "
+                         f"eta {elapsed / done * (total - done):.1f}s")
     finally:
         for ref in pending:
             with contextlib.suppress(Exception):
                 ray.cancel(ref)
-        if pool is not None:
-            pool.close()
+        for actor in actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor, no_restart=True)
     return results

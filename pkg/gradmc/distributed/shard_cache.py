@@ -239,16 +239,15 @@ def run_cached(
         fn: the shard function (``run(shard) -> DataFrame``).
         shards: the sweep's shards.
         cache: where finished shards are stored; None computes every shard and stores nothing.
-        runner: ``runner(fn, shards, on_result=..., progress=..., desc=..., numbers=..., **runner_kwargs)``
-            (plus ``names`` and ``noun`` when given)
-            computing the missing shards and calling ``on_result(i, frame)`` on the driver as each finishes
-            (:func:`gradmc.distributed.run_shards`; ``numbers`` are the shards' indices in the whole sweep,
-            for its progress lines and errors).
+        runner: ``runner(fn, shards, on_result=..., progress=..., desc=..., names=..., **runner_kwargs)``
+            (plus ``noun`` when given) computing the missing shards and calling ``on_result(i, frame)`` on the
+            driver as each finishes (:func:`gradmc.distributed.run_shards`; ``names`` keep each shard's name in
+            the whole sweep, ``shard 7``, for its progress lines and errors).
         progress: receives a line saying how many shards came from the cache; None for silence.
         desc: label of the progress lines.
         names: each shard's name in progress lines and errors (e.g. ``shard 3 part 2/4``,
             :func:`gradmc.distributed.memory_split.unit_names`), handed to ``runner`` as ``names`` for the
-            shards it runs; None: the runner's default (``shard <number>``).
+            shards it runs; None: ``shard <index in shards>``.
         noun: what the shards are called in counts (``parts``); handed to ``runner`` unless ``shards``.
 
     Returns:
@@ -271,12 +270,10 @@ def run_cached(
         if cache is not None:
             cache.store(shards[todo[j]], frame)
 
-    if names is not None:
-        runner_kwargs["names"] = [names[i] for i in todo]
+    runner_kwargs["names"] = [names[i] if names is not None else f"shard {i}" for i in todo]
     if noun != "shards":
         runner_kwargs["noun"] = noun
-    computed = runner(fn, [shards[i] for i in todo], on_result=keep, progress=progress, desc=desc, numbers=todo,
-                      **runner_kwargs)
+    computed = runner(fn, [shards[i] for i in todo], on_result=keep, progress=progress, desc=desc, **runner_kwargs)
     for i, frame in zip(todo, computed, strict=True):
         frames[i] = frame
     return frames, len(todo)

@@ -4,13 +4,13 @@ A shard's ``run`` loads its inputs from the paths it carries. Called through :fu
 runs once per process for the same arguments and the same file contents: every later shard on that Ray
 actor (or reused task worker) gets the object already in memory. The key includes the size and
 modification time of every argument that names a file, so a rewritten file is loaded again. Callers must
-treat what they get as read-only (it is shared with the next shard).
+treat what they get as read-only (it is shared with the next shard). The memo is a ``functools.lru_cache``.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -21,9 +21,6 @@ T = TypeVar("T")
 MAX_ENTRIES = 8
 """Most objects kept per process (least recently used first out), so a long sweep over many inputs does not
 hold them all."""
-
-_MEMO: OrderedDict[tuple, Any] = OrderedDict()
-_LOADS = 0
 
 
 def _stamp(value: Any) -> Any:
@@ -37,11 +34,16 @@ def _stamp(value: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=MAX_ENTRIES)
+def _load(loader: Callable[..., Any], args: tuple, stamps: tuple) -> Any:
+    return loader(*args)  # stamps only key the cache: a rewritten file is another entry
+
+
 def load_once(loader: Callable[..., T], *args: Any) -> T:
     """``loader(*args)``, computed once per process for the same loader, arguments and file contents.
 
     Args:
-        loader: a module-level function (its module and name are part of the key).
+        loader: a module-level function.
         args: hashable arguments (paths, device names, split names).
 
     Returns:
@@ -50,24 +52,14 @@ def load_once(loader: Callable[..., T], *args: Any) -> T:
     Raises:
         Whatever ``loader`` raises (nothing is remembered then).
     """
-    global _LOADS
-    key = (loader.__module__, loader.__qualname__, tuple(_stamp(a) for a in args))
-    if key in _MEMO:
-        _MEMO.move_to_end(key)
-        return _MEMO[key]
-    value = loader(*args)
-    _LOADS += 1
-    _MEMO[key] = value
-    while len(_MEMO) > MAX_ENTRIES:
-        _MEMO.popitem(last=False)
-    return value
+    return _load(loader, args, tuple(_stamp(a) for a in args))
 
 
 def loads() -> int:
-    """How many times :func:`load_once` has called a loader in this process (for tests and benchmarks)."""
-    return _LOADS
+    """How many times :func:`load_once` has called a loader in this process since the last :func:`clear`."""
+    return _load.cache_info().misses
 
 
 def clear() -> None:
     """Forget every object loaded in this process."""
-    _MEMO.clear()
+    _load.cache_clear()

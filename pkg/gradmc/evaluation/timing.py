@@ -3,7 +3,9 @@
 Only sampler time is measured (the device is synchronised before the clock is read); the first
 ``warmup`` steps are discarded so allocator and thread-pool start-up do not count. The spread over the
 repeats (:func:`spread`) is reported with the median, so a reader sees how far one number can be
-trusted on a shared machine.
+trusted on a shared machine. :func:`time_sampler` times with ``torch.utils.benchmark.Timer``;
+:func:`time_interleaved` keeps its own clock: it alternates samplers run by run, and its steps feed the
+sampler-cost experiment's metrics, which the Timer's extra untimed steps would change.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import statistics
 import time
 
 import torch
+from torch.utils.benchmark import Measurement, Timer
 
 __all__ = ["spread", "time_interleaved", "time_sampler"]
 
@@ -42,9 +45,23 @@ def spread(values, prefix: str = "steps_per_s") -> dict:
             f"{prefix}_rel_spread": (hi - lo) / median, "repeats": len(runs)}
 
 
+class _Chain:
+    """A kernel's chain state, advanced one step per :meth:`step` (what the benchmark Timer's statement calls)."""
+
+    def __init__(self, sampler, log_prob, x0: torch.Tensor, generator: torch.Generator):
+        self.sampler, self.log_prob, self.generator = sampler, log_prob, generator
+        self.state, self.info = sampler.init(x0, log_prob), None
+
+    def step(self) -> None:
+        self.state, self.info = self.sampler.step(self.state, self.log_prob, self.generator)
+
+
 def time_sampler(sampler, log_prob, x0: torch.Tensor, generator: torch.Generator, *, steps: int = 100,
                  repeats: int = 5, warmup: int = 20) -> dict:
     """Median steps/s of ``sampler`` on ``log_prob`` from ``x0`` over ``repeats`` runs of ``steps`` steps.
+
+    Each run is one ``torch.utils.benchmark.Timer.timeit(steps)`` (it synchronises CUDA, keeps torch's thread
+    count, and runs a few untimed steps of its own first); the chains go on from run to run.
 
     Args:
         sampler: a kernel with ``init(x, log_prob)`` and ``step(state, log_prob, generator) -> (state, info)``.
@@ -57,32 +74,28 @@ def time_sampler(sampler, log_prob, x0: torch.Tensor, generator: torch.Generator
     Returns:
         {"steps_per_s": median over the runs (one step = one transition of all C chains),
          "steps_per_s_runs", "steps_per_s_min", "steps_per_s_max", "steps_per_s_rel_spread", "repeats"
-         (see :func:`spread`), "ms_per_step": 1000 / median, "steps_per_run": steps,
-         "energy_evals_per_step": int, "grad_evals_per_step": int (of the last step, per chain-batch call,
-         as ``Info`` counts them), "acceptance_rate": mean over the runs of the last step's mean acceptance}
+         (see :func:`spread`), "ms_per_step": 1000 / median, "ms_per_step_iqr": interquartile range of the
+         runs' ms per step (``Measurement.iqr``), "steps_per_run": steps, "energy_evals_per_step": int,
+         "grad_evals_per_step": int (of the last step, per chain-batch call, as ``Info`` counts them),
+         "acceptance_rate": mean over the runs of the last step's mean acceptance}
 
     Raises:
         ValueError: for steps or repeats < 1 or warmup < 0.
     """
     if min(steps, repeats) < 1 or warmup < 0:
         raise ValueError(f"steps and repeats must be >= 1 and warmup >= 0, got {steps}, {repeats}, {warmup}")
-    sync = torch.cuda.synchronize if x0.is_cuda else (lambda: None)
-    state = sampler.init(x0, log_prob)
-    info = None
+    chain = _Chain(sampler, log_prob, x0, generator)
     for _ in range(warmup):
-        state, info = sampler.step(state, log_prob, generator)
-    rates, accept = [], []
+        chain.step()
+    timer = Timer("chain.step()", globals={"chain": chain}, num_threads=torch.get_num_threads())
+    runs, accept = [], []
     for _ in range(repeats):
-        sync()
-        start = time.perf_counter()
-        for _ in range(steps):
-            state, info = sampler.step(state, log_prob, generator)
-        sync()
-        rates.append(steps / (time.perf_counter() - start))
-        accept.append(float(info.acceptance_prob.mean()))
-    row = spread(rates, "steps_per_s")
-    return {**row, "ms_per_step": 1000.0 / row["steps_per_s"], "steps_per_run": steps,
-            "energy_evals_per_step": info.energy_evals, "grad_evals_per_step": info.grad_evals,
+        runs.append(timer.timeit(steps))  # .mean: seconds per step
+        accept.append(float(chain.info.acceptance_prob.mean()))
+    row = spread([1.0 / run.mean for run in runs], "steps_per_s")
+    return {**row, "ms_per_step": 1000.0 / row["steps_per_s"],
+            "ms_per_step_iqr": 1000.0 * Measurement.merge(runs)[0].iqr, "steps_per_run": steps,
+            "energy_evals_per_step": chain.info.energy_evals, "grad_evals_per_step": chain.info.grad_evals,
             "acceptance_rate": statistics.mean(accept)}
 
 

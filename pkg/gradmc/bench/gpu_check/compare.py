@@ -54,10 +54,8 @@ def chain_statistics(df: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
     if rows.empty:
         return keys, pd.DataFrame(columns=[*keys, "_n", "_mean", "_se"])
     grouped = rows.groupby(keys, dropna=False, sort=True, observed=True)["value"]
-    stats = grouped.agg(_n="count", _mean="mean", _std=lambda v: v.std(ddof=1)).reset_index()
-    stats = stats[stats["_n"] >= MIN_CHAINS].copy()
-    stats["_se"] = stats["_std"] / stats["_n"].map(math.sqrt)
-    return keys, stats.drop(columns="_std").reset_index(drop=True)
+    stats = grouped.agg(_n="count", _mean="mean", _se="sem").reset_index()  # sem: std(ddof=1) / sqrt(n)
+    return keys, stats[stats["_n"] >= MIN_CHAINS].reset_index(drop=True)
 
 
 def _describe_key(row: pd.Series, keys: list[str]) -> str:
