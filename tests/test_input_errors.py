@@ -206,7 +206,7 @@ def test_a_cpu_only_job_of_a_cuda_config_runs_without_cuda(tmp_path, monkeypatch
 def test_claims_refuse_a_config_the_metrics_were_not_made_with(tmp_path, capsys, monkeypatch):
     """A need's key that the metrics' own provenance config holds must agree with --config; --out may not overwrite
     an input; a claims module's ValueError (e.g. a non-finite replicate) is one line naming the file."""
-    from gradmc.claims import kmc_abc
+    from gradmc.experiments.kmc_abc import claims as kmc_abc
     from gradmc.claims.base import Claim, _check_run_config, at_least
     from gradmc.claims.stats import Interval
 

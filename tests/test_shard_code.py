@@ -143,7 +143,7 @@ def test_every_declaring_experiment_imports_only_the_registry_functions():
 
     from gradmc.samplers.discrete import registry
 
-    for path in sorted((PACKAGE_ROOT / "experiments").glob("*.py")):
+    for path in sorted((PACKAGE_ROOT / "experiments").glob("**/*.py")):
         tree = ast.parse(path.read_text())
         if not any(isinstance(n, ast.FunctionDef) and n.name == "shard_samplers" for n in tree.body):
             continue

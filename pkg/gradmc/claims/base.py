@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -263,9 +262,11 @@ THEORY = ("theory.gwg_theorem1",)
 ``claims(config)``, computed whenever the claims are (:func:`claims_frame`)."""
 
 
-def _known() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(importlib.import_module("gradmc.claims").__path__)
-                  if m.name not in ("base", "stats", "theory"))
+def _known() -> dict[str, str]:
+    """Experiment name -> claims module (:func:`gradmc.registry.claims_modules`)."""
+    from gradmc.registry import claims_modules
+
+    return claims_modules()
 
 
 def larger_sizes(experiment: str, config: dict | None, larger: dict | None) -> list[str]:
@@ -282,8 +283,8 @@ def larger_sizes(experiment: str, config: dict | None, larger: dict | None) -> l
 
 def claims_frame(metrics: dict[str, str | Path], config: dict | None = None,
                  theory: bool = True, larger: tuple[str, dict] | None = None) -> tuple[pd.DataFrame, dict]:
-    """Evaluate ``gradmc.claims.<experiment>.claims(df, config)`` on each experiment's metrics Parquet, and the
-    :data:`THEORY` claims.
+    """Evaluate each experiment's ``claims(df, config)`` (its claims module,
+    :func:`gradmc.registry.claims_modules`) on its metrics Parquet, and the :data:`THEORY` claims.
 
     Args:
         metrics: experiment name -> metrics Parquet path.
@@ -308,7 +309,7 @@ def claims_frame(metrics: dict[str, str | Path], config: dict | None = None,
     for experiment, path in metrics.items():
         if experiment not in known:
             raise InputError(f"no claims for experiment {experiment!r}; known: {', '.join(known)}")
-        module = importlib.import_module(f"gradmc.claims.{experiment}")
+        module = importlib.import_module(known[experiment])
         df, prov = read_parquet(path)
         found = sorted(set(df["experiment"].astype(str))) if "experiment" in df else []
         if found != [experiment]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gradmc.claims.kmc_trajectories import mean_acceptance
+from gradmc.experiments.kmc_trajectories.claims import mean_acceptance
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 
