@@ -46,7 +46,7 @@ def test_claims_live_in_the_experiment_folders():
     """Every standard experiment's claims are its folder's claims.py; gradmc.claims keeps the hand-written stages'
     only, and no experiment has claims in both places."""
     modules = registry.claims_modules()
-    for name, exp in registry.experiments().items():
+    for name in registry.experiments():
         if (EXPERIMENTS / name / "claims.py").is_file():
             assert modules[name] == f"gradmc.experiments.{name}.claims"
     assert {n for n, m in modules.items() if m.startswith("gradmc.claims.")} == {"ebm", "sampler_cost", "text_ebm"}
