@@ -37,7 +37,7 @@ for _exp in _registry.experiments().values():
 
     if _exp.figure is None:
         continue
-    _caption = str(_exp.caption_path)
+    _caption = os.path.relpath(_exp.caption_path, REPO / "workflow" / "rules")  # Snakemake: relative to this file
     if not _exp.caption_path.is_file():
         raise WorkflowError(f"gradmc.experiments.{_exp.name}: no report caption {_exp.caption_path} "
                             "(write one: `snakemake --report` needs it)")
