@@ -103,11 +103,12 @@ def test_the_registry_the_config_and_the_claims_find_the_folder(checkout):
     found = _python(checkout, """
 import json
 from gradmc import registry
+from gradmc.claims.base import claims_modules
 from gradmc.config import load_config, schema_parts
 toy = registry.standard("toy")
 config = load_config("toy.yaml")
 print(json.dumps({"module": toy.module, "figure": toy.figure_module, "caption": str(toy.caption_path),
-                  "schema": str(schema_parts()["toy"]), "claims": registry.claims_modules()["toy"],
+                  "schema": str(schema_parts()["toy"]), "claims": claims_modules()["toy"],
                   "section": config["toy"], "part": toy.job_config(config)}))
 """)
     toy = checkout / "pkg" / "gradmc" / "experiments" / "toy"

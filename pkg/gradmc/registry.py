@@ -20,9 +20,10 @@ Nothing else names it: the registry discovers the folders and reads each ``__ini
 :func:`ast.literal_eval`, without importing the module: the Snakefile (at parse time) and ``gradmc --help``
 get every experiment's name, figure and config keys without importing torch. The CLI builds its ``run`` and
 ``figure`` subcommands from it, ``workflow/rules/experiments.smk`` generates the run and figure rules of
-every standard experiment from it, ``workflow/rules/claims.smk`` the claims inputs, and ``gradmc plan`` its
-compute plan. A config runs the experiment when it holds its section (one line, ``<name>: {}``, runs it at the
-schema's defaults; a section a config leaves out is filled from them too).
+every standard experiment from it, and ``gradmc plan`` its compute plan; the claims stage finds the folders'
+``claims.py`` (:func:`gradmc.claims.base.claims_modules`). Every config runs every experiment (one DAG): a config
+that leaves its section out runs it at the schema's defaults, and one line (``<name>: {num_steps: 100}``) runs it
+smaller.
 
 Hand-written stages (training, data, EBM, timing) stay single modules ``gradmc/experiments/<stage>.py``, with
 their claims under ``gradmc/claims/``, figures under ``gradmc/figures/`` and schemas under
@@ -103,11 +104,10 @@ from pathlib import Path
 
 from gradmc.errors import UserError
 
-__all__ = ["Experiment", "RegistryError", "EXPERIMENTS_DIR", "CLAIMS_DIR", "experiments", "standard",
-           "stage_config_keys", "claims_experiments", "claims_modules", "ALWAYS_KEYS"]
+__all__ = ["Experiment", "RegistryError", "EXPERIMENTS_DIR", "experiments", "standard", "stage_config_keys",
+           "ALWAYS_KEYS"]
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parent / "experiments"
-CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
 #: Config keys every job reads (the device its shards run on and the GPU share they request).
 ALWAYS_KEYS = ("device", "gpus_per_shard")
 #: Names an input may not take: options every standard ``gradmc run`` has.
@@ -343,28 +343,3 @@ def stage_config_keys(stage: str) -> tuple[str, ...]:
     if stage not in stages:
         raise KeyError(f"no experiment module declares the stage {stage!r}; declared: {', '.join(stages)}")
     return (*stages[stage], *ALWAYS_KEYS)
-
-
-def claims_modules() -> dict[str, str]:
-    """Experiment name -> its claims module, sorted by name: ``gradmc.experiments.<name>.claims`` of every
-    standard experiment with a ``claims.py``, and ``gradmc.claims.<stage>`` of the hand-written stages (e.g.
-    ``ebm``). The claims stage reads each one's ``results/<config>/<name>/metrics.parquet``.
-
-    Raises:
-        RegistryError: a name with claims in both places.
-    """
-    found = {name: exp.claims_module for name, exp in _scan()[0].items()
-             if ((exp.folder or EXPERIMENTS_DIR / name) / "claims.py").is_file()}
-    for path in CLAIMS_DIR.glob("*.py"):
-        if path.stem in ("__init__", "base", "stats"):
-            continue
-        if path.stem in found:
-            raise RegistryError(f"claims for {path.stem!r} are in both {found[path.stem]} and gradmc.claims."
-                                f"{path.stem}: keep the experiment folder's claims.py")
-        found[path.stem] = f"gradmc.claims.{path.stem}"
-    return dict(sorted(found.items()))
-
-
-def claims_experiments() -> list[str]:
-    """Experiments with a claims module (:func:`claims_modules`), sorted."""
-    return list(claims_modules())

@@ -1,8 +1,10 @@
 # results/<config>/claims.md: every claim of the papers listed in EXPERIMENTS.md, measured as an effect with a 95%
 # interval, PASS/FAIL/INCONCLUSIVE, and the dashboard (forest plot) figures/claims_dashboard.{png,pdf}. One input per
-# claims module (gradmc.registry.claims_modules: an experiment folder's claims.py, or gradmc.claims.<stage> of a
+# claims module (gradmc.claims.base.claims_modules: an experiment folder's claims.py, or gradmc.claims.<stage> of a
 # hand-written stage): that experiment's results/<config>/<experiment>/metrics.parquet.
-_CLAIMS_MODULES = _registry.claims_modules()
+from gradmc.claims.base import claims_modules as _claims_modules  # noqa: E402
+
+_CLAIMS_MODULES = _claims_modules()
 _CLAIMS_INPUTS = {name: f"{RESULTS}/{name}/metrics.parquet" for name in _CLAIMS_MODULES}
 # claims modules that read no metrics (exact computations, e.g. GWG Theorem 1), computed with the others
 from gradmc.claims.base import THEORY as _THEORY_CLAIMS  # noqa: E402

@@ -1,7 +1,7 @@
 """The papers' claims, measured as effects with 95% intervals (``results/<config>/claims.md``).
 
 Each experiment has a claims module (``claims.py`` in its folder ``gradmc.experiments.<experiment>``, or
-``gradmc.claims.<stage>`` for a hand-written stage: :func:`gradmc.registry.claims_modules`) with
+``gradmc.claims.<stage>`` for a hand-written stage: :func:`gradmc.claims.base.claims_modules`) with
 ``claims(df: pandas.DataFrame, config) -> list[Claim]`` reading that experiment's tidy metrics. This package holds
 what they share (:mod:`gradmc.claims.base`, :mod:`gradmc.claims.stats`). A claim holds its
 effect's interval over replicates (:mod:`gradmc.claims.stats`); the verdict PASS / FAIL / INCONCLUSIVE is
