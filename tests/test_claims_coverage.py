@@ -86,7 +86,7 @@ def _difference(shape: str, size: tuple[int, ...], rng: np.random.Generator) -> 
 
 
 def _growth(g_hi, b_hi, g_lo, b_lo):
-    """As gradmc.claims.ising_sampling._growth: a difference of two log ratios of means."""
+    """As gradmc.experiments.ising_sampling.claims._growth: a difference of two log ratios of means."""
     return log_ratio_of_means(g_hi, b_hi) - log_ratio_of_means(g_lo, b_lo)
 
 

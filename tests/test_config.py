@@ -119,7 +119,7 @@ def test_no_experiment_module_carries_a_default_of_its_own():
     import ast
 
     offenders = []
-    for path in sorted((REPO / "pkg" / "gradmc" / "experiments").glob("*.py")):
+    for path in sorted((REPO / "pkg" / "gradmc" / "experiments").glob("**/*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
                     and len(node.args) == 2):

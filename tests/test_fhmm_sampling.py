@@ -12,10 +12,10 @@ import pytest
 import yaml
 from _t_bounds import t_bounds
 
-from gradmc.claims.fhmm_sampling import claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.experiments import fhmm_sampling as exp
-from gradmc.figures.fhmm_sampling import figure
+from gradmc.experiments.fhmm_sampling.claims import claims
+from gradmc.experiments.fhmm_sampling.figure import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
 
 SAMPLERS = ["Gibbs-1", "Gibbs-2", "HB-10-1", "Block-HB", "GWG"]
@@ -164,7 +164,7 @@ def test_claims_quote_the_paper_and_read_their_needs_from_the_config():
     steps and 5 seeds decide it; a smaller config makes even a clear PASS NOT DECIDABLE AT THIS SCALE, while a FAIL
     under the paper's settings stays a FAIL."""
     from gradmc.claims.base import NOT_DECIDABLE_SCALE
-    from gradmc.claims.fhmm_sampling import QUOTES
+    from gradmc.experiments.fhmm_sampling.claims import QUOTES
 
     paper = {"fhmm_sampling": {"L": 1000, "K": 10, "num_steps": 10000, "seeds": [0, 1, 2, 3, 4]}}
     small = {"fhmm_sampling": {"L": 50, "K": 10, "num_steps": 1500, "seeds": [0, 1, 2, 3, 4]}}

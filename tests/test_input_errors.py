@@ -206,9 +206,9 @@ def test_a_cpu_only_job_of_a_cuda_config_runs_without_cuda(tmp_path, monkeypatch
 def test_claims_refuse_a_config_the_metrics_were_not_made_with(tmp_path, capsys, monkeypatch):
     """A need's key that the metrics' own provenance config holds must agree with --config; --out may not overwrite
     an input; a claims module's ValueError (e.g. a non-finite replicate) is one line naming the file."""
-    from gradmc.claims import kmc_abc
     from gradmc.claims.base import Claim, _check_run_config, at_least
     from gradmc.claims.stats import Interval
+    from gradmc.experiments.kmc_abc import claims as kmc_abc
 
     config = {"kmc_abc": {"runs": [0, 1, 2, 3, 4], "num_iterations": 5000}}
     claim = Claim("kmc_abc", "KMC Fig. 4 right", "c", "e", Interval(1.0, 0.5, 1.5, 5, "runs", "t"), +1,

@@ -14,14 +14,14 @@ import torch
 import yaml
 from _t_bounds import t_bounds
 
-from gradmc.claims.ising_pcd import claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.core.exact import enumerate_binary, exact_distribution
 from gradmc.errors import InputError
 from gradmc.experiments import ising_pcd as exp
 from gradmc.experiments import ising_pcd_data as data_stage
+from gradmc.experiments.ising_pcd.claims import claims
+from gradmc.experiments.ising_pcd.figure import figure
 from gradmc.experiments.standard import collect
-from gradmc.figures.ising_pcd import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
 from gradmc.samplers.discrete import chromatic_gibbs as chromatic
 from gradmc.targets import DenseIsing, LatticeIsing
@@ -269,7 +269,7 @@ def test_training_time_claim_from_the_curves():
     reaches it at its last iteration, after its sampler time + PCD overhead (5 + 2 s, plus 0.1 s per seed both)
     against Gibbs-1's 12 s; a GWG run that never reaches it is censored (upper bound +inf): FAIL when even its
     full time exceeds Gibbs-1's, INCONCLUSIVE otherwise."""
-    from gradmc.claims.ising_pcd import QUOTES
+    from gradmc.experiments.ising_pcd.claims import QUOTES
 
     fast = claims(_synthetic(0.5, times={"Gibbs-1": (10.0, 12.0), "GWG": (5.0, 7.0)}), _config_dict())
     speed = [c for c in fast if "less training time" in c.claim]
@@ -290,7 +290,7 @@ def test_fig6_claims_need_the_papers_settings():
     K grid, a side >= 25, 10,000 iterations and 5 seeds; quick's 10x10 lattice, K = 5 and 25 and 500 iterations
     are NOT DECIDABLE AT THIS SCALE; a FAIL under the paper's settings stays a FAIL."""
     from gradmc.claims.base import NOT_DECIDABLE_SCALE
-    from gradmc.claims.ising_pcd import QUOTES
+    from gradmc.experiments.ising_pcd.claims import QUOTES
 
     models = MODELS + (("lattice25_theta0.1", "lattice", 25, 0.1), ("lattice10_theta0.25", "lattice", 10, 0.25))
     ks = (5, 10, 25, 50, 100)

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 from gradmc.claims.base import NOT_DECIDABLE_SCALE, NOT_RUN
-from gradmc.claims.ising_sampling import QUOTES, claims
 from gradmc.config import fill_defaults
 from gradmc.experiments import ising_sampling as exp
+from gradmc.experiments.ising_sampling.claims import QUOTES, claims
+from gradmc.experiments.ising_sampling.figure import figure
 from gradmc.experiments.standard import collect
-from gradmc.figures.ising_sampling import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
 
 SPEC = {"sides": [4, 6], "thetas": [-0.1, 0.3], "samplers": ["Gibbs-1", "GWG"], "seeds": [0, 1],

@@ -14,14 +14,14 @@ import yaml
 from _t_bounds import t_bounds
 
 from gradmc.claims.base import NOT_DECIDABLE_SCALE
-from gradmc.claims.kmc_abc import QUOTES, claims, marginal_error
 from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.evaluation.autocorrelation import autocorrelation
 from gradmc.evaluation.ess import ess
 from gradmc.experiments import kmc_abc as exp
+from gradmc.experiments.kmc_abc.claims import QUOTES, claims, marginal_error
+from gradmc.experiments.kmc_abc.figure import figure
 from gradmc.experiments.runner import tidy_frame
 from gradmc.experiments.standard import collect
-from gradmc.figures.kmc_abc import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
 
 SMALL = dict(num_burn_in=20, num_iterations=60, num_steps=5, kmc_history_size=50, kmc_sigma_grid=(10.0, 30.0),

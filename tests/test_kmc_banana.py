@@ -13,10 +13,10 @@ import yaml
 from _t_bounds import t_bounds
 
 from gradmc.claims.base import NOT_DECIDABLE_SCALE
-from gradmc.claims.kmc_banana import CLOSE_MARGINS, QUOTES, claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.experiments import kmc_banana as exp
-from gradmc.figures.kmc_banana import figure
+from gradmc.experiments.kmc_banana.claims import CLOSE_MARGINS, QUOTES, claims
+from gradmc.experiments.kmc_banana.figure import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
 
 

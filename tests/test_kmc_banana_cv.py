@@ -13,7 +13,7 @@ import yaml
 
 from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.experiments import kmc_banana as exp
-from gradmc.figures.kmc_banana import bootstrap_median_interval, figure, summary_table
+from gradmc.experiments.kmc_banana.figure import bootstrap_median_interval, figure, summary_table
 from gradmc.results import provenance, validate_metrics, write_parquet
 from gradmc.seeding import make_generator, seed_from
 from gradmc.surrogates import (

@@ -18,13 +18,13 @@ import yaml
 from _t_bounds import t_bounds
 
 from gradmc.claims.base import NOT_DECIDABLE_SCALE
-from gradmc.claims.kmc_gpc import QUOTES, claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.evaluation.ess import ess
 from gradmc.experiments import kmc_gpc as exp
 from gradmc.experiments import kmc_gpc_benchmark as bench
+from gradmc.experiments.kmc_gpc.claims import QUOTES, claims
+from gradmc.experiments.kmc_gpc.figure import figure
 from gradmc.experiments.standard import collect
-from gradmc.figures.kmc_gpc import figure
 from gradmc.results import provenance, read_parquet, validate_metrics, write_parquet
 from gradmc.samplers.continuous import KAMH
 

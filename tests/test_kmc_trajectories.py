@@ -14,10 +14,10 @@ import yaml
 from _t_bounds import t_bounds
 
 from gradmc.claims.base import NOT_DECIDABLE_SCALE
-from gradmc.claims.kmc_trajectories import MARGIN, QUOTES, claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.experiments import kmc_trajectories as exp
-from gradmc.figures.kmc_trajectories import figure
+from gradmc.experiments.kmc_trajectories.claims import MARGIN, QUOTES, claims
+from gradmc.experiments.kmc_trajectories.figure import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
 from gradmc.targets import Gaussian
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gradmc.claims import ising_sampling, rbm_sampling
+from gradmc.experiments.ising_sampling import claims as ising_sampling
+from gradmc.experiments.rbm_sampling import claims as rbm_sampling
 
 
 def _rbm_rows(ess_means: dict[str, float], mmd_means: dict[str, float], seeds=range(5), chains=40) -> pd.DataFrame:

@@ -147,3 +147,18 @@ def test_experiment_uses_name_existing_modules():
     missing = [(name, used) for name, entry in experiments().items() for used in entry.uses
                if importlib.util.find_spec(used) is None]
     assert not missing, f"META uses names modules that do not exist: {missing}"
+
+
+def test_an_experiments_figure_and_claims_import_no_run_code(graph):
+    """In an experiment folder the figure may import the folder's claims, and nothing else of any experiment: not
+    its run code (so the figure's code digest is its figure and claims only), not another experiment."""
+    bad = []
+    for module in sorted(graph.modules):
+        parts = module.split(".")
+        if len(parts) != 4 or parts[1] != "experiments" or parts[3] not in ("figure", "claims"):
+            continue
+        allowed = {f"gradmc.experiments.{parts[2]}.claims"} if parts[3] == "figure" else set()
+        for imported in graph.find_modules_directly_imported_by(module):
+            if _unit(imported) == "experiments" and imported not in allowed:
+                bad.append(_where(graph, module, imported))
+    assert not bad, "an experiment's figure or claims imports experiment code:\n" + "\n".join(bad)

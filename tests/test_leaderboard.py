@@ -98,13 +98,20 @@ def test_figure_writes_the_plot_and_the_table(tmp_path):
 
 
 def test_the_pipeline_rule_reads_every_source():
-    """workflow/rules/leaderboard.smk lists its inputs literally (parsing the Snakefile imports no matplotlib):
-    the list must be the module's SOURCES."""
+    """workflow/rules/leaderboard.smk reads its inputs from gradmc.specs.leaderboard, the one list the figure checks
+    them by; that module imports no matplotlib (parsing the Snakefile draws nothing)."""
+    import subprocess
+    import sys
     from pathlib import Path
 
-    from gradmc.figures.leaderboard import SOURCES
+    from gradmc.figures import leaderboard
+    from gradmc.specs import leaderboard as spec
+
+    assert leaderboard.SOURCES is spec.SOURCES
     rule = (Path(__file__).resolve().parents[1] / "workflow" / "rules" / "leaderboard.smk").read_text()
-    assert f"for name in {SOURCES!r}".replace("'", '"') in rule
+    assert "from gradmc.specs.leaderboard import SOURCES" in rule
+    code = "import sys, gradmc.specs.leaderboard; print('matplotlib' in sys.modules or 'torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 
 
 def test_a_seed_whose_pooled_ess_is_nan_is_left_out_with_a_note():

@@ -167,7 +167,7 @@ def test_complete_run_schedules_nothing(smoke_run):
 @pytest.mark.slow
 def test_touching_a_source_file_schedules_nothing(smoke_run):
     (smoke_run / "pkg" / "gradmc" / "samplers" / "discrete" / "gwg.py").touch()
-    (smoke_run / "pkg" / "gradmc" / "figures" / "rbm_sampling.py").touch()
+    (smoke_run / "pkg" / "gradmc" / "experiments" / "rbm_sampling" / "figure.py").touch()
     assert _scheduled(smoke_run) == set()
 
 
@@ -224,7 +224,7 @@ def test_editing_a_sampler_reruns_sampling_and_figure_only(smoke_run):
 
 @pytest.mark.slow
 def test_editing_a_figure_module_reruns_only_that_figure(smoke_run):
-    path = smoke_run / "pkg" / "gradmc" / "figures" / "rbm_sampling.py"
+    path = smoke_run / "pkg" / "gradmc" / "experiments" / "rbm_sampling" / "figure.py"
     original = _edited(path)
     try:
         assert _scheduled(smoke_run) == {"figure_rbm_sampling"}
@@ -286,7 +286,7 @@ def test_writing_a_default_explicitly_or_reordering_keys_reruns_nothing(smoke_ru
     a job's config part is compared with its keys sorted."""
     import yaml
 
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "experiments" / "kmc_banana.yaml").read_text())
+    schema = yaml.safe_load((REPO / "pkg" / "gradmc" / "experiments" / "kmc_banana" / "schema.yaml").read_text())
     smoke = yaml.safe_load((smoke_run / "config" / "smoke.yaml").read_text())
     omitted = {k: v["default"] for k, v in schema["properties"].items()
                if "default" in v and k not in smoke["kmc_banana"]}

@@ -38,7 +38,6 @@ META = {
     "config_keys": ["kmc_banana"],
     "figure": "toy_figure",
     "category": "GWG paper",
-    "caption": "claims.rst",
     "cpu_only": True,
 }
 
@@ -111,7 +110,7 @@ def test_a_malformed_plan_meta_is_refused():
 
 
 def test_a_new_experiment_is_planned_with_no_plan_edits(tmp_path, monkeypatch):
-    """A checkout whose package has one more experiment module (META and all, no other edit): Snakemake's DAG gets its
+    """A checkout whose package has one more experiment folder (META and all, no other edit): Snakemake's DAG gets its
     generated rule, and the plan probes its shards and costs them by its META['plan'] (units num_steps x repeats
     at the config's num_iterations)."""
     from gradmc.config import load_config
@@ -119,9 +118,12 @@ def test_a_new_experiment_is_planned_with_no_plan_edits(tmp_path, monkeypatch):
 
     pkg = tmp_path / "pkg"
     shutil.copytree(REPO / "pkg" / "gradmc", pkg / "gradmc", ignore=shutil.ignore_patterns("__pycache__"))
-    (pkg / "gradmc" / "experiments" / "toy.py").write_text(TOY, encoding="utf-8")
-    (pkg / "gradmc" / "figures" / "toy.py").write_text('"""Its figure (not drawn here)."""\n\n\ndef figure(*args, '
-                                                       '**kwargs):\n    raise NotImplementedError\n')
+    toy = pkg / "gradmc" / "experiments" / "toy"
+    toy.mkdir()
+    (toy / "__init__.py").write_text(TOY, encoding="utf-8")
+    (toy / "figure.py").write_text('"""Its figure (not drawn here)."""\n\n\ndef figure(*args, **kwargs):\n'
+                                   '    raise NotImplementedError\n')
+    (toy / "caption.rst").write_text("A toy figure.\n")
     for folder in ("workflow", "config"):  # a checkout: the Snakefile puts its own pkg/ first on sys.path
         (tmp_path / folder).symlink_to(REPO / folder)
     shutil.copy(REPO / "Snakefile", tmp_path / "Snakefile")
@@ -130,7 +132,8 @@ def test_a_new_experiment_is_planned_with_no_plan_edits(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADMC_DATA_DIR", str(tmp_path / "data"))
     scan = registry._scan
     monkeypatch.setattr(registry, "_scan", lambda: scan(pkg / "gradmc" / "experiments"))  # this process
-    spec = importlib.util.spec_from_file_location("gradmc.experiments.toy", pkg / "gradmc" / "experiments" / "toy.py")
+    spec = importlib.util.spec_from_file_location("gradmc.experiments.toy", toy / "__init__.py",
+                                                  submodule_search_locations=[str(toy)])
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     monkeypatch.setitem(sys.modules, "gradmc.experiments.toy", module)

@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 from matplotlib.collections import PolyCollection
 
-import gradmc.figures.potts_proteins as potts_figure
+import gradmc.experiments.potts_proteins.figure as potts_figure
+from gradmc.experiments.potts_proteins.figure import curve_table, figure, matrix, seed_interval, summary_table
 from gradmc.experiments.runner import tidy_frame
-from gradmc.figures.potts_proteins import curve_table, figure, matrix, seed_interval, summary_table
 from gradmc.results import provenance, write_parquet
 
 T_975_2 = 4.302652729749462  # t quantile 0.975 with 2 degrees of freedom

@@ -20,11 +20,11 @@ import torch
 import yaml
 from _t_bounds import t_bounds
 
-from gradmc.claims.potts_proteins import claims
 from gradmc.config import ConfigError, fill_defaults, validate_config
 from gradmc.experiments import potts_proteins as exp
+from gradmc.experiments.potts_proteins.claims import claims
+from gradmc.experiments.potts_proteins.figure import figure, matrix, summary_table
 from gradmc.experiments.standard import collect
-from gradmc.figures.potts_proteins import figure, matrix, summary_table
 from gradmc.proteins import contact_curve, coupling_norms, load_synthetic_potts
 from gradmc.proteins.scoring import k_grid
 from gradmc.results import provenance, validate_metrics, write_parquet
@@ -400,7 +400,7 @@ PAPER_NEEDS = {"potts_proteins": {"proteins": ["PF00018", "synthetic", "OPSD_BOV
 def test_claims_follow_the_papers_words_per_protein():
     """Fig. 7: on OPSD_BOVIN (smaller) Gibbs beats PLM, on CADH1_HUMAN (larger) it falls below PLM, GWG is best on
     both (superiority); Fig. 12: on PF00018 PCD beats PLM, GWG and Gibbs comparable (equivalence, margin 0.03)."""
-    from gradmc.claims.potts_proteins import QUOTES
+    from gradmc.experiments.potts_proteins.claims import QUOTES
 
     gwg = [0.50, 0.52, 0.47, 0.55, 0.51]
     (opsd,) = claims(_claims_frame(gwg, 0.40, protein="OPSD_BOVIN", method="PCD-Gibbs"), PAPER_NEEDS)[:1]

@@ -10,10 +10,10 @@ import pytest
 from _t_bounds import t_bounds
 
 from gradmc.claims.base import NOT_DECIDABLE_SCALE
-from gradmc.claims.rbm_relaxed import NO_DEGRADE_MARGIN, QUOTES, best_settings, claims
 from gradmc.config import fill_defaults
 from gradmc.experiments import rbm_relaxed as exp
-from gradmc.figures.rbm_relaxed import figure
+from gradmc.experiments.rbm_relaxed.claims import NO_DEGRADE_MARGIN, QUOTES, best_settings, claims
+from gradmc.experiments.rbm_relaxed.figure import figure
 from gradmc.results import provenance, validate_metrics, write_parquet
 
 SPEC = {"dims": [8, 16], "num_hidden": 6, "weight_variance": 0.05, "samplers": ["GWG", "R-MALA", "R-HMC", "D-SVGD"],

@@ -14,11 +14,11 @@ import yaml
 from _t_bounds import t_bounds
 
 from gradmc.claims.base import NOT_DECIDABLE_SCALE, NOT_RUN
-from gradmc.claims.rbm_sampling import HALFWAY_MARGIN, MMD_MARGIN, QUOTES, claims
 from gradmc.config import fill_defaults
 from gradmc.experiments import rbm_sampling as exp
 from gradmc.experiments.rbm_model import save_rbm
 from gradmc.experiments.rbm_reference import reference_stage
+from gradmc.experiments.rbm_sampling.claims import HALFWAY_MARGIN, MMD_MARGIN, QUOTES, claims
 from gradmc.experiments.standard import collect, job_config
 from gradmc.registry import standard
 from gradmc.results import validate_metrics
@@ -78,7 +78,7 @@ def test_smoke_config_gives_the_shards():
     assert len(shards) == len(smoke["rbm_sampling"]["samplers"]) * len(smoke["rbm_sampling"]["seeds"])
 
 
-# ---- claims (gradmc.claims.rbm_sampling) on synthetic metrics ----
+# ---- claims (gradmc.experiments.rbm_sampling.claims) on synthetic metrics ----
 
 #: Per-chain ESS of every seed's chains (4 chains); GWG > Gibbs-1, GWG < Gibbs-2, GWG ~ HB-10-1 (noisy).
 CHAIN_ESS = {"GWG": [20.0, 22.0, 18.0, 20.0], "Gibbs-1": [5.0, 6.0, 4.0, 5.0], "Gibbs-2": [40.0, 44.0, 36.0, 40.0],

@@ -23,21 +23,35 @@ def _defines(path: Path, name: str) -> bool:
 
 
 def test_every_module_with_shards_is_a_registered_experiment():
-    with_shards = {p.stem for p in EXPERIMENTS.glob("*.py") if _defines(p, "shards")}
+    with_shards = {p.parent.name for p in EXPERIMENTS.glob("*/__init__.py") if _defines(p, "shards")}
     assert with_shards == set(registry.experiments())
+    assert [p.name for p in EXPERIMENTS.glob("*.py") if _defines(p, "shards")] == []  # no single-module experiment
 
 
 def test_no_experiment_module_keeps_a_collect():
-    assert [p.name for p in EXPERIMENTS.glob("*.py") if p.stem != "standard" and _defines(p, "collect")] == []
+    assert [p.name for p in EXPERIMENTS.glob("**/*.py") if p.stem != "standard" and _defines(p, "collect")] == []
 
 
 def test_registered_experiments_have_their_modules():
     for name, exp in registry.experiments().items():
-        assert _defines(EXPERIMENTS / f"{name}.py", "run"), name
+        assert exp.folder == EXPERIMENTS / name
+        assert _defines(EXPERIMENTS / name / "__init__.py", "run"), name
         if exp.figure:
-            figure = EXPERIMENTS.parent / "figures" / f"{name}.py"
+            figure = EXPERIMENTS / name / "figure.py"
             assert figure.is_file() and _defines(figure, "figure"), name
-            assert (EXPERIMENTS.parents[2] / "workflow" / "report" / (exp.caption or f"{exp.figure}.rst")).is_file()
+            assert exp.caption_path == EXPERIMENTS / name / "caption.rst" and exp.caption_path.is_file(), name
+
+
+def test_claims_live_in_the_experiment_folders():
+    """Every standard experiment's claims are its folder's claims.py; gradmc.claims keeps the hand-written stages'
+    only, and no experiment has claims in both places."""
+    from gradmc.claims.base import claims_modules
+
+    modules = claims_modules()
+    for name in registry.experiments():
+        if (EXPERIMENTS / name / "claims.py").is_file():
+            assert modules[name] == f"gradmc.experiments.{name}.claims"
+    assert {n for n, m in modules.items() if m.startswith("gradmc.claims.")} == {"ebm", "sampler_cost", "text_ebm"}
 
 
 def test_hand_written_stages_declare_their_config_keys():
@@ -61,7 +75,8 @@ def test_every_declared_config_key_exists_in_every_config():
 
 
 def _scan(tmp_path: Path, source: str):
-    (tmp_path / "toy.py").write_text(textwrap.dedent(source))
+    (tmp_path / "toy").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "toy" / "__init__.py").write_text(textwrap.dedent(source))
     registry._scan.cache_clear()
     try:
         return registry._scan(tmp_path)
@@ -174,3 +189,15 @@ def test_a_cpu_only_job_gets_the_cpu_whatever_the_config_says(tmp_path):
     plain, _ = _scan(tmp_path / "plain", 'META = {"title": "t", "message": "m", "sort_by": []}\n')
     assert plain["toy"].job_config(config) == config
     assert config == {"toy": {"n": 3}, "device": "cuda", "gpus_per_shard": 0.25}
+
+
+def test_a_standard_experiment_in_a_single_module_is_refused(tmp_path):
+    """A standard META in ``experiments/<name>.py`` (not a folder) names the folder it belongs in."""
+    (tmp_path / "toy.py").write_text('META = {"title": "t", "message": "m", "sort_by": []}\n')
+    registry._scan.cache_clear()
+    try:
+        with pytest.raises(registry.RegistryError, match=r"is a folder, not a single module: move toy.py to "
+                                                         r"toy/__init__.py"):
+            registry._scan(tmp_path)
+    finally:
+        registry._scan.cache_clear()

@@ -86,7 +86,7 @@ def test_a_sampler_edit_changes_only_its_own_shards_keys(tmp_path):
     dmala = next(s for s in shards if s.sampler == "DMALA")
     assert after(ShardPart(dmala, 0, 1)) == after(dmala)
     # code every shard runs (the experiment module, the registry itself) changes every key
-    for rel in ("experiments/ising_sampling.py", "samplers/discrete/registry.py", "samplers/base.py"):
+    for rel in ("experiments/ising_sampling/__init__.py", "samplers/discrete/registry.py", "samplers/base.py"):
         path = root / rel
         path.write_text(path.read_text() + "\nEDITED_TOO = True\n")
         edited = shard_code_digest("ising_sampling", root=root)
@@ -99,7 +99,8 @@ def test_a_comment_edit_keeps_every_key(tmp_path):
     shutil.copytree(PACKAGE_ROOT, root, ignore=shutil.ignore_patterns("__pycache__"))
     shards = _smoke_ising_shards()
     before = shard_code_digest("ising_sampling", root=root)
-    for rel in ("samplers/discrete/gwg.py", "samplers/discrete/factorised.py", "experiments/ising_sampling.py"):
+    for rel in ("samplers/discrete/gwg.py", "samplers/discrete/factorised.py",
+                "experiments/ising_sampling/__init__.py"):
         path = root / rel
         path.write_text("# a comment at the top\n" + path.read_text() + "\n# and one at the end\n")
     after = shard_code_digest("ising_sampling", root=root)
@@ -143,7 +144,7 @@ def test_every_declaring_experiment_imports_only_the_registry_functions():
 
     from gradmc.samplers.discrete import registry
 
-    for path in sorted((PACKAGE_ROOT / "experiments").glob("*.py")):
+    for path in sorted((PACKAGE_ROOT / "experiments").glob("**/*.py")):
         tree = ast.parse(path.read_text())
         if not any(isinstance(n, ast.FunctionDef) and n.name == "shard_samplers" for n in tree.body):
             continue

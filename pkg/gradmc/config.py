@@ -1,5 +1,6 @@
 """Load and validate the science configuration against ``workflow/schemas/config.schema.yaml`` (and the
-per-experiment schemas in ``workflow/schemas/experiments/``).
+per-experiment schemas: ``schema.yaml`` in each experiment folder ``gradmc/experiments/<name>/``, and the
+hand-written stages' ``workflow/schemas/experiments/<name>.yaml``).
 
 An invalid key or value stops a run before any job starts, with a message naming the key, the bad
 value and what the schema allows.
@@ -30,16 +31,35 @@ from gradmc import sampler_catalog
 from gradmc.errors import ConfigError, MissingInputError, UserError
 from gradmc.specs.ebm_samplers import SAMPLERS as _EBM_SAMPLERS
 
-__all__ = ["ConfigError", "ConfigPart", "SCHEMA_PATH", "fill_defaults", "for_dataset", "load_config", "read_config",
-           "select", "validate_config"]
+__all__ = ["ConfigError", "ConfigPart", "EXPERIMENTS_DIR", "SCHEMA_PATH", "fill_defaults", "for_dataset", "load_config",
+           "read_config", "schema_parts", "select", "validate_config"]
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+#: The experiment folders (:mod:`gradmc.registry`), each with its section's ``schema.yaml``; found by path, never
+#: imported (the config check sits below the experiments).
+EXPERIMENTS_DIR = Path(__file__).resolve().parent / "experiments"
+
+
+def schema_parts() -> dict[str, Path]:
+    """Top-level config key -> the file holding its schema: ``gradmc/experiments/<key>/schema.yaml`` of every
+    experiment folder and ``workflow/schemas/experiments/<key>.yaml`` of the hand-written stages, sorted by key.
+
+    Raises:
+        ConfigError: a key with a schema in both places.
+    """
+    parts = {path.parent.name: path for path in EXPERIMENTS_DIR.glob("*/schema.yaml")}
+    for path in (SCHEMA_PATH.parent / "experiments").glob("*.yaml"):
+        if path.stem in parts:
+            raise ConfigError(f"the config section {path.stem!r} has two schemas, {parts[path.stem]} and {path}: "
+                              "keep the experiment folder's schema.yaml")
+        parts[path.stem] = path
+    return dict(sorted(parts.items()))
 
 
 def _load_schema() -> dict:
-    """The main schema plus one ``workflow/schemas/experiments/<key>.yaml`` per experiment family.
+    """The main schema plus one schema per experiment family (:func:`schema_parts`).
 
-    Each experiment file is the schema of the top-level config key named like the file; it is added to
+    Each part is the schema of the top-level config key named like its folder (or file); it is added to
     ``properties`` and to ``required`` (quick, paper and smoke are the same DAG, so every config has
     every experiment: a section a config file leaves out is filled from its ``default: {}``, the papers'
     settings).
@@ -47,9 +67,9 @@ def _load_schema() -> dict:
     if not SCHEMA_PATH.exists():
         raise FileNotFoundError(f"config schema not found at {SCHEMA_PATH}; run gradmc from its source checkout")
     schema = yaml.safe_load(SCHEMA_PATH.read_text())
-    for part in sorted((SCHEMA_PATH.parent / "experiments").glob("*.yaml")):
-        schema["properties"][part.stem] = yaml.safe_load(part.read_text())
-        schema["required"].append(part.stem)
+    for key, part in schema_parts().items():
+        schema["properties"][key] = yaml.safe_load(part.read_text())
+        schema["required"].append(key)
     _sampler_names(schema)
     return schema
 

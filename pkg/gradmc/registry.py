@@ -1,10 +1,33 @@
-"""The experiment registry: every experiment module declares its metadata once, in a ``META`` literal.
+"""The experiment registry: an experiment is one folder, and declares its metadata once, in a ``META`` literal.
 
-The registry discovers ``gradmc/experiments/*.py`` and reads each module's ``META = {...}`` with
+A standard experiment ``<name>`` is the folder ``gradmc/experiments/<name>/``:
+
+``__init__.py``
+    The run code, ``shards``, ``run`` (and ``finalize``), with the ``META`` literal below; its module is
+    ``gradmc.experiments.<name>``.
+``figure.py`` (with a ``figure`` in ``META``)
+    ``figure(df, prefix, config_name, table_prefix)`` draws the figure and writes its table.
+``claims.py`` (optional)
+    ``claims(df, config) -> list[Claim]``: the papers' claims on its metrics, with their paper values (where the
+    figure needs a paper number too, it imports it from here).
+``schema.yaml`` (optional)
+    The JSON schema of the top-level config section ``<name>`` (:mod:`gradmc.config` adds it to the config
+    schema); its ``default:`` entries are the papers' settings.
+``caption.rst`` (with a ``figure``)
+    The report caption of the figure and its table.
+
+Nothing else names it: the registry discovers the folders and reads each ``__init__.py``'s ``META = {...}`` with
 :func:`ast.literal_eval`, without importing the module: the Snakefile (at parse time) and ``gradmc --help``
 get every experiment's name, figure and config keys without importing torch. The CLI builds its ``run`` and
-``figure`` subcommands from it, and ``workflow/rules/experiments.smk`` generates the run and figure rules of
-every standard experiment from it.
+``figure`` subcommands from it, ``workflow/rules/experiments.smk`` generates the run and figure rules of
+every standard experiment from it, and ``gradmc plan`` its compute plan; the claims stage finds the folders'
+``claims.py`` (:func:`gradmc.claims.base.claims_modules`). Every config runs every experiment (one DAG): a config
+that leaves its section out runs it at the schema's defaults, and one line (``<name>: {num_steps: 100}``) runs it
+smaller.
+
+Hand-written stages (training, data, EBM, timing) stay single modules ``gradmc/experiments/<stage>.py``, with
+their claims under ``gradmc/claims/``, figures under ``gradmc/figures/`` and schemas under
+``workflow/schemas/experiments/``; their rules are hand-written.
 
 Two kinds of module carry a ``META``:
 
@@ -19,14 +42,14 @@ Two kinds of module carry a ``META``:
     Columns the concatenated shard frames are sorted by (stable sort).
 ``figure`` (str, optional)
     Stem of the figure and table files, ``results/<config>/figures/<figure>.pdf|.png`` and
-    ``results/<config>/tables/<figure>.csv|.md``; ``gradmc.figures.<name>.figure`` draws them. Without it
+    ``results/<config>/tables/<figure>.csv|.md``; ``gradmc.experiments.<name>.figure.figure`` draws them. Without it
     the experiment only produces its Parquet (an input of another experiment).
 ``category`` (str, required with ``figure``)
     Report category of the figure, e.g. ``"GWG paper"`` or ``"Kernel HMC paper"``.
 ``extra_figures`` / ``extra_tables`` (list of str, optional)
     Further outputs of the figure step, ``<figure>_<suffix>.pdf|.png`` / ``<figure>_<suffix>.csv|.md``.
 ``caption`` (str, optional)
-    Report caption file under ``workflow/report/`` (default ``<figure>.rst``).
+    Report caption file in the experiment's folder (default ``caption.rst``).
 ``inputs`` (dict name -> path, optional)
     Files made by other stages, as paths under ``results/<config>/``; the module gets
     ``shards(config, inputs)`` with ``inputs`` the same names mapped to the real paths.
@@ -68,7 +91,8 @@ The module itself offers ``shards(config, inputs) -> list[Shard]``, ``run(shard)
 shard frames need more than concatenation, ``finalize(df, inputs) -> DataFrame``.
 
 **Hand-written stages** (training, data, EBM, timing): ``META = {"stages": {stage: [dotted config keys]}}``,
-one entry per ``gradmc run <stage>`` the module implements; their rules stay hand-written.
+one entry per ``gradmc run <stage>`` the module implements; their rules stay hand-written. A standard ``META`` in
+a single module (not a folder) is refused: the experiment's figure, claims, schema and caption live beside it.
 """
 
 from __future__ import annotations
@@ -80,11 +104,10 @@ from pathlib import Path
 
 from gradmc.errors import UserError
 
-__all__ = ["Experiment", "RegistryError", "EXPERIMENTS_DIR", "CLAIMS_DIR", "experiments", "standard",
-           "stage_config_keys", "claims_experiments", "ALWAYS_KEYS"]
+__all__ = ["Experiment", "RegistryError", "EXPERIMENTS_DIR", "experiments", "standard", "stage_config_keys",
+           "ALWAYS_KEYS"]
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parent / "experiments"
-CLAIMS_DIR = Path(__file__).resolve().parent / "claims"
 #: Config keys every job reads (the device its shards run on and the GPU share they request).
 ALWAYS_KEYS = ("device", "gpus_per_shard")
 #: Names an input may not take: options every standard ``gradmc run`` has.
@@ -120,11 +143,27 @@ class Experiment:
     uses: tuple[str, ...] = ()
     cpu_only: bool = False
     plan: dict = field(default_factory=dict)
+    folder: Path | None = None
 
     @property
     def module(self) -> str:
-        """Dotted name of the experiment module."""
+        """Dotted name of the experiment module (the folder's ``__init__.py``: its run code)."""
         return f"gradmc.experiments.{self.name}"
+
+    @property
+    def figure_module(self) -> str:
+        """Dotted name of the module that draws the figure (``figure.py`` in the folder)."""
+        return f"{self.module}.figure"
+
+    @property
+    def claims_module(self) -> str:
+        """Dotted name of the claims module (``claims.py`` in the folder; it may not exist)."""
+        return f"{self.module}.claims"
+
+    @property
+    def caption_path(self) -> Path:
+        """The report caption file of the figure: ``caption`` (default ``caption.rst``) in the folder."""
+        return (self.folder or EXPERIMENTS_DIR / self.name) / (self.caption or "caption.rst")
 
     @property
     def job_keys(self) -> tuple[str, ...]:
@@ -150,6 +189,7 @@ class Experiment:
 def _literal_meta(path: Path):
     """The value of the module-level ``META = <literal>`` of ``path``, or None if it has none."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    label = f"{path.parent.name}/{path.name}" if path.name == "__init__.py" else path.name
     functions = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
@@ -160,15 +200,15 @@ def _literal_meta(path: Path):
             try:
                 return ast.literal_eval(node.value)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                raise RegistryError(f"{path.name}: META must be a literal (dict of str, list, dict), so the "
+                raise RegistryError(f"{label}: META must be a literal (dict of str, list, dict), so the "
                                     "registry can read it without importing the module") from None
     if {"shards", "run"} <= functions:
-        raise RegistryError(f"{path.name} defines shards() and run() but no META: declare its META (see the "
+        raise RegistryError(f"{label} defines shards() and run() but no META: declare its META (see the "
                             "gradmc.registry docstring) so the CLI and the pipeline find it")
     return None
 
 
-def _entry(name: str, meta: dict) -> Experiment:
+def _entry(name: str, meta: dict, folder: Path | None = None) -> Experiment:
     where = f"gradmc.experiments.{name}.META"
     if not isinstance(meta, dict):
         raise RegistryError(f"{where} must be a dict, got {type(meta).__name__}")
@@ -197,7 +237,7 @@ def _entry(name: str, meta: dict) -> Experiment:
             values[key] = tuple(values[key])
     values.setdefault("output", f"{name}/metrics.parquet")
     values.setdefault("config_keys", (name,))
-    return Experiment(name=name, **values)
+    return Experiment(name=name, folder=folder, **values)
 
 
 _PLAN_KEYS = {"unit": str, "units": (str, list, dict), "lengths": dict, "schedule": dict, "classes": list,
@@ -227,6 +267,23 @@ def _check_plan(where: str, plan: dict) -> None:
         raise RegistryError(f"{where}['plan']['units'] as a list must be a list of terms (strings), got {units!r}")
 
 
+def _stages(where: str, meta: dict, stages: dict[str, tuple[str, ...]]) -> None:
+    """Add a hand-written module's ``META["stages"]`` to ``stages`` (in place)."""
+    stages_meta = meta["stages"]
+    if not isinstance(stages_meta, dict) or not all(
+            isinstance(k, list) and all(isinstance(x, str) for x in k) for k in stages_meta.values()):
+        raise RegistryError(f"{where}.META['stages'] must map each stage name to a "
+                            f"list of dotted config keys, got {stages_meta!r}")
+    for stage, keys in stages_meta.items():
+        if stage in stages:
+            raise RegistryError(f"stage {stage!r} is declared by two modules")
+        stages[stage] = tuple(keys)
+
+
+def _is_stages(meta) -> bool:
+    return isinstance(meta, dict) and set(meta) == {"stages"}
+
+
 @functools.cache
 def _scan(directory: Path = EXPERIMENTS_DIR) -> tuple[dict[str, Experiment], dict[str, tuple[str, ...]]]:
     found: dict[str, Experiment] = {}
@@ -235,18 +292,20 @@ def _scan(directory: Path = EXPERIMENTS_DIR) -> tuple[dict[str, Experiment], dic
         meta = _literal_meta(path)
         if meta is None:
             continue
-        if isinstance(meta, dict) and set(meta) == {"stages"}:
-            stages_meta = meta["stages"]
-            if not isinstance(stages_meta, dict) or not all(
-                    isinstance(k, list) and all(isinstance(x, str) for x in k) for k in stages_meta.values()):
-                raise RegistryError(f"gradmc.experiments.{path.stem}.META['stages'] must map each stage name to a "
-                                    f"list of dotted config keys, got {stages_meta!r}")
-            for stage, keys in stages_meta.items():
-                if stage in stages:
-                    raise RegistryError(f"stage {stage!r} is declared by two modules")
-                stages[stage] = tuple(keys)
+        where = f"gradmc.experiments.{path.stem}"
+        if not _is_stages(meta):
+            raise RegistryError(f"{where}: a standard experiment is a folder, not a single module: move "
+                                f"{path.name} to {path.stem}/__init__.py, beside its figure.py, claims.py, "
+                                "schema.yaml and caption.rst (see the gradmc.registry docstring)")
+        _stages(where, meta, stages)
+    for folder in sorted(p.parent for p in directory.glob("*/__init__.py")):
+        meta = _literal_meta(folder / "__init__.py")
+        if meta is None:
             continue
-        found[path.stem] = _entry(path.stem, meta)
+        if _is_stages(meta):
+            _stages(f"gradmc.experiments.{folder.name}", meta, stages)
+            continue
+        found[folder.name] = _entry(folder.name, meta, folder)
     clash = sorted(set(found) & set(stages))
     if clash:
         raise RegistryError(f"{clash} are declared both as experiments and as hand-written stages")
@@ -254,7 +313,7 @@ def _scan(directory: Path = EXPERIMENTS_DIR) -> tuple[dict[str, Experiment], dic
 
 
 def experiments() -> dict[str, Experiment]:
-    """Every standard experiment, by name (the module's file name), in file-name order.
+    """Every standard experiment, by name (its folder's name), in name order.
 
     Raises:
         RegistryError: a malformed ``META``.
@@ -284,9 +343,3 @@ def stage_config_keys(stage: str) -> tuple[str, ...]:
     if stage not in stages:
         raise KeyError(f"no experiment module declares the stage {stage!r}; declared: {', '.join(stages)}")
     return (*stages[stage], *ALWAYS_KEYS)
-
-
-def claims_experiments() -> list[str]:
-    """Experiments with a claims module ``gradmc.claims.<name>`` (file names, sorted); the claims stage reads
-    each one's ``results/<config>/<name>/metrics.parquet``."""
-    return sorted(p.stem for p in CLAIMS_DIR.glob("*.py") if p.stem not in ("__init__", "base", "stats"))

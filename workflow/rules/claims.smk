@@ -1,7 +1,11 @@
 # results/<config>/claims.md: every claim of the papers listed in EXPERIMENTS.md, measured as an effect with a 95%
 # interval, PASS/FAIL/INCONCLUSIVE, and the dashboard (forest plot) figures/claims_dashboard.{png,pdf}. One input per
-# claims module gradmc.claims.<experiment>: that experiment's results/<config>/<experiment>/metrics.parquet.
-_CLAIMS_INPUTS = {name: f"{RESULTS}/{name}/metrics.parquet" for name in _registry.claims_experiments()}
+# claims module (gradmc.claims.base.claims_modules: an experiment folder's claims.py, or gradmc.claims.<stage> of a
+# hand-written stage): that experiment's results/<config>/<experiment>/metrics.parquet.
+from gradmc.claims.base import claims_modules as _claims_modules  # noqa: E402
+
+_CLAIMS_MODULES = _claims_modules()
+_CLAIMS_INPUTS = {name: f"{RESULTS}/{name}/metrics.parquet" for name in _CLAIMS_MODULES}
 # claims modules that read no metrics (exact computations, e.g. GWG Theorem 1), computed with the others
 from gradmc.claims.base import THEORY as _THEORY_CLAIMS  # noqa: E402
 
@@ -18,7 +22,7 @@ rule claims:
         dashboard_pdf=f"{RESULTS}/figures/claims_dashboard.pdf",
     params:
         code=digest("gradmc.claims.base", "gradmc.claims.stats", "gradmc.figures.claims_dashboard",
-                    *(f"gradmc.claims.{name}" for name in (*_CLAIMS_INPUTS, *_THEORY_CLAIMS))),
+                    *_CLAIMS_MODULES.values(), *(f"gradmc.claims.{name}" for name in _THEORY_CLAIMS)),
         dashboard=lambda wildcards, output: output.dashboard.removesuffix(".png"),
         prefix=lambda wildcards, output: output.md.removesuffix(".md"),
         metrics=lambda wildcards, input: " ".join(f"{name}={path}" for name, path in input.items()),

@@ -1,6 +1,8 @@
-# Every standard experiment of the registry (gradmc.registry: each module's META literal) gets two rules here:
+# Every standard experiment of the registry (gradmc.registry: each folder pkg/gradmc/experiments/<name>/, its META
+# literal) gets two rules here:
 #   <name>         gradmc run <name>: all its shards on Ray -> results/<config>/<name>/metrics.parquet (or META output)
-#   figure_<name>  gradmc figure <name>: the figure (.pdf, .png) and table (.csv, .md) of that Parquet
+#   figure_<name>  gradmc figure <name>: the figure (.pdf, .png) and table (.csv, .md) of that Parquet, drawn by
+#                  the folder's figure.py, with the folder's caption.rst in the report
 # A run rule's params are the part of the config its job reads (META config_keys + device, gpus_per_shard), so it
 # reruns exactly when that part changes, and the source digest of the modules it runs. Its inputs are the files
 # META inputs names (made by the hand-written stages or another experiment) and the data files of its config section.
@@ -35,10 +37,9 @@ for _exp in _registry.experiments().values():
 
     if _exp.figure is None:
         continue
-    _caption_file = _exp.caption or f"{_exp.figure}.rst"
-    _caption = f"../report/{_caption_file}"
-    if not (REPO / "workflow" / "report" / _caption_file).is_file():
-        raise WorkflowError(f"gradmc.experiments.{_exp.name}: no report caption workflow/report/{_caption_file} "
+    _caption = os.path.relpath(_exp.caption_path, REPO / "workflow" / "rules")  # Snakemake: relative to this file
+    if not _exp.caption_path.is_file():
+        raise WorkflowError(f"gradmc.experiments.{_exp.name}: no report caption {_exp.caption_path} "
                             "(write one: `snakemake --report` needs it)")
     _figures = {"": _exp.figure, **{f"{s}_": f"{_exp.figure}_{s}" for s in _exp.extra_figures}}
     _tables = {"": _exp.figure, **{f"{s}_": f"{_exp.figure}_{s}" for s in _exp.extra_tables}}
@@ -57,7 +58,7 @@ for _exp in _registry.experiments().values():
             **{f"{key}csv": f"{RESULTS}/tables/{stem}.csv" for key, stem in _tables.items() if key},
             **{f"{key}md": f"{RESULTS}/tables/{stem}.md" for key, stem in _tables.items() if key},
         params:
-            code=digest(f"gradmc.figures.{_exp.name}"),
+            code=digest(_exp.figure_module),
             prefix=lambda wildcards, output: output.pdf.removesuffix(".pdf"),
             table=lambda wildcards, output: output.csv.removesuffix(".csv"),
             config_name=config["name"],

@@ -1,7 +1,9 @@
 """The papers' claims, measured as effects with 95% intervals (``results/<config>/claims.md``).
 
-Each experiment family has a module ``gradmc.claims.<experiment>`` with
-``claims(df: pandas.DataFrame) -> list[Claim]`` reading that experiment's tidy metrics. A claim holds its
+Each experiment has a claims module (``claims.py`` in its folder ``gradmc.experiments.<experiment>``, or
+``gradmc.claims.<stage>`` for a hand-written stage: :func:`gradmc.claims.base.claims_modules`) with
+``claims(df: pandas.DataFrame, config) -> list[Claim]`` reading that experiment's tidy metrics. This package holds
+what they share (:mod:`gradmc.claims.base`, :mod:`gradmc.claims.stats`). A claim holds its
 effect's interval over replicates (:mod:`gradmc.claims.stats`); the verdict PASS / FAIL / INCONCLUSIVE is
 computed from it, never set by hand. A FAIL is reported, never hidden.
 """

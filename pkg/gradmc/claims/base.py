@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -263,9 +262,31 @@ THEORY = ("theory.gwg_theorem1",)
 ``claims(config)``, computed whenever the claims are (:func:`claims_frame`)."""
 
 
-def _known() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(importlib.import_module("gradmc.claims").__path__)
-                  if m.name not in ("base", "stats", "theory"))
+_PACKAGE = Path(__file__).resolve().parents[1]  # .../gradmc
+
+
+def claims_modules() -> dict[str, str]:
+    """Experiment name -> its claims module, sorted by name: ``gradmc.experiments.<name>.claims`` of every
+    experiment folder with a ``claims.py``, and ``gradmc.claims.<stage>`` of the hand-written stages (e.g.
+    ``ebm``). Found by path, never imported here (the Snakefile reads the claims inputs from it); the claims stage
+    reads each one's ``results/<config>/<name>/metrics.parquet``.
+
+    Raises:
+        InputError: a name with claims in both places.
+    """
+    found = {path.parent.name: f"gradmc.experiments.{path.parent.name}.claims"
+             for path in (_PACKAGE / "experiments").glob("*/claims.py")}
+    for path in (_PACKAGE / "claims").glob("*.py"):
+        if path.stem in ("__init__", "base", "stats"):
+            continue
+        if path.stem in found:
+            raise InputError(f"claims for {path.stem!r} are in both {found[path.stem]} and gradmc.claims."
+                             f"{path.stem}: keep the experiment folder's claims.py")
+        found[path.stem] = f"gradmc.claims.{path.stem}"
+    return dict(sorted(found.items()))
+
+
+_known = claims_modules
 
 
 def larger_sizes(experiment: str, config: dict | None, larger: dict | None) -> list[str]:
@@ -282,8 +303,8 @@ def larger_sizes(experiment: str, config: dict | None, larger: dict | None) -> l
 
 def claims_frame(metrics: dict[str, str | Path], config: dict | None = None,
                  theory: bool = True, larger: tuple[str, dict] | None = None) -> tuple[pd.DataFrame, dict]:
-    """Evaluate ``gradmc.claims.<experiment>.claims(df, config)`` on each experiment's metrics Parquet, and the
-    :data:`THEORY` claims.
+    """Evaluate each experiment's ``claims(df, config)`` (its claims module,
+    :func:`claims_modules`) on its metrics Parquet, and the :data:`THEORY` claims.
 
     Args:
         metrics: experiment name -> metrics Parquet path.
@@ -308,7 +329,7 @@ def claims_frame(metrics: dict[str, str | Path], config: dict | None = None,
     for experiment, path in metrics.items():
         if experiment not in known:
             raise InputError(f"no claims for experiment {experiment!r}; known: {', '.join(known)}")
-        module = importlib.import_module(f"gradmc.claims.{experiment}")
+        module = importlib.import_module(known[experiment])
         df, prov = read_parquet(path)
         found = sorted(set(df["experiment"].astype(str))) if "experiment" in df else []
         if found != [experiment]:

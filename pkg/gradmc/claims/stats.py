@@ -22,8 +22,8 @@ ESS, timed runs and seed differences, see that file):
   replicates at the 5 seeds the configs use, so the claims' :func:`t_interval` widens it by bootstrap-t.
 - :func:`bootstrap_interval`: expanded percentile bootstrap (Hesterberg 2015) of any statistic of one or more
   independent samples, e.g. :func:`log_ratio_of_means` of two samplers' per-chain ESS, or a difference of two
-  log ratios (gradmc.claims.ising_sampling ``_growth``): the percentiles of the bootstrap distribution at the
-  level whose normal quantile is sqrt(n / (n - 1)) t_{0.975, n-1}, n the smallest sample. The plain
+  log ratios (``_growth`` of gradmc.experiments.ising_sampling.claims): the percentiles of the bootstrap distribution
+  at the level whose normal quantile is sqrt(n / (n - 1)) t_{0.975, n-1}, n the smallest sample. The plain
   percentile interval (this module up to 2026-12-06) is too narrow at small n: it covered 0.75-0.90 at
   n = 4-5 and 0.89-0.94 at n = 30 (log ratio of means: 0.85-0.87 at n = 4-5). Needs
   :data:`MIN_BOOTSTRAP_REPLICATES` (4) replicates in every sample, else unbounded (at n = 3 the expanded

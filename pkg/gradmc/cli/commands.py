@@ -379,7 +379,9 @@ def _cmd_figure(args) -> None:
 
         paths = table_sampler_cost(args.metrics, args.out)
     else:
-        module = importlib.import_module(f"gradmc.figures.{args.figure}")
+        from gradmc.registry import standard
+
+        module = importlib.import_module(standard(args.figure).figure_module)
         paths = module.figure(args.metrics, args.out, args.table_out, config_name=args.config_name)
     log("[figure] wrote " + ", ".join(str(p) for p in paths))
 

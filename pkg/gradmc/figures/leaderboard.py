@@ -33,11 +33,10 @@ from gradmc.claims.stats import MIN_T_REPLICATES, t_interval
 from gradmc.errors import InputError, check_writable_folder
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
+from gradmc.specs.leaderboard import SOURCES
 
 __all__ = ["SOURCES", "PROTOCOLS", "MEASURES", "checked_metrics", "per_seed", "leaderboard_table", "figure"]
 
-#: experiments whose metrics feed the leaderboard (each writes the ``ess_rows`` of :mod:`gradmc.experiments.runner`)
-SOURCES = ("rbm_sampling", "ising_sampling")
 PROTOCOLS = ("ours", "DISCS")
 MEASURES = ("ess_per_second", "ess_per_energy_eval")
 _POOLED = ("ess_all_chains", "ess_chunk_chains")

@@ -10,13 +10,12 @@ from pathlib import Path
 import pandas as pd
 
 from gradmc.errors import InputError
+from gradmc.experiments.kmc_gpc.claims import PAPER_ITERATIONS, PAPER_MIN_ESS
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 
 __all__ = ["figure", "summary_table", "PAPER_MIN_ESS", "LOW", "HIGH"]
 
-#: Minimum ESS the paper reports in the text (6,000 iterations, "around").
-PAPER_MIN_ESS = {"KMC": 415.0, "KAMH": 35.0, "RW": 25.0}
 LOW, HIGH = 0.2, 0.8  # the paper's 20% / 80% quantile bands over runs
 _ORDER = ("KMC", "KAMH", "RW")
 _SUMMARY = ("min_ess", "acceptance_rate", "likelihood_estimates", "kmc_sigma", "kmc_lambda")
@@ -71,7 +70,7 @@ def figure(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str |
         ax_ess.scatter([i], [values.median()], color=sampler_color(name), marker="_", s=400)
         if name in PAPER_MIN_ESS:
             ax_ess.scatter([i + 0.25], [PAPER_MIN_ESS[name]], color="black", marker="x", s=30,
-                           label="paper (6,000 it.)" if i == 0 else None)
+                           label=f"paper ({PAPER_ITERATIONS:,} it.)" if i == 0 else None)
     ax_ess.set_xticks(range(len(samplers)), samplers)
     ax_ess.set_ylabel("minimum ESS over the 9 dimensions")
     ax_ess.legend(fontsize=8, loc="best")
@@ -84,8 +83,8 @@ def figure(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str |
                f"of each chain (no burn-in removed) and {int(size.iloc[0]) if len(size) else '?'} benchmark samples, "
                "kernel (1 + <theta, theta'>)^3; lines: median over "
                f"{runs} runs, bands: 20-80% quantiles. Right: minimum over dimensions of ArviZ bulk ESS of all "
-               f"{iterations} states per run (dots: runs; bar: median; x: the paper's values after 6,000 "
-               "iterations). wall_time_s: sampler seconds per run (cross-validation excluded).")
+               f"{iterations} states per run (dots: runs; bar: median; x: the paper's values after "
+               f"{PAPER_ITERATIONS:,} iterations). wall_time_s: sampler seconds per run (cross-validation excluded).")
     paths = save_figure(fig, out_prefix)
     paths += save_table(table, table_prefix or out_prefix, caption)
     return paths

@@ -65,6 +65,8 @@ QUOTES = {
 """The sentences of the KMC paper (Sec. 5, on Fig. 4 left) that the claims test, verbatim."""
 
 PAPER_MIN_ESS = {"KMC": 415.0, "KAMH": 35.0, "RW": 25.0}
+"""Minimum ESS the paper reports in the text after :data:`PAPER_ITERATIONS` iterations ("around"); the figure marks
+them too."""
 PAPER_ITERATIONS = 6000
 PAPER_HISTORY = 1000
 FROM_ITERATION = 500

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gradmc.claims.rbm_relaxed import best_settings, standard_error
+from gradmc.experiments.rbm_relaxed.claims import best_settings, standard_error
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 

@@ -10,14 +10,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gradmc.claims.kmc_trajectories import mean_acceptance
+from gradmc.experiments.kmc_trajectories.claims import MODERATE_D, PAPER_SLICE_N, mean_acceptance
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 
 __all__ = ["figure", "summary_table", "PAPER_SLICE_N", "PAPER_SLICE_D"]
 
-PAPER_SLICE_N = 5000
-PAPER_SLICE_D = 8
+PAPER_SLICE_D = MODERATE_D  # the paper's slices (KMC Fig. 2): d = 8 and n = PAPER_SLICE_N, from the claims
 
 
 def _closest(values, target: int) -> int:
@@ -75,7 +74,7 @@ def figure(metrics_path: str | Path, out_prefix: str | Path, table_prefix: str |
                "L ~ U{L_min..L_max}) of min(1, exp(H_0 - H_t)) with the true H, averaged over "
                f"{trials} or more trials per (d, n); KMC: gradient of a KMC finite surrogate with m = n "
                "rational-quadratic features fitted on n target samples; HMC: true gradient (does not depend "
-               f"on n). Slices at d = {d_slice} and n = {n_slice} (paper: d = 8, n = 5,000).")
+               f"on n). Slices at d = {d_slice} and n = {n_slice} (paper: d = {PAPER_SLICE_D}, n = {PAPER_SLICE_N:,}).")
     paths = save_figure(fig, out_prefix)
     paths += save_table(table, table_prefix or out_prefix, caption)
     return paths
