@@ -1,4 +1,4 @@
-"""Process-level performance settings of gradmc's compute processes (issue 14).
+"""Process-level performance settings of gradmc's compute processes.
 
 :func:`tune_allocator` keeps glibc's malloc from handing freed memory back to the operating system between
 sampler steps. Kernels such as HB-10-1 on the RBM allocate (C, 11, H) temporaries of a few MB every step;

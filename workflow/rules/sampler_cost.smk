@@ -1,4 +1,4 @@
-# Sampler cost per step relative to Gibbs-1 on the MNIST RBM and a lattice Ising model (issue 3): a hand-written
+# Sampler cost per step relative to Gibbs-1 on the MNIST RBM and a lattice Ising model: a hand-written
 # stage (in-process timing, no Ray) and its table.
 
 

@@ -1,4 +1,4 @@
-"""Cached and incremental target evaluations for the discrete kernels (issue 14).
+"""Cached and incremental target evaluations for the discrete kernels.
 
 A gradient kernel such as GWG needs f(x) and grad f(x) at the current state and the same at its
 proposal x'. When x' is accepted it becomes the next step's x, so the kernels keep the last

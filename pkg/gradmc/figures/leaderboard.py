@@ -1,4 +1,4 @@
-"""Sampler leaderboard (issue 17): ESS per second and per energy evaluation of every sampler on every target
+"""Sampler leaderboard: ESS per second and per energy evaluation of every sampler on every target
 of the sampling experiments, with 95% intervals over seeds, under two protocols.
 
 Reads the metrics Parquets of the experiments in :data:`SOURCES` (RBM sampling, GWG Fig. 3; lattice Ising

@@ -1,4 +1,4 @@
-"""Gradient-informed samplers whose proposal changes every coordinate INDEPENDENTLY (issue 17).
+"""Gradient-informed samplers whose proposal changes every coordinate INDEPENDENTLY.
 
 Binary states x in {0, 1}^D, (C, D) floats. With f the unnormalised log-density and
 d_i(x) = (1 - 2 x_i) grad_i f(x) (the first-order estimate of f(x with bit i flipped) - f(x), GWG
