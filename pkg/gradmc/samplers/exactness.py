@@ -25,6 +25,7 @@ from scipy import stats
 
 from gradmc.core.exact import exact_distribution
 from gradmc.samplers.discrete.registry import make_sampler
+from gradmc.samplers.enumerate import state_index
 from gradmc.targets.potts import Potts
 from gradmc.targets.rbm import RBM
 
@@ -95,13 +96,12 @@ def categorical_target() -> tuple[Potts, torch.Tensor, torch.Tensor]:
 
 
 def _index(x: torch.Tensor, state: str) -> torch.Tensor:
+    """(C, D) bits or (C, D, K) one-hot states -> (C,) index in the order of the target's ``states``."""
     if state == "binary":
-        weights = 2 ** torch.arange(x.shape[1] - 1, -1, -1, dtype=torch.float64)  # exact_distribution: MSB first
-        return (x.to(torch.float64) @ weights).long()
+        return state_index(x)  # exact_distribution's order: MSB first
     k = x.shape[2]
-    codes = x.argmax(dim=2)
     weights = k ** torch.arange(x.shape[1] - 1, -1, -1)
-    return (codes * weights).sum(dim=1)
+    return (x.argmax(dim=2) * weights).sum(dim=1)
 
 
 def _chisquare(counts: torch.Tensor, expected: torch.Tensor) -> tuple[float, float, int]:
