@@ -81,7 +81,7 @@ def test_options_in_the_name_are_validated_against_the_declaration():
         make_sampler("GWG(step_size=0.1)")
     with pytest.raises(InputError, match="both in the name and as keywords"):
         make_sampler("DMALA(step_size=0.1)", step_size=0.2)
-    with pytest.raises(InputError, match="key=literal"):
+    with pytest.raises(InputError, match="option step_size = x is not a literal"):
         make_sampler("DMALA(step_size=x)")
     with pytest.raises(InputError, match="unknown categorical sampler 'PAS-3'"):
         make_sampler("PAS-3", state="categorical")
@@ -107,6 +107,48 @@ def test_parse_splits_names_and_options():
     for bad in ("GWG(", "DMALA(0.1)", "", "a b"):
         with pytest.raises(InputError, match="expected a name|key=literal"):
             catalog.parse(bad)
+
+
+def test_option_values_are_checked_against_their_declared_kinds_when_the_config_is_read():
+    for bad, message in (("DMALA(step_size=0)", "step_size must be a finite number > 0, got 0"),
+                         ("DMALA(adapt=0.5)", "adapt must be an integer >= 1, got 0.5"),
+                         ("ACS(burn_in=-1)", "burn_in must be an integer >= 0"),
+                         ("ACS(target_acceptance=1.0)", r"target_acceptance must be a number in \(0, 1\)"),
+                         ("DLMC(tau=True)", "tau must be a finite number > 0, got True"),
+                         ("DMALA(step_size=0.1, step_size=0.2)", "option step_size is given twice")):
+        with pytest.raises(InputError, match=message):
+            catalog.resolve(bad)
+    config = _smoke()
+    config["ising_sampling"]["samplers"] = ["DMALA(step_size=-0.1)"]
+    with pytest.raises(ConfigError, match=re.escape("config key 'ising_sampling.samplers.0': ") + ".*> 0"):
+        validate_config(config)
+
+
+def test_references_are_spelt_one_way_in_the_resolved_config():
+    assert catalog.canonical(" DMALA( step_size = 1e-1 ) ") == "DMALA(step_size=0.1)"
+    assert catalog.canonical("ACS(rate=1, burn_in=0)") == catalog.canonical("ACS(burn_in=0,rate=1)")
+    config = _smoke()
+    config["ising_sampling"]["samplers"] = ["GWG", "DMALA( adapt = 500 )", "DMALA(adapt=500)"]
+    assert validate_config(config)["ising_sampling"]["samplers"] == ["GWG", "DMALA(adapt=500)"]
+
+
+def test_an_empty_group_is_an_error_that_says_how_to_fill_it():
+    with pytest.raises(InputError, match="group 'plugins' has no binary sampler; load one with a config's plugins:"):
+        catalog.expand(["plugins"])
+
+
+@pytest.mark.parametrize("name,message", [("GWG", "already answers to as 'GWG'"),
+                                          ("Gibbs-7", "already answers to as 'Gibbs-{block_size}'"),
+                                          ("HB-{a}-{b}", "already answers to as 'HB-{block_size}-{radius}'"),
+                                          ("later", "no group name"), ("My MH", "a name is letters")])
+def test_a_plugin_cannot_take_a_builtin_name_or_a_group_name(name, message):
+    class Kernel:
+        pass
+
+    Kernel.__module__ = "my_plugin"
+    with pytest.raises((InputError, TypeError), match=re.escape(message)):
+        catalog.register_sampler(name, examples=("HB-3-1",) if "{" in name else ())(Kernel)
+    assert all(s.module != "my_plugin" for s in catalog.specs())
 
 
 def test_groups_and_the_order_come_from_the_declarations():

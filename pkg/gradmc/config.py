@@ -200,7 +200,7 @@ def _describe(error: jsonschema.ValidationError, prefix: tuple = ()) -> str:
         return f"config key '{key}': {error.message}; allowed keys: {', '.join(allowed)}"
     if error.validator == "required":
         return f"config key '{key}': {error.message}"
-    expected = {k: v for k, v in schema.items() if k not in ("description", "items", "properties")}
+    expected = {k: v for k, v in schema.items() if k not in ("description", "items", "properties", "default")}
     text = f"config key '{key}': got {error.instance!r}, expected {json.dumps(expected)}"
     if "description" in schema:
         text += f" ({schema['description'].strip()})"

@@ -39,20 +39,38 @@ from pathlib import Path
 
 from gradmc.errors import InputError
 
-__all__ = ["SamplerSpec", "register_sampler", "parse", "resolve", "specs", "builtin_modules", "name_pattern",
-           "is_later", "colour", "order_key", "expand", "load_plugins", "STATES", "FAMILIES", "GROUPS",
-           "ENTRY_POINT_GROUP", "PLUGINS_ENV", "ADAPT_OPTION"]
+__all__ = ["SamplerSpec", "register_sampler", "parse", "canonical", "resolve", "specs", "builtin_modules",
+           "name_pattern", "is_later", "colour", "order_key", "expand", "load_plugins", "STATES", "FAMILIES", "GROUPS",
+           "ENTRY_POINT_GROUP", "PLUGINS_ENV", "ADAPT_OPTION", "OPTION_KINDS"]
+
+
+def _real(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 STATES = ("binary", "categorical")
 #: "paper": a sampler of the GWG paper; "later": published after it (rows its claims are not measured against)
 FAMILIES = ("paper", "later")
 #: config group names a ``samplers:`` list may hold (:func:`expand`)
 GROUPS = ("paper", "later", "plugins")
+#: option kinds (:class:`SamplerSpec` ``options``) -> (test, what the value must be)
+OPTION_KINDS = {
+    "positive": (lambda v: _real(v) and 0 < v < float("inf"), "a finite number > 0"),
+    "real": (lambda v: _real(v) and abs(v) < float("inf"), "a finite number"),
+    "probability": (lambda v: _real(v) and 0 < v < 1, "a number in (0, 1)"),
+    "count": (lambda v: _int(v) and v >= 1, "an integer >= 1"),
+    "count0": (lambda v: _int(v) and v >= 0, "an integer >= 0"),
+}
 ENTRY_POINT_GROUP = "gradmc.samplers"
 PLUGINS_ENV = "GRADMC_SAMPLER_PLUGINS"
 #: the option naming the burn-in adaptation steps of a kernel that declares ``adapt``
 ADAPT_OPTION = "adapt"
 _SAMPLERS_DIR = Path(__file__).resolve().parent / "samplers"
+#: a name template: letters, digits and ``_ . + -``, with ``{field}`` parts; no spaces, parentheses or commas
+_NAME = re.compile(r"[A-Za-z](?:[A-Za-z0-9_.+\-]|\{[a-z_][a-z0-9_]*\})*")
 _FIELD = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 _REFERENCE = re.compile(r"\s*([^()\s]+)\s*(?:\((.*)\))?\s*", re.S)
 
@@ -66,7 +84,9 @@ class SamplerSpec:
         module, qualname: where the kernel class is defined.
         state: "binary" ((C, D) bits) or "categorical" (one-hot (C, D, K)).
         family: "paper" or "later" (:data:`FAMILIES`); samplers from plugins are "plugin".
-        options: option -> default, the keyword arguments a config may set (``None``: the kernel's own default).
+        options: option -> kind, the keyword arguments a config may set: a kind of :data:`OPTION_KINDS`
+            ("positive", "count", ...), checked when a config is read, or ``None`` (any literal, checked by the
+            kernel when it is built). The kernel's own defaults hold for the options a reference leaves out.
         required: options with no default (the relaxed samplers' step size and temperature).
         fixed: constructor arguments this name fixes (e.g. ``{"scan": "systematic"}``).
         target_args: constructor argument -> name of a target method whose result it takes (Block-HB's blocks).
@@ -146,7 +166,14 @@ def _make_spec(name: str, module: str, qualname: str, kwargs: dict) -> SamplerSp
     for key in ("required", "examples", "adapt"):
         if kwargs.get(key) is not None:
             kwargs[key] = tuple(kwargs[key])
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in GROUPS:
+        raise TypeError(f"register_sampler({name!r}) in {module}: a name is letters, digits, '_.+-' and {{field}} "
+                        f"parts, starting with a letter, and no group name {GROUPS}")
     spec = SamplerSpec(name=name, module=module, qualname=qualname, **kwargs)
+    bad_kinds = {k: v for k, v in spec.options.items() if v is not None and v not in OPTION_KINDS}
+    if bad_kinds or ADAPT_OPTION in spec.options:
+        raise TypeError(f"register_sampler({name!r}) in {module}: option kinds must be None or one of "
+                        f"{sorted(OPTION_KINDS)} (got {bad_kinds}), and {ADAPT_OPTION!r} is no option name")
     if spec.state not in STATES:
         raise TypeError(f"register_sampler({name!r}) in {module}: state must be one of {STATES}, got {spec.state!r}")
     if spec.fields and not spec.examples:
@@ -165,18 +192,42 @@ def register_sampler(name: str, **kwargs):
     must be literals. The decorated class gets ``sampler_specs``, the tuple of its specs.
 
     Raises:
-        TypeError: an unknown argument, a state outside :data:`STATES`, a name with fields but no examples, or
-            an example that is no instance of ``name``.
+        TypeError: an unknown argument, a name that is not a template (or is a group name), an unknown option
+            kind, a state outside :data:`STATES`, a name with fields but no examples, or an example that is no
+            instance of ``name``.
+        InputError: a plugin's name that another kernel of the same state already answers to (a built-in or
+            another plugin): a reference must name one kernel.
     """
     def decorate(cls):
         spec = _make_spec(name, cls.__module__, cls.__qualname__, kwargs)
         if not cls.__module__.startswith("gradmc."):  # a plugin: never a row of the GWG paper's claims
             spec = SamplerSpec(**{**spec.__dict__, "family": "plugin"})
+            _refuse_collision(spec)
         _RUNTIME[(name, spec.state)] = spec
         cls.sampler_specs = (*cls.__dict__.get("sampler_specs", ()), spec)
         return cls
 
     return decorate
+
+
+def _overlap(a: SamplerSpec, b: SamplerSpec) -> bool:
+    """Whether two templates of one state share a concrete name (checked on each one's instances and on its
+    template with every field at 1, 2 and 3)."""
+    def probes(s: SamplerSpec) -> set[str]:
+        filled = {_FIELD.sub(str(n), s.name) for n in (1, 2, 3)}
+        return filled | set(s.instances)
+
+    return a.state == b.state and (any(b.match(n) is not None for n in probes(a))
+                                   or any(a.match(n) is not None for n in probes(b)))
+
+
+def _refuse_collision(spec: SamplerSpec) -> None:
+    for other in (*_builtin(), *_RUNTIME.values()):
+        same_class = (other.module, other.qualname) == (spec.module, spec.qualname)
+        if not same_class and _overlap(spec, other):
+            raise InputError(f"sampler plugin {spec.module}.{spec.qualname} registers {spec.name!r} ({spec.state}), "
+                             f"which {other.module}.{other.qualname} already answers to as {other.name!r}; "
+                             "give the plugin's kernel a name of its own")
 
 
 def _literal_call(node: ast.Call, path: Path) -> tuple[str, dict]:
@@ -303,17 +354,36 @@ def parse(reference: str) -> tuple[str, dict]:
     name, args = m.group(1), m.group(2)
     if args is None or not args.strip():
         return name, {}
+    hint = f"options are key=literal pairs, e.g. '{name}(step_size=0.1)'"
     try:
         call = ast.parse(f"f({args})", mode="eval").body
-        if call.args:
-            raise ValueError("options must be keyword arguments")
-        options = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
-        if None in options:
-            raise ValueError("no **")
-    except (SyntaxError, ValueError) as err:
-        raise InputError(f"sampler {reference!r}: options must be key=literal pairs, e.g. "
-                         f"'{name}(step_size=0.1)' ({err})") from err
+    except SyntaxError as err:
+        raise InputError(f"sampler {reference!r}: {hint} ({err.msg})") from None
+    if not isinstance(call, ast.Call) or call.args or any(kw.arg is None for kw in call.keywords):
+        raise InputError(f"sampler {reference!r}: {hint}")
+    options = {}
+    for kw in call.keywords:
+        if kw.arg in options:
+            raise InputError(f"sampler {reference!r}: option {kw.arg} is given twice")
+        try:
+            options[kw.arg] = ast.literal_eval(kw.value)
+        except ValueError:
+            raise InputError(f"sampler {reference!r}: option {kw.arg} = {ast.unparse(kw.value)} is not a literal "
+                             "(a number, True/False, a quoted string or a tuple of them)") from None
     return name, options
+
+
+def canonical(reference: str) -> str:
+    """The one spelling of a reference that its shards, rows and cache keys use: no spaces, options sorted by
+    name, values as Python writes them: "DMALA( step_size = 1e-1 )" -> "DMALA(step_size=0.1)".
+
+    Raises:
+        InputError: from :func:`parse`.
+    """
+    name, options = parse(reference)
+    if not options:
+        return name
+    return f"{name}({', '.join(f'{k}={v!r}' for k, v in sorted(options.items()))})"
 
 
 def _known(state: str | None) -> str:
@@ -328,8 +398,9 @@ def resolve(reference: str, state: str = "binary") -> tuple[SamplerSpec, dict, d
         (spec, fields, options): e.g. ("HB-{block_size}-{radius}" spec, {"block_size": 10, "radius": 1}, {}).
 
     Raises:
-        InputError: an unknown name (listing the known ones for the state), an unknown state, or an option
-            the kernel does not declare (listing the declared ones).
+        InputError: an unknown name (listing the known ones for the state), an unknown state, an option the
+            kernel does not declare (listing the declared ones), or an option value outside its declared kind
+            (``adapt`` is a count of steps).
     """
     if state not in STATES:
         raise InputError(f"state must be one of {STATES}, got {state!r}")
@@ -343,6 +414,11 @@ def resolve(reference: str, state: str = "binary") -> tuple[SamplerSpec, dict, d
                 raise InputError(f"sampler {reference!r}: {spec.name} ({state}) takes "
                                  + (f"only the options {allowed}" if allowed else "no options")
                                  + f", got {unknown}")
+            kinds = {**spec.options, **({ADAPT_OPTION: "count"} if spec.adapt else {})}
+            for key, value in options.items():
+                test, expected = OPTION_KINDS.get(kinds[key]) or (None, None)
+                if test is not None and not test(value):
+                    raise InputError(f"sampler {reference!r}: option {key} must be {expected}, got {value!r}")
             return spec, fields, options
     prefix = "" if state == "binary" else f"{state} "
     raise InputError(f"unknown {prefix}sampler {name!r}; expected one of {_known(state)}")
@@ -390,13 +466,15 @@ def order_key(name: str) -> tuple:
     return (spec.order, tuple(spec.match(bare).values()), len(options), repr(sorted(options.items())))
 
 
-def expand(entries: Iterable[str], state: str = "binary") -> list[str]:
+def expand(entries: Iterable[str], state: str = "binary", *, empty_groups: bool = False) -> list[str]:
     """A config ``samplers:`` list with its groups replaced by their samplers, in order, without repeats:
     ``paper`` / ``later`` (the built-in family's ``examples`` for the state) and ``plugins`` (every plugin
-    sampler's examples).
+    sampler's examples). Every other entry is checked (:func:`resolve`) and spelt :func:`canonical`. A group
+    with no member is an error (a config that names it would run nothing for it) unless ``empty_groups``.
 
     Raises:
-        InputError: from :func:`resolve`, for an entry that is no group and no known sampler.
+        InputError: from :func:`resolve`, for an entry that is no group and no known sampler; or a group with no
+            member (``plugins`` with no plugin loaded) when ``empty_groups`` is false.
     """
     out: list[str] = []
     for entry in entries:
@@ -404,8 +482,12 @@ def expand(entries: Iterable[str], state: str = "binary") -> list[str]:
             family = "plugin" if entry == "plugins" else entry
             members = [n for s in sorted(specs(state), key=lambda s: s.order) if s.family == family and s.grouped
                        for n in s.instances]
+            if not members and not empty_groups:
+                how = (f"load one with a config's plugins: [module], {PLUGINS_ENV} or the {ENTRY_POINT_GROUP!r} "
+                       "entry points" if entry == "plugins" else "")
+                raise InputError(f"the sampler group {entry!r} has no {state} sampler" + (f"; {how}" if how else ""))
         else:
             resolve(entry, state)
-            members = [entry]
+            members = [canonical(entry)]
         out.extend(m for m in members if m not in out)
     return out

@@ -22,8 +22,9 @@ __all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "TE
 
 #: the samplers after GWG and those of plugins (the config groups ``later`` and ``plugins``), at their declared
 #: defaults: timed in every binary suite (and the RBM ESS suite); the categorical ones in the Potts suites
-LATER_BINARY = tuple(sampler_catalog.expand(["later", "plugins"], "binary"))
-LATER_CATEGORICAL = tuple(sampler_catalog.expand(["later", "plugins"], "categorical"))
+LATER_BINARY = tuple(sampler_catalog.expand(["later", "plugins"], "binary", empty_groups=True))
+LATER_CATEGORICAL = tuple(sampler_catalog.expand(["later", "plugins"], "categorical",
+                                                           empty_groups=True))
 
 RBM_SUITE = "rbm_784x500_100chains"
 ISING_SUITE = "ising_40x40_theta0.25_32chains"

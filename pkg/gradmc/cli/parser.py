@@ -238,7 +238,8 @@ def _add_samplers(sub) -> None:
     listing.add_argument(plugins[0], **plugins[1])
     check = sub.add_parser(
         "check-sampler", help="exactness check of samplers by exact enumeration (chi-square after a few steps from pi "
-                              "on a 10-bit RBM or a 3-site Potts model); exit status 1 if one fails")
+                              "on a 10-bit RBM or a 3-site Potts model); exit status 1 if one fails, 2 for an unknown "
+                              "sampler or a bad option")
     check.add_argument("names", nargs="+", metavar="NAME", help="sampler references, e.g. GWG 'DMALA(step_size=0.5)'")
     check.add_argument("--state", choices=("binary", "categorical"), default="binary",
                        help="state kind (default binary)")

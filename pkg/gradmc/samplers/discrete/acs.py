@@ -196,9 +196,10 @@ class ACSState(NamedTuple):
         return self.inner.x
 
 
-@register_sampler("ACS", family="later", options={"cycle_length": None, "alpha_max": None, "alpha_min": None,
-                                                   "beta_max": None, "burn_in": None, "target_acceptance": None,
-                                                   "rate": None, "decay": None},
+@register_sampler("ACS", family="later", options={"cycle_length": "count", "alpha_max": "positive",
+                                                   "alpha_min": "positive", "beta_max": "real", "burn_in": "count0",
+                                                   "target_acceptance": "probability", "rate": "positive",
+                                                   "decay": "positive"},
                   colour="magenta", order=65, doc="automatic cyclical sampler (Pynadath et al., NeurIPS 2024)")
 @dataclass(frozen=True)
 class ACS:

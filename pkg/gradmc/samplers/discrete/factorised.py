@@ -301,8 +301,9 @@ class _DLPStepSize:
         _check_positive(type(self).__name__, "step_size", self.step_size)
 
 
-@register_sampler("DMALA", family="later", options={"step_size": None}, adapt=("step_size", "log"), colour="darkgreen",
-                  order=61, doc="discrete Metropolis-adjusted Langevin (Zhang et al. 2022), alpha = 0.2")
+@register_sampler("DMALA", family="later", options={"step_size": "positive"},
+                  adapt=("step_size", "log"), colour="darkgreen", order=61,
+                  doc="discrete Metropolis-adjusted Langevin (Zhang et al. 2022), alpha = 0.2")
 @dataclass(frozen=True)
 class DMALA(_DLPStepSize, IndependentFlipMH):
     """Discrete Metropolis-adjusted Langevin algorithm, binary (Zhang, Liu & Liu 2022, DLP + MH correction).
@@ -326,7 +327,7 @@ class DMALA(_DLPStepSize, IndependentFlipMH):
         return _dlp_binary(x, grad, self.step_size)
 
 
-@register_sampler("DULA", family="later", options={"step_size": None}, adapt=("step_size", "log"), exact=False,
+@register_sampler("DULA", family="later", options={"step_size": "positive"}, adapt=("step_size", "log"), exact=False,
                   colour="yellowgreen",
                   order=62, doc="unadjusted (biased) DMALA, alpha = 0.2")
 @dataclass(frozen=True)
@@ -372,8 +373,8 @@ class _DLMCTau:
         return "DLMC"
 
 
-@register_sampler("DLMC", family="later", options={"tau": None}, adapt=("tau", "log"), colour="mediumblue", order=63,
-                  doc="discrete Langevin Monte Carlo (Sun et al. 2023), tau = e / D")
+@register_sampler("DLMC", family="later", options={"tau": "positive"}, adapt=("tau", "log"),
+                  colour="mediumblue", order=63, doc="discrete Langevin Monte Carlo (Sun et al. 2023), tau = e / D")
 @dataclass(frozen=True)
 class DLMC(_DLMCTau, IndependentFlipMH):
     """Discrete Langevin Monte Carlo, binary (Sun et al. 2023: the factorised transition matrix, solved
@@ -401,8 +402,9 @@ class DLMC(_DLMCTau, IndependentFlipMH):
         return log_nu + log1mexp(-s), torch.logaddexp(log_nu_rev, log_nu - s)
 
 
-@register_sampler("DLMC-Euler", family="later", options={"tau": None}, adapt=("tau", "log"), colour="cornflowerblue",
-                  order=64, doc="DLMC with an Euler step of the per-bit flow, tau = e / D")
+@register_sampler("DLMC-Euler", family="later", options={"tau": "positive"},
+                  adapt=("tau", "log"), colour="cornflowerblue", order=64,
+                  doc="DLMC with an Euler step of the per-bit flow, tau = e / D")
 @dataclass(frozen=True)
 class DLMCEuler(DLMC):
     """DLMC with one Euler (forward) step of the per-bit flow instead of its exact solution, MH-corrected.
@@ -540,8 +542,8 @@ class IndependentSiteMH(_FactorisedMH):
         return torch.cat([x_new.reshape(C, M, D, K), x[:, None]], 1), torch.cat([move, stay], 1)
 
 
-@register_sampler("DMALA", state="categorical", family="later", options={"step_size": None}, adapt=("step_size", "log"),
-                  colour="darkgreen", order=61, doc="categorical DMALA, alpha = 0.2")
+@register_sampler("DMALA", state="categorical", family="later", options={"step_size": "positive"},
+                  adapt=("step_size", "log"), colour="darkgreen", order=61, doc="categorical DMALA, alpha = 0.2")
 @dataclass(frozen=True)
 class DMALACategorical(_DLPStepSize, IndependentSiteMH):
     """DMALA for one-hot categorical states (Zhang, Liu & Liu 2022, DLP on one-hot sites + MH correction).
@@ -568,9 +570,9 @@ class DMALACategorical(_DLPStepSize, IndependentSiteMH):
         return (grad - current).mul_(0.5).sub_((1.0 - x) / self.step_size)  # ||e_k - x_d||^2 / 2 = 1 - x_dk
 
 
-@register_sampler("DULA", state="categorical", family="later", options={"step_size": None}, adapt=("step_size", "log"),
-                  exact=False,
-                  colour="yellowgreen", order=62, doc="categorical DULA, alpha = 0.2")
+@register_sampler("DULA", state="categorical", family="later", options={"step_size": "positive"},
+                  adapt=("step_size", "log"), exact=False, colour="yellowgreen", order=62,
+                  doc="categorical DULA, alpha = 0.2")
 @dataclass(frozen=True)
 class DULACategorical(DMALACategorical):
     """Discrete UNADJUSTED Langevin algorithm for one-hot categorical states: the :class:`DMALACategorical`
@@ -590,7 +592,7 @@ class DULACategorical(DMALACategorical):
 DLMC_CATEGORICAL_MAX_HALF_DIFF = 40.0
 
 
-@register_sampler("DLMC", state="categorical", family="later", options={"tau": None}, adapt=("tau", "log"),
+@register_sampler("DLMC", state="categorical", family="later", options={"tau": "positive"}, adapt=("tau", "log"),
                   colour="mediumblue", order=63, doc="categorical DLMC (per-site K-state flow by matrix exponential)")
 @dataclass(frozen=True)
 class DLMCCategorical(_DLMCTau, IndependentSiteMH):

@@ -82,7 +82,7 @@ def rbf_kernel_median(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @register_sampler("D-SVGD", exact=False,
-                  options={"learning_rate": None, "temperature": None, "betas": None, "eps": None},
+                  options={"learning_rate": "positive", "temperature": "positive", "betas": None, "eps": "positive"},
                   required=("learning_rate", "temperature"), colour="slategray", order=52,
                   doc="discrete Stein variational gradient descent")
 @dataclass(frozen=True)

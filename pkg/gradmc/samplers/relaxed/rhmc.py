@@ -36,7 +36,8 @@ from gradmc.samplers.relaxed.surrogate import (
 __all__ = ["RHMC"]
 
 
-@register_sampler("R-HMC", exact=False, options={"step_size": None, "temperature": None, "num_leapfrog_steps": None},
+@register_sampler("R-HMC", exact=False, options={"step_size": "positive", "temperature": "positive",
+                                                 "num_leapfrog_steps": "count"},
                   required=("step_size", "temperature"), colour="tab:pink", order=51,
                   doc="relaxed HMC on the continuous surrogate")
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from gradmc.samplers.relaxed.surrogate import (
 __all__ = ["RMALA"]
 
 
-@register_sampler("R-MALA", exact=False, options={"step_size": None, "temperature": None},
+@register_sampler("R-MALA", exact=False, options={"step_size": "positive", "temperature": "positive"},
                   required=("step_size", "temperature"),
                   colour="tab:cyan", order=50, doc="relaxed MALA on the continuous surrogate")
 @dataclass(frozen=True)
