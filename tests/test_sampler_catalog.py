@@ -5,6 +5,7 @@ reaches the experiments, the bench, the figures and the exactness check with no 
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import re
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 
 from gradmc import sampler_catalog as catalog
@@ -96,8 +98,11 @@ def test_adapt_wraps_the_kernel_and_starts_from_the_given_or_default_value():
     assert make_sampler("DMALA(step_size=0.05, adapt=10)").initial == 0.05
     pas = make_sampler("PAS-5(adapt=20)")
     assert pas.kind == "int" and pas.initial == 5 and pas.factory(2).path_length == 2
-    with pytest.raises(InputError, match="adapt needs a starting tau"):
-        make_sampler("DLMC(adapt=100)")
+    dlmc = make_sampler("DLMC(adapt=100)")  # no tau: it starts at the kernel's e / D
+    assert dlmc.initial is None
+    x = torch.zeros(4, 8)
+    assert dlmc.init(x, lambda y: -y.sum(1)).value == pytest.approx(math.e / 8)
+    assert make_sampler("DLMC(tau=0.3, adapt=100)").init(x, lambda y: -y.sum(1)).value == 0.3
     assert "gradmc.samplers.adaptation" in sampler_modules("DMALA(adapt=100)")
 
 

@@ -68,7 +68,10 @@ class Adapted:
         factory: value -> kernel (e.g. ``lambda r: PAS(path_length=r)``, ``lambda a: DMALA(step_size=a)``);
             the kernels it builds share one state type (the inner state is carried across value changes,
             so e.g. GWG-type caches of f and grad f at x stay valid).
-        initial: the starting value (> 0; an int >= 1 for kind "int").
+        initial: the starting value (> 0; an int >= 1 for kind "int"), or None to take
+            ``initial_for(D)`` when the chains start (D = ``x.shape[1]``, bits or sites).
+        initial_for: D -> starting value, for a kernel whose default depends on the dimension (DLMC's
+            tau = e / D); required when ``initial`` is None.
         burn_in: number of adapted steps (>= 0); from step ``burn_in`` on, the value is fixed.
         kind: "log" (positive real, adapted on the log scale) or "int" (integer >= lower).
         target_acceptance: in (0, 1); 0.574 as in DISCS.
@@ -82,12 +85,12 @@ class Adapted:
 
     Raises:
         ValueError: burn_in not an int >= 0, target_acceptance not in (0, 1), initial not > 0 (or not an
-            int >= 1 for "int"), an unknown kind, rate <= 0, decay outside [0, 1], or bad bounds; the
-            message names the argument.
+            int >= 1 for "int"; checked at ``init`` when it comes from ``initial_for``), an unknown kind,
+            rate <= 0, decay outside [0, 1], or bad bounds; the message names the argument.
     """
 
     factory: Callable[[float | int], Any]
-    initial: float | int
+    initial: float | int | None
     burn_in: int
     kind: str = "log"
     target_acceptance: float = 0.574
@@ -96,6 +99,7 @@ class Adapted:
     lower: float | None = None
     upper: float | None = None
     label: str | None = None
+    initial_for: Callable[[int], float | int] | None = None
 
     def __post_init__(self):
         if not (isinstance(self.burn_in, int) and not isinstance(self.burn_in, bool) and self.burn_in >= 0):
@@ -104,18 +108,25 @@ class Adapted:
             raise ValueError(f"Adapted target_acceptance must be in (0, 1), got {self.target_acceptance!r}")
         if self.kind not in KINDS:
             raise ValueError(f"Adapted kind must be one of {KINDS}, got {self.kind!r}")
-        if not (isinstance(self.initial, (int, float)) and math.isfinite(self.initial) and self.initial > 0):
-            raise ValueError(f"Adapted initial must be finite and > 0, got {self.initial!r}")
-        if self.kind == "int" and not (isinstance(self.initial, int) and not isinstance(self.initial, bool)):
-            raise ValueError(f"Adapted initial must be an int >= 1 for kind 'int', got {self.initial!r}")
         if not (math.isfinite(self.rate) and self.rate > 0):
             raise ValueError(f"Adapted rate must be finite and > 0, got {self.rate!r}")
         if not 0.0 <= self.decay <= 1.0:
             raise ValueError(f"Adapted decay must be in [0, 1], got {self.decay!r}")
+        if self.initial is None:
+            if self.initial_for is None:
+                raise ValueError("Adapted needs initial or initial_for")
+        else:
+            self._check_initial(self.initial)
+
+    def _check_initial(self, initial) -> None:
+        if not (isinstance(initial, (int, float)) and math.isfinite(initial) and initial > 0):
+            raise ValueError(f"Adapted initial must be finite and > 0, got {initial!r}")
+        if self.kind == "int" and not (isinstance(initial, int) and not isinstance(initial, bool)):
+            raise ValueError(f"Adapted initial must be an int >= 1 for kind 'int', got {initial!r}")
         lo, hi = self._bounds()
-        if not (lo <= self.initial <= hi) or (self.kind == "log" and lo < 0):
+        if not (lo <= initial <= hi) or (self.kind == "log" and lo < 0):
             raise ValueError(f"Adapted lower/upper must satisfy 0 <= lower <= initial <= upper, "
-                             f"got lower={self.lower!r}, initial={self.initial!r}, upper={self.upper!r}")
+                             f"got lower={self.lower!r}, initial={initial!r}, upper={self.upper!r}")
 
     def _bounds(self) -> tuple[float, float]:
         lo = self.lower if self.lower is not None else (1 if self.kind == "int" else 0.0)
@@ -124,7 +135,9 @@ class Adapted:
     @property
     def name(self) -> str:
         """``label``, or "Adapted(<name of the initial kernel>)"."""
-        return self.label or f"Adapted({self.factory(self.initial).name})"
+        if self.label:
+            return self.label
+        return f"Adapted({self.factory(self.initial).name})" if self.initial is not None else "Adapted"
 
     def value_of(self, theta: float) -> float | int:
         """The parameter value for the unconstrained iterate theta (exp, or round; clipped to the bounds)."""
@@ -134,10 +147,15 @@ class Adapted:
         return int(min(max(round(theta), lo), hi))
 
     def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> AdaptedState:
-        """Start chains at x with the inner kernel ``factory(initial)`` (its ``init``; same errors)."""
-        inner = self.factory(self.initial).init(x, log_prob, generator)
-        theta = math.log(self.initial) if self.kind == "log" else float(self.initial)
-        return AdaptedState(inner=inner, value=self.initial, theta=theta, frozen=self.burn_in == 0)
+        """Start chains at x with the inner kernel ``factory(initial)`` (its ``init``; same errors), the initial
+        value from ``initial_for(x.shape[1])`` when ``initial`` is None (checked as ``initial`` is)."""
+        initial = self.initial
+        if initial is None:
+            initial = self.initial_for(int(x.shape[1]))
+            self._check_initial(initial)
+        inner = self.factory(initial).init(x, log_prob, generator)
+        theta = math.log(initial) if self.kind == "log" else float(initial)
+        return AdaptedState(inner=inner, value=initial, theta=theta, frozen=self.burn_in == 0)
 
     def step(self, state: AdaptedState, log_prob, generator: torch.Generator) -> tuple[AdaptedState, Info]:
         """One step of ``factory(state.value)``; during burn-in, then one Robbins-Monro update of the value

@@ -367,6 +367,10 @@ class _DLMCTau:
         None."""
         return self.tau if self.tau is not None else DLMC_TAU_SCALE / dim
 
+    def adapt_start(self, dim: int) -> float:
+        """The starting tau of ``adapt=N`` on ``dim`` bits or sites when none is given: :meth:`tau_for`."""
+        return self.tau_for(dim)
+
     @property
     def name(self) -> str:
         """"DLMC" (the categorical kernel too; DLMC-Euler overrides it)."""

@@ -83,16 +83,21 @@ def _adapted(spec, cls, fields: dict, options: dict, label: str):
         defaults = {f.name: f.default for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
         initial = fields.get(param, defaults.get(param))
         fields = {k: v for k, v in fields.items() if k != param}
-    if initial is None or initial is dataclasses.MISSING:
-        raise InputError(f"sampler {label!r}: adapt needs a starting {param}; give one, e.g. "
-                         f"'{spec.name}({param}=0.5, adapt={burn_in})'")
     base = {**spec.fixed, **fields, **options}
+    initial_for = None
+    if initial is None or initial is dataclasses.MISSING:
+        initial = None
+        if not hasattr(cls, "adapt_start"):
+            raise InputError(f"sampler {label!r}: adapt needs a starting {param}; give one, e.g. "
+                             f"'{spec.name}({param}=0.5, adapt={burn_in})'")
+        initial_for = cls(**base).adapt_start  # the kernel's default on D bits or sites (DLMC: tau = e / D)
 
     def factory(value):
         return cls(**base, **{param: value})
 
     try:
-        return Adapted(factory, initial, burn_in, kind=kind, target_acceptance=ADAPT_TARGET_ACCEPTANCE, label=label)
+        return Adapted(factory, initial, burn_in, kind=kind, target_acceptance=ADAPT_TARGET_ACCEPTANCE, label=label,
+                       initial_for=initial_for)
     except ValueError as err:
         raise InputError(f"sampler {label!r}: {err}") from err
 
