@@ -1,4 +1,5 @@
-"""Claims of GWG Table 2 (gradmc.claims.ebm) on synthetic ebm metrics: PASS, FAIL, INCONCLUSIVE and the numbers."""
+"""Claims of GWG Table 2 (gradmc.experiments.ebm.claims) on synthetic ebm metrics: PASS, FAIL, INCONCLUSIVE and
+the numbers."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from scipy import stats
 
 from gradmc.claims.base import NOT_DECIDABLE_SCALE
-from gradmc.claims.ebm import CONVERGENCE_NATS, QUOTES, TOLERANCE_NATS, claims
+from gradmc.experiments.ebm.claims import CONVERGENCE_NATS, QUOTES, TOLERANCE_NATS, claims
 
 Z = stats.norm.ppf(0.975)
 
@@ -310,7 +311,7 @@ def test_too_few_effective_ais_chains_give_no_interval():
     """Below MIN_AIS_WEIGHTS_ESS (25 = 25/32 of the 32 chains its coverage was measured with) the normal interval
     from the AIS standard error covers under 93%: every interval that rests on that run is unbounded and its verdict
     INCONCLUSIVE, however far the estimate lies from the null; at the threshold the interval is the normal one."""
-    from gradmc.claims.ebm import AIS_REFERENCE_CHAINS, MIN_AIS_ESS_FRACTION, MIN_AIS_WEIGHTS_ESS
+    from gradmc.experiments.ebm.claims import AIS_REFERENCE_CHAINS, MIN_AIS_ESS_FRACTION, MIN_AIS_WEIGHTS_ESS
 
     assert MIN_AIS_WEIGHTS_ESS == MIN_AIS_ESS_FRACTION * AIS_REFERENCE_CHAINS == 25.0
     clear = {"GWG": (-81.0, 0.3), "Gibbs-1": (-118.0, 0.4)}  # 37 nats apart, SE 0.5: PASS with enough chains
@@ -364,7 +365,7 @@ def test_the_convergence_claim_checks_the_ess_of_its_recorded_run():
 def test_gibbs_steps_need_reads_the_samplers_own_step_count():
     """Gibbs-1's steps come from ebm.train.steps_by_sampler where set (a data set's override replaces the whole
     mapping), else from num_steps; GWG's from num_steps unless it has an entry of its own."""
-    from gradmc.claims.ebm import protocol_needs
+    from gradmc.experiments.ebm.claims import protocol_needs
 
     def gibbs(config, dataset="static_mnist", sampler="Gibbs-1"):
         (need,) = [n for n in protocol_needs(config, dataset, sampler) if "steps per training iteration" in n.what]

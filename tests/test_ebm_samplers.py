@@ -174,7 +174,7 @@ def _metrics(values: dict) -> pd.DataFrame:
 
 
 def test_dmala_paper_value_claim_only_with_a_dmala_run():
-    from gradmc.claims.ebm import TOLERANCE_NATS, claims
+    from gradmc.experiments.ebm.claims import TOLERANCE_NATS, claims
     without = claims(_metrics({"GWG": (-81.0, 0.3), "Gibbs-1": (-118.0, 0.4)}))
     assert not any("DMALA" in c.claim for c in without)
     out = claims(_metrics({"GWG": (-81.0, 0.3), "Gibbs-1": (-118.0, 0.4), "DMALA": (-90.0, 0.5)}))
@@ -192,7 +192,7 @@ def test_dmala_paper_value_claim_only_with_a_dmala_run():
 
 
 def test_table2_lists_dmala_with_its_papers_number():
-    from gradmc.figures.ebm import table
+    from gradmc.experiments.ebm.figure import table
     tab = table(_metrics({"GWG": (-81.0, 0.3), "DMALA": (-85.0, 0.5)}))
     rows = tab[tab["model"] == "EBM (DMALA)"][["source", "value"]].values.tolist()
     assert rows == [["this run", -85.0], ["paper (Zhang et al. 2022)", -79.46]]

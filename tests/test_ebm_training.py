@@ -222,9 +222,9 @@ def test_one_hot_buffer_rows_become_grey_levels():
 
 
 def test_figure_ebm_draws_fig8_from_samples_files(tmp_path, monkeypatch):
-    import gradmc.figures.ebm as figures_ebm
+    import gradmc.experiments.ebm.figure as figures_ebm
+    from gradmc.experiments.ebm.figure import figure
     from gradmc.experiments.runner import tidy_frame
-    from gradmc.figures.ebm import figure
     from gradmc.results import provenance, write_parquet
     from gradmc.training.ebm_samples import write_samples
 
@@ -289,7 +289,7 @@ def test_cosine_lr_decay_follows_the_closed_form_and_resumes_identically(tmp_pat
 
 
 def test_table2_lists_the_runs_deviations_from_the_papers_settings_and_the_base():
-    from gradmc.figures.ebm import deviations, table
+    from gradmc.experiments.ebm.figure import deviations, table
 
     config = {"ebm": {"train": {"iterations": 2000, "num_steps": 40, "batch_size": 100, "buffer_size": 10_000,
                                 "buffer_sizes": {"frey": 500}, "lr": 1e-4, "warmup": 10_000, "ema_decay": 0.999,

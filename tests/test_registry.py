@@ -43,15 +43,21 @@ def test_registered_experiments_have_their_modules():
 
 
 def test_claims_live_in_the_experiment_folders():
-    """Every standard experiment's claims are its folder's claims.py; gradmc.claims keeps the hand-written stages'
-    only, and no experiment has claims in both places."""
+    """Every experiment's claims, the hand-written stages' included, are its folder's claims.py, and its figure
+    and schema sit beside them; gradmc.claims and gradmc.figures keep only what several experiments share."""
     from gradmc.claims.base import claims_modules
+    from gradmc.config import schema_parts
 
     modules = claims_modules()
-    for name in registry.experiments():
-        if (EXPERIMENTS / name / "claims.py").is_file():
-            assert modules[name] == f"gradmc.experiments.{name}.claims"
-    assert {n for n, m in modules.items() if m.startswith("gradmc.claims.")} == {"ebm", "sampler_cost", "text_ebm"}
+    assert set(registry.experiments()) <= {p.parent.name for p in EXPERIMENTS.glob("*/__init__.py")}
+    assert modules == {p.parent.name: f"gradmc.experiments.{p.parent.name}.claims"
+                       for p in EXPERIMENTS.glob("*/claims.py")}
+    assert {"ebm", "sampler_cost", "text_ebm"} <= set(modules)
+    assert {"ebm", "text_ebm"} <= set(schema_parts())
+    package = EXPERIMENTS.parent
+    assert {p.stem for p in (package / "claims").glob("*.py")} == {"__init__", "ais", "base", "stats"}
+    assert {p.stem for p in (package / "figures").glob("*.py")} == {"__init__", "claims_dashboard", "leaderboard",
+                                                                     "style"}
 
 
 def test_hand_written_stages_declare_their_config_keys():

@@ -1,4 +1,5 @@
-"""Claims of the GWG paper's cost per step (gradmc.claims.sampler_cost) on synthetic sampler_cost metrics."""
+"""Claims of the GWG paper's cost per step (gradmc.experiments.sampler_cost.claims) on synthetic sampler_cost
+metrics."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from gradmc.claims.sampler_cost import PAPER_RELATIVE_COST, RUN_METRIC, claims
+from gradmc.experiments.sampler_cost.claims import PAPER_RELATIVE_COST, RUN_METRIC, claims
 
 BASE = [1.0, 1.0, 1.0, 1.0, 1.0]
 #: ms per step of each timed run (5 runs) per target and sampler.
@@ -89,7 +90,7 @@ def test_processes_are_the_replicates_and_the_claims_need_enough_of_them():
     processes (the drift cancels within a process); the direction claims need >= 5 processes, read from the
     config (absent: one process), the agreement claims the paper's GPU code as well."""
     from gradmc.claims.base import NOT_DECIDABLE_HARDWARE, NOT_DECIDABLE_SCALE
-    from gradmc.claims.sampler_cost import MIN_PROCESSES, QUOTES
+    from gradmc.experiments.sampler_cost.claims import MIN_PROCESSES, QUOTES
     hb = [3.0, 3.1, 2.9, 3.0, 3.05]
     gwg = [2.0, 2.1, 1.9, 2.05, 2.0]
     df = _processes_frame({"HB-10-1": hb, "GWG": gwg})

@@ -1,4 +1,4 @@
-"""Claims of GWG App. J (gradmc.claims.text_ebm): the numbers on a real tiny run, and the verdicts on
+"""Claims of GWG App. J (gradmc.experiments.text_ebm.claims): the numbers on a real tiny run, and the verdicts on
 constructed metrics where the answer is known."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from _text_ebm_run import tiny_run
 from scipy import stats
 
 from gradmc.claims.base import NOT_DECIDABLE_SCALE, _known, claims_frame
-from gradmc.claims.text_ebm import QUOTES, claims
+from gradmc.experiments.text_ebm.claims import QUOTES, claims
 from gradmc.results import read_parquet
 
 Z = stats.norm.ppf(0.975)
@@ -116,7 +116,7 @@ def test_the_orderings_need_the_papers_setting_and_the_sanity_check_does_not():
 
 
 def test_the_ais_ess_gate_reads_the_configs_chain_count():
-    from gradmc.claims.ebm import min_ais_weights_ess
+    from gradmc.experiments.ebm.claims import min_ais_weights_ess
 
     assert [min_ais_weights_ess(n) for n in (None, 4, 31, 32, 33, 100, 400)] == [25, math.inf, math.inf, 25, 50,
                                                                                  50, 200]

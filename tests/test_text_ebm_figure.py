@@ -1,4 +1,5 @@
-"""The GWG App. J text-EBM table and AIS convergence figure (gradmc.figures.text_ebm) from a real tiny run."""
+"""The GWG App. J text-EBM table and AIS convergence figure (gradmc.experiments.text_ebm.figure) from a real tiny
+run."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from _text_ebm_run import tiny_run
 
 from gradmc.errors import InputError
-from gradmc.figures.text_ebm import MODELS, figure
+from gradmc.experiments.text_ebm.figure import MODELS, figure
 from gradmc.results import provenance, read_parquet, write_parquet
 
 

@@ -1,6 +1,5 @@
 """Load and validate the science configuration against ``workflow/schemas/config.schema.yaml`` (and the
-per-experiment schemas: ``schema.yaml`` in each experiment folder ``gradmc/experiments/<name>/``, and the
-hand-written stages' ``workflow/schemas/experiments/<name>.yaml``).
+per-experiment schemas: ``schema.yaml`` in each experiment folder ``gradmc/experiments/<name>/``).
 
 An invalid key or value stops a run before any job starts, with a message naming the key, the bad
 value and what the schema allows.
@@ -42,18 +41,8 @@ EXPERIMENTS_DIR = Path(__file__).resolve().parent / "experiments"
 
 def schema_parts() -> dict[str, Path]:
     """Top-level config key -> the file holding its schema: ``gradmc/experiments/<key>/schema.yaml`` of every
-    experiment folder and ``workflow/schemas/experiments/<key>.yaml`` of the hand-written stages, sorted by key.
-
-    Raises:
-        ConfigError: a key with a schema in both places.
-    """
-    parts = {path.parent.name: path for path in EXPERIMENTS_DIR.glob("*/schema.yaml")}
-    for path in (SCHEMA_PATH.parent / "experiments").glob("*.yaml"):
-        if path.stem in parts:
-            raise ConfigError(f"the config section {path.stem!r} has two schemas, {parts[path.stem]} and {path}: "
-                              "keep the experiment folder's schema.yaml")
-        parts[path.stem] = path
-    return dict(sorted(parts.items()))
+    experiment folder (standard experiments and hand-written stages alike), sorted by key."""
+    return dict(sorted((path.parent.name, path) for path in EXPERIMENTS_DIR.glob("*/schema.yaml")))
 
 
 def _load_schema() -> dict:

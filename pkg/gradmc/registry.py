@@ -25,9 +25,9 @@ every standard experiment from it, and ``gradmc plan`` its compute plan; the cla
 that leaves its section out runs it at the schema's defaults, and one line (``<name>: {num_steps: 100}``) runs it
 smaller.
 
-Hand-written stages (training, data, EBM, timing) stay single modules ``gradmc/experiments/<stage>.py``, with
-their claims under ``gradmc/claims/``, figures under ``gradmc/figures/`` and schemas under
-``workflow/schemas/experiments/``; their rules are hand-written.
+Hand-written stages (training, data, EBM, timing) with a figure or claims are folders too (``ebm``, ``text_ebm``,
+``sampler_cost``: run code, ``figure.py``, ``claims.py``, ``schema.yaml``, captions); those that are run code
+only stay single modules ``gradmc/experiments/<stage>.py``. Their rules are hand-written.
 
 Two kinds of module carry a ``META``:
 

@@ -89,6 +89,15 @@ def all_cores():
 CODE_RECORDS = Path(".snakemake") / "gradmc-code"
 
 
+def caption(stage, stem):
+    """The report caption ``<stem>.rst`` in a hand-written stage's experiment folder, as Snakemake wants it:
+    relative to the rule files."""
+    path = _registry.EXPERIMENTS_DIR / stage / f"{stem}.rst"
+    if not path.is_file():
+        raise WorkflowError(f"gradmc.experiments.{stage}: no report caption {path}")
+    return os.path.relpath(path, REPO / "workflow" / "rules")
+
+
 def digest(*modules):
     """Code digest (comments, docstrings and layout left out) of the gradmc modules a stage runs and all they
     import (gradmc.codedigest), its per-file digests recorded under CODE_RECORDS."""

@@ -28,9 +28,9 @@ rule table_sampler_cost:
         rules.sampler_cost.output[0],
     output:
         csv=f"{RESULTS}/tables/sampler_cost.csv",
-        md=report(f"{RESULTS}/tables/sampler_cost.md", caption="../report/sampler_cost.rst", category="Tables"),
+        md=report(f"{RESULTS}/tables/sampler_cost.md", caption=caption("sampler_cost", "sampler_cost"), category="Tables"),
     params:
-        code=digest("gradmc.figures.sampler_cost"),
+        code=digest("gradmc.experiments.sampler_cost.figure"),
         prefix=lambda wildcards, output: output.md.removesuffix(".md"),
     log:
         f"{LOGS}/table_sampler_cost.log",

@@ -102,14 +102,14 @@ rule figure_text_ebm:
         metrics=rules.eval_text_ebm.output[0],
         samples=rules.train_text_ebm.output.samples,
     output:
-        table=report(f"{RESULTS}/tables/gwg_appj_text_ebm.md", caption="../report/gwg_appj_text_ebm.rst",
+        table=report(f"{RESULTS}/tables/gwg_appj_text_ebm.md", caption=caption("text_ebm", "gwg_appj_text_ebm"),
                      category="Tables"),
         table_csv=f"{RESULTS}/tables/gwg_appj_text_ebm.csv",
-        figure=report(f"{RESULTS}/figures/gwg_appj_text_ais.png", caption="../report/gwg_appj_text_ais.rst",
+        figure=report(f"{RESULTS}/figures/gwg_appj_text_ais.png", caption=caption("text_ebm", "gwg_appj_text_ais"),
                       category="GWG paper"),
         figure_pdf=f"{RESULTS}/figures/gwg_appj_text_ais.pdf",
     params:
-        code=digest("gradmc.figures.text_ebm"),
+        code=digest("gradmc.experiments.text_ebm.figure"),
         name=config["name"],
         table=lambda wildcards, output: output.table.removesuffix(".md"),
         prefix=lambda wildcards, output: output.figure_pdf.removesuffix(".pdf"),

@@ -267,22 +267,11 @@ _PACKAGE = Path(__file__).resolve().parents[1]  # .../gradmc
 
 def claims_modules() -> dict[str, str]:
     """Experiment name -> its claims module, sorted by name: ``gradmc.experiments.<name>.claims`` of every
-    experiment folder with a ``claims.py``, and ``gradmc.claims.<stage>`` of the hand-written stages (e.g.
-    ``ebm``). Found by path, never imported here (the Snakefile reads the claims inputs from it); the claims stage
-    reads each one's ``results/<config>/<name>/metrics.parquet``.
-
-    Raises:
-        InputError: a name with claims in both places.
-    """
+    experiment folder with a ``claims.py`` (standard experiments and hand-written stages such as ``ebm`` alike).
+    Found by path, never imported here (the Snakefile reads the claims inputs from it); the claims stage reads each
+    one's ``results/<config>/<name>/metrics.parquet``."""
     found = {path.parent.name: f"gradmc.experiments.{path.parent.name}.claims"
              for path in (_PACKAGE / "experiments").glob("*/claims.py")}
-    for path in (_PACKAGE / "claims").glob("*.py"):
-        if path.stem in ("__init__", "base", "stats"):
-            continue
-        if path.stem in found:
-            raise InputError(f"claims for {path.stem!r} are in both {found[path.stem]} and gradmc.claims."
-                             f"{path.stem}: keep the experiment folder's claims.py")
-        found[path.stem] = f"gradmc.claims.{path.stem}"
     return dict(sorted(found.items()))
 
 

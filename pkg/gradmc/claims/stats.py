@@ -37,13 +37,13 @@ ESS, timed runs and seed differences, see that file):
     at every n up to 30 (compare positive replicates as a log ratio).
 
   The resampling seed is fixed, so the interval is reproducible.
-- gradmc.claims.ebm ``_normal`` (effect +- 1.96 SE, with the AIS delta-method SE of log Z): covers 0.943 when
-  the AIS weights are nearly equal, 0.913 at weights ESS 19 of 32 chains (sd of log w 0.8), 0.82 at ESS 9 and
+- gradmc.experiments.ebm.claims ``_normal`` (effect +- 1.96 SE, with the AIS delta-method SE of log Z): covers
+  0.943 when the AIS weights are nearly equal, 0.913 at weights ESS 19 of 32 chains (sd of log w 0.8), 0.82 at ESS 9 and
   0.59 at ESS 4 of 32: the SE of a log mean of skewed importance weights is too small when few weights
   dominate (and that ignores AIS's downward bias of log Z). It reaches 0.93 at ESS 25 of 32 (0.933), and at
-  about 50 of 100 chains; below the ESS for the run's chain count (gradmc.claims.ebm.min_ais_weights_ess, read
-  from the config; no interval below 32 chains) the interval is unbounded. The text EBM's claims use the same
-  rule.
+  about 50 of 100 chains; below the ESS for the run's chain count
+  (gradmc.experiments.ebm.claims.min_ais_weights_ess, read from the config; no interval below 32 chains) the
+  interval is unbounded. The text EBM's claims use the same rule.
 
 :func:`decide` turns an interval into PASS / FAIL / INCONCLUSIVE:
 

@@ -322,7 +322,7 @@ def _cmd_claims(args) -> None:
 
 
 def _figure_ebm(args) -> list:
-    from gradmc.figures.ebm import collect, figure
+    from gradmc.experiments.ebm.figure import combine_runs, figure
     from gradmc.results import read_parquet, write_parquet
 
     for path in args.metrics:
@@ -341,12 +341,12 @@ def _figure_ebm(args) -> list:
         samples[label] = (path, tuple(int(v) for v in shape.split("x")))
     paths = figure(args.metrics, args.out, args.table_out, config_name=args.config_name, samples=samples)
     _, prov = read_parquet(args.metrics[0])
-    paths.append(write_parquet(collect(args.metrics), args.combined_out, prov, validate=True))
+    paths.append(write_parquet(combine_runs(args.metrics), args.combined_out, prov, validate=True))
     return paths
 
 
 def _figure_text_ebm(args) -> list:
-    from gradmc.figures.text_ebm import figure
+    from gradmc.experiments.text_ebm.figure import figure
 
     check_readable(args.metrics, "--metrics")
     if args.samples is not None:
@@ -375,7 +375,7 @@ def _cmd_figure(args) -> None:
     if found != [args.figure]:  # every figure refuses another experiment's metrics
         raise InputError(f"{args.metrics} holds metrics of {found}, not of {args.figure!r}")
     if args.figure == "sampler_cost":
-        from gradmc.figures.sampler_cost import table_sampler_cost
+        from gradmc.experiments.sampler_cost.figure import table_sampler_cost
 
         paths = table_sampler_cost(args.metrics, args.out)
     else:

@@ -1,8 +1,8 @@
 """Which samplers train the deep EBMs of GWG Table 2 (EXPERIMENTS.md A7) by PCD, on which data: the feasibility
 rule shared by :mod:`gradmc.experiments.ebm`, the config check and ``workflow/rules/ebm.smk`` (torch-free, so
 the workflow can read it without importing torch), and the later samplers' own papers' deep-EBM numbers
-(:data:`LATER_PAPERS`), shared by the Table 2 figure (:mod:`gradmc.figures.ebm`) and claims
-(:mod:`gradmc.claims.ebm`).
+(:data:`LATER_PAPERS`), shared by the Table 2 figure (:mod:`gradmc.experiments.ebm.figure`) and claims
+(:mod:`gradmc.experiments.ebm.claims`).
 
 Training samplers (:data:`SAMPLERS`):
     GWG       Gibbs-With-Gradients (GWG paper Sec. 5.5), binary and categorical (Eq. 4).

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gradmc.claims.ebm import (
+from gradmc.config import for_dataset
+from gradmc.experiments.ebm.claims import (
     PAPER_AIS_LEVELS,
     PAPER_BLOCKS,
     PAPER_CHANNELS,
@@ -33,13 +34,12 @@ from gradmc.claims.ebm import (
     TABLE2_BASELINES,
     TABLE2_NATS,
 )
-from gradmc.config import for_dataset
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 from gradmc.specs.ebm_samplers import CATEGORICAL_DATASETS, LATER_PAPERS, sampler_steps
 from gradmc.training.ebm_samples import read_samples
 
-__all__ = ["PAPER", "LATER_PAPERS", "LITERATURE", "collect", "table", "figure"]
+__all__ = ["PAPER", "LATER_PAPERS", "LITERATURE", "combine_runs", "table", "figure"]
 
 #: The paper's Table 2 EBM numbers (nats; "—" where not run), owned by the claims (:data:`TABLE2_NATS`).
 #: Categorical rows' EBM digits are lost in our copy of the paper's text and are left out rather than guessed.
@@ -96,7 +96,7 @@ def deviations(config: dict, dataset: str, iterations: float | None = None, samp
     return "; ".join(parts)
 
 
-def collect(paths: list[str | Path]) -> pd.DataFrame:
+def combine_runs(paths: list[str | Path]) -> pd.DataFrame:
     """Concatenate per-run metric files (sorted for a stable file)."""
     frames = [read_parquet(p)[0] for p in paths]
     df = pd.concat(frames, ignore_index=True)
@@ -211,7 +211,7 @@ def figure(metrics: list[str | Path], out: str | Path, table_out: str | Path, *,
     Raises:
         ValueError: a samples file that is not one, or whose rows are not H x W images.
     """
-    df = collect(metrics)
+    df = combine_runs(metrics)
     suffix = f" [{config_name} config]" if config_name else ""
     settings = {}
     for path in metrics:

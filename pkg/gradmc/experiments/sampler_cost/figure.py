@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gradmc.claims.sampler_cost import PAPER_RELATIVE_COST as _PAPER_RATIOS
+from gradmc.experiments.sampler_cost.claims import PAPER_RELATIVE_COST as _PAPER_RATIOS
 from gradmc.figures.style import save_table
 from gradmc.results import read_parquet
 
@@ -31,8 +31,12 @@ def cost_table(df: pd.DataFrame) -> pd.DataFrame:
 def table_sampler_cost(metrics_path: str | Path, out_prefix: str | Path) -> list[Path]:
     """Write ``out_prefix``.csv and .md from the sampler-cost Parquet; return the paths."""
     df, prov = read_parquet(metrics_path)
+    try:  # the run's config, as its provenance recorded it
+        threads = prov["config"]["sampler_cost"]["threads"]
+    except (KeyError, TypeError):
+        threads = "?"
     caption = ("Sampler cost per step (median of timed runs after warm-up, sampler time only, "
-               f"{prov.get('config', {}).get('sampler_cost', {}).get('threads', '?')} threads, commit "
+               f"{threads} threads, commit "
                f"{str(prov.get('git_commit', '?'))[:8]}); relative to Gibbs-1 on the same target. "
                "The paper's ratios (GWG Sec. 5.1) are for its own GPU implementation.")
     return save_table(cost_table(df), out_prefix, caption)

@@ -63,7 +63,7 @@ META = {"stages": {
     "train_ebm": ["ebm.model", "ebm.train", "ebm.ais.num_chains", "ebm.ais.validation_intermediate",
                   "ebm.ais.validation_examples", "ebm.ais.overrides"],
     # ebm.train: the model file already depends on it; here it puts the training settings in the metrics'
-    # provenance, so Table 2 lists the run's deviations from the paper's (figures.ebm.deviations)
+    # provenance, so Table 2 lists the run's deviations from the paper's (experiments.ebm.figure.deviations)
     "ais_ebm": ["ebm.model", "ebm.train", "ebm.ais.num_intermediate", "ebm.ais.num_chains", "ebm.ais.test_examples",
                 "ebm.ais.convergence", "ebm.ais.bound_search_steps", "ebm.ais.bound_search_chains",
                 "ebm.ais.bound_search_temperature", "ebm.ais.overrides"],

@@ -13,8 +13,8 @@ What the paper's setting needs (read from the config only; :func:`setting_needs`
 EBMs" (QUOTES["identical"]: ``train.iterations`` >= 50,000, App. I.2). The LM claim also needs the LM's sizes
 (``lm.hidden`` >= 512, ``lm.embed_dim`` >= 256; QUOTES["lm"]). An unmet need makes the claim NOT DECIDABLE AT THIS
 SCALE: the orderings of models of another vocabulary, length and size are not the paper's. Every claim also needs
-at least 32 AIS chains (``ais.num_chains``; :func:`gradmc.claims.ebm.ais_chains_need`): with fewer, no interval is
-given, whatever the run.
+at least 32 AIS chains (``ais.num_chains``; :func:`gradmc.claims.ais.ais_chains_need`): with fewer, no
+interval is given, whatever the run.
 
 1. "The text EBM beats the unigram baseline" (QUOTES["comparison"], QUOTES["success"]): superiority; effect test
    log-likelihood EBM (GWG) - unigram (nats per sentence); > 0: the EBM better (direction +1). Needs the setting.
@@ -44,8 +44,8 @@ import math
 import pandas as pd
 from scipy import stats
 
+from gradmc.claims.ais import ais_chains, ais_chains_need, min_ais_weights_ess
 from gradmc.claims.base import Claim, Need, at_least
-from gradmc.claims.ebm import ais_chains, ais_chains_need, min_ais_weights_ess
 from gradmc.claims.stats import LEVEL, Interval
 
 __all__ = ["claims", "setting_needs", "PAPER_ITERATIONS", "PAPER_VOCAB", "PAPER_LENGTH", "QUOTES"]
@@ -81,8 +81,8 @@ def _value(df: pd.DataFrame, model: str, metric: str) -> float:
 
 def _interval(effect: float, se: float, n: int, ais_ess: float = math.nan, chains: int | None = None) -> Interval:
     """effect +- z_{0.975} se; unbounded without a standard error, or when the EBM's AIS weights ESS ``ais_ess``
-    (NaN: not in the metrics, unchecked) is below :func:`gradmc.claims.ebm.min_ais_weights_ess` of its ``chains``
-    (from the config): the image EBMs' coverage rule, for the same AIS standard error."""
+    (NaN: not in the metrics, unchecked) is below :func:`gradmc.claims.ais.min_ais_weights_ess` of its
+    ``chains`` (from the config): the image EBMs' coverage rule, for the same AIS standard error."""
     unit = "test sentences" if n > 1 else "test sets"  # the metrics may not record the number of sentences
     if not math.isfinite(se):
         return Interval(effect, -math.inf, math.inf, n, unit, "no standard error in the metrics")
