@@ -6,10 +6,11 @@ A standard experiment ``<name>`` is the folder ``gradmc/experiments/<name>/``:
     The run code, ``shards``, ``run`` (and ``finalize``), with the ``META`` literal below; its module is
     ``gradmc.experiments.<name>``.
 ``figure.py`` (with a ``figure`` in ``META``)
-    ``figure(df, prefix, config_name, table_prefix)`` draws the figure and writes its table.
+    ``figure(metrics_path, out_prefix, table_prefix, config_name=...)`` draws the figure and writes its table.
 ``claims.py`` (optional)
     ``claims(df, config) -> list[Claim]``: the papers' claims on its metrics, with their paper values (where the
-    figure needs a paper number too, it imports it from here).
+    figure needs a paper number too, it imports it from here) and ``QUOTES``, the paper's words each claim tests
+    (checked against the stored paper text). An experiment that reproduces no paper has no ``claims.py``.
 ``schema.yaml`` (optional)
     The JSON schema of the top-level config section ``<name>`` (:mod:`gradmc.config` adds it to the config
     schema); its ``default:`` entries are the papers' settings.
