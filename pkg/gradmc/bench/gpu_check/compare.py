@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from gradmc.bench.gpu_check._shared import _DEVICES, _plain
-
 __all__ = ["FAMILY_ALPHA", "DEGENERATE_TOLERANCE", "MIN_CHAINS", "chain_statistics", "compare_frames",
            "load_results", "compare_folders"]
 
@@ -26,6 +24,15 @@ MIN_CHAINS = 4
 #: ising_sampling's chunk (its first chain), costs and times, provenance
 _NON_KEY_COLUMNS = frozenset({"value", "chain", "chunk", "energy_evals", "grad_evals", "wall_time_s",
                               "config_hash", "git_commit", "git_dirty", "package_version", "torch_version"})
+#: the two devices of the check, in the order of the table columns
+_DEVICES = ("cpu", "cuda")
+
+
+def _plain(value):
+    """A JSON-friendly scalar (numpy scalars to Python, NaN to None)."""
+    if hasattr(value, "item"):
+        value = value.item()
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def _is_timing(metric: str) -> bool:
