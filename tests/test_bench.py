@@ -201,14 +201,13 @@ def test_bad_sizes_refused(tmp_path):
 
 
 def test_cli_passes_the_subset(tmp_path, monkeypatch):
-    import gradmc.bench.executors as executors_mod
     import gradmc.bench.samplers as samplers_mod
     import gradmc.bench.scaling as scaling_mod
 
     calls = []
     monkeypatch.setattr(samplers_mod, "run_benchmark", lambda out, **kw: calls.append(("samplers", out, kw)))
     monkeypatch.setattr(scaling_mod, "run_scaling", lambda out, **kw: calls.append(("scaling", out, kw)))
-    monkeypatch.setattr(executors_mod, "run_executors", lambda out, **kw: calls.append(("executors", out, kw)))
+    monkeypatch.setattr(scaling_mod, "run_executors", lambda out, **kw: calls.append(("executors", out, kw)))
     assert main(["bench", "--out", str(tmp_path), "--suite", POTTS_SUITE, "--repeats", "7", "--steps", "3"]) == 0
     assert len(calls) == 1
     kind, out, kw = calls[0]
