@@ -25,7 +25,7 @@ from gradmc.bench.catalog import (
     TEXT_EBM_SUITE,
     select_suites,
 )
-from gradmc.bench.rbm_ess import RBM_ESS_SAMPLERS, rbm_ess_suite
+from gradmc.bench.rbm_ess import rbm_ess_suite
 from gradmc.bench.samplers import SUITES, build_lattice_potts, build_potts, run_benchmark
 from gradmc.cli import main
 from gradmc.cli.parser import build_parser
@@ -145,7 +145,7 @@ def test_subset_run_keeps_the_other_suites(tmp_path):
 def test_kmc_rows_have_steps_per_s_and_spread(tmp_path, monkeypatch):
     """kmc_finite_suite renames time_sampler's median to chain-iterations/s; the bench puts steps_per_s back. (The
     real suite takes ~10 s: its rows are made here the way it makes them, from a tiny time_sampler run.)"""
-    import gradmc.bench.kmc as kmc
+    import gradmc.bench.samplers as samplers_mod
     from gradmc.bench.samplers import build_ising
     from gradmc.evaluation.timing import time_sampler
 
@@ -156,7 +156,7 @@ def test_kmc_rows_have_steps_per_s_and_spread(tmp_path, monkeypatch):
         row["ms_per_iteration"] = row.pop("ms_per_step")
         return {"2_chains": row}
 
-    monkeypatch.setattr(kmc, "kmc_finite_suite", tiny_kmc)
+    monkeypatch.setattr(samplers_mod, "kmc_finite_suite", tiny_kmc)
     res = run_benchmark(tmp_path / "s.json", steps=1, repeats=5, suites=[KMC_SUITE], progress=None)
     for row in res["suites"][KMC_SUITE].values():
         _check_row(row, 5)
@@ -201,14 +201,13 @@ def test_bad_sizes_refused(tmp_path):
 
 
 def test_cli_passes_the_subset(tmp_path, monkeypatch):
-    import gradmc.bench.executors as executors_mod
     import gradmc.bench.samplers as samplers_mod
     import gradmc.bench.scaling as scaling_mod
 
     calls = []
     monkeypatch.setattr(samplers_mod, "run_benchmark", lambda out, **kw: calls.append(("samplers", out, kw)))
     monkeypatch.setattr(scaling_mod, "run_scaling", lambda out, **kw: calls.append(("scaling", out, kw)))
-    monkeypatch.setattr(executors_mod, "run_executors", lambda out, **kw: calls.append(("executors", out, kw)))
+    monkeypatch.setattr(scaling_mod, "run_executors", lambda out, **kw: calls.append(("executors", out, kw)))
     assert main(["bench", "--out", str(tmp_path), "--suite", POTTS_SUITE, "--repeats", "7", "--steps", "3"]) == 0
     assert len(calls) == 1
     kind, out, kw = calls[0]
@@ -225,7 +224,7 @@ def test_cli_passes_the_subset(tmp_path, monkeypatch):
 
 def test_ess_suite_defaults():
     params = inspect.signature(rbm_ess_suite).parameters
-    assert RBM_ESS_SAMPLERS == SUITES[RBM_SUITE].samplers
+    assert catalog.RBM_SAMPLERS == SUITES[RBM_SUITE].samplers
     assert (params["num_hidden"].default, params["num_chains"].default, params["epochs"].default,
             params["cd_steps"].default, params["num_train"].default) == (500, 100, 1, 10, None)
     assert catalog.DEFAULT_ESS_STEPS >= catalog.DEFAULT_REPEATS
@@ -245,7 +244,7 @@ def test_ess_suite_tiny_run_is_finite_and_positive(real_data, tmp_path):
     res = run_benchmark(tmp_path / "s.json", repeats=5, ess_steps=40, ess_burn_in=5, suites=[RBM_ESS_SUITE],
                         suite_params={RBM_ESS_SUITE: tiny}, data_dir=folder, progress=None)
     rows = res["suites"][RBM_ESS_SUITE]
-    assert list(rows) == list(RBM_ESS_SAMPLERS)
+    assert list(rows) == list(catalog.RBM_SAMPLERS)
     for name, row in rows.items():
         for key in ("ess_per_s", "ess", "ess_min", "ess_all_chains", "seconds"):
             assert row[key] is not None and math.isfinite(row[key]) and row[key] > 0, (name, key, row[key])
@@ -259,7 +258,7 @@ def test_ess_suite_tiny_run_is_finite_and_positive(real_data, tmp_path):
 
 def test_compile_suite_is_opt_in_and_skips_without_a_compiler(monkeypatch):
     """``--suite compile`` only when named; a failing torch.compile (no compiler) is recorded, not raised."""
-    from gradmc.bench import compile as compile_bench
+    import gradmc.bench.samplers as samplers_mod
     from gradmc.bench.catalog import COMPILE_SUITE
 
     assert COMPILE_SUITE not in select_suites(None) and select_suites([COMPILE_SUITE]) == (COMPILE_SUITE,)
@@ -269,9 +268,7 @@ def test_compile_suite_is_opt_in_and_skips_without_a_compiler(monkeypatch):
             raise RuntimeError("InductorError: no working C++ compiler found")
         return broken
 
-    monkeypatch.setattr(compile_bench.torch, "compile", no_compiler)
-    from gradmc.bench.samplers import build_ising
-
-    out = compile_bench.compile_suite({"tiny": lambda g: build_ising(g, side=4, num_chains=2)}, steps=2, repeats=1,
-                                      warmup=0)
+    monkeypatch.setattr(samplers_mod.torch, "compile", no_compiler)
+    out = samplers_mod.compile_suite({"tiny": lambda g: samplers_mod.build_ising(g, side=4, num_chains=2)},
+                                     steps=2, repeats=1, warmup=0)
     assert out.startswith("skipped: torch.compile failed (RuntimeError: InductorError")

@@ -10,7 +10,7 @@ import pytest
 @pytest.mark.slow
 def test_run_executors_writes_consistent_timings(tmp_path, monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    from gradmc.bench.executors import run_executors
+    from gradmc.bench.scaling import run_executors
 
     out = tmp_path / "executors.json"
     result = run_executors(out, workers=2, repeats=1, noop_shards=6, busy_shards=2, work_s=0.01, shared_shards=2,

@@ -1,9 +1,6 @@
 """Names, defaults and reference numbers of the ``make bench`` suites (no torch import: the CLI's ``--help``
-and its argument checks read this module).
-
-Reference numbers: the authors' implementation measured side by side with gradmc on the reference
-machine (2 threads, CPU, idle), and our steps/s targets. Both are steps per second
-of the whole batch of chains (one step = one transition of every chain).
+and its argument checks read this module). Reference numbers and targets are steps per second of the whole
+batch of chains on the reference machine (2 threads, CPU, idle).
 """
 
 from __future__ import annotations
@@ -14,17 +11,16 @@ from gradmc import sampler_catalog
 from gradmc.errors import InputError
 
 __all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "TEXT_EBM_SUITE", "RBM_ESS_SUITE",
-           "KMC_SUITE",
-           "GPC_SUITE", "COMPILE_SUITE", "OPT_IN_HELP", "SCALING", "SUITES_HELP", "SUITE_NAMES",
-           "AUTHORS_REFERENCE", "TARGETS",
-           "DEFAULT_STEPS", "DEFAULT_REPEATS", "DEFAULT_WARMUP", "DEFAULT_ESS_STEPS", "DEFAULT_ESS_BURN_IN",
-           "MIN_REPEATS", "LATER_BINARY", "LATER_CATEGORICAL", "select_suites"]
+           "KMC_SUITE", "GPC_SUITE", "COMPILE_SUITE", "OPT_IN_HELP", "SCALING", "SUITES_HELP", "SUITE_NAMES",
+           "AUTHORS_REFERENCE", "TARGETS", "DEFAULT_STEPS", "DEFAULT_REPEATS", "DEFAULT_WARMUP", "DEFAULT_ESS_STEPS",
+           "DEFAULT_ESS_BURN_IN", "MIN_REPEATS", "LATER_BINARY", "LATER_CATEGORICAL", "RBM_SAMPLERS", "select_suites"]
 
 #: the samplers after GWG and those of plugins (the config groups ``later`` and ``plugins``), at their declared
 #: defaults: timed in every binary suite (and the RBM ESS suite); the categorical ones in the Potts suites
 LATER_BINARY = tuple(sampler_catalog.expand(["later", "plugins"], "binary", empty_groups=True))
-LATER_CATEGORICAL = tuple(sampler_catalog.expand(["later", "plugins"], "categorical",
-                                                           empty_groups=True))
+LATER_CATEGORICAL = tuple(sampler_catalog.expand(["later", "plugins"], "categorical", empty_groups=True))
+#: the samplers of the RBM steps/s suite and of the RBM ESS suite
+RBM_SAMPLERS = ("GWG", "Gibbs-1", "Gibbs-2", "HB-10-1", "GWG-3", "BlockGibbs", *LATER_BINARY)
 
 RBM_SUITE = "rbm_784x500_100chains"
 ISING_SUITE = "ising_40x40_theta0.25_32chains"
@@ -41,8 +37,7 @@ SCALING = "scaling"
 
 #: suite -> one line of ``gradmc bench --help``, in the order the suites run
 SUITES_HELP: dict[str, str] = {
-    RBM_SUITE: "steps/s, RBM 784x500, W ~ N(0, 0.1^2): GWG, Gibbs-1, Gibbs-2, HB-10-1, GWG-3, BlockGibbs, "
-               + ", ".join(LATER_BINARY),
+    RBM_SUITE: "steps/s, RBM 784x500, W ~ N(0, 0.1^2): " + ", ".join(RBM_SAMPLERS),
     ISING_SUITE: "steps/s, cyclic lattice Ising 40x40, theta 0.25: GWG, Gibbs-1, " + ", ".join(LATER_BINARY),
     POTTS_SUITE: "steps/s, dense Potts 48 sites x 21 states (protein size), random couplings: "
                  "categorical GWG, Gibbs-1, " + ", ".join(LATER_CATEGORICAL),
@@ -104,8 +99,7 @@ def select_suites(names: Iterable[str] | None) -> tuple[str, ...]:
         return (*SUITE_NAMES, SCALING)
     names = list(names)
     known = (*SUITE_NAMES, *OPT_IN_HELP, SCALING)
-    unknown = [n for n in names if n not in known]
-    if unknown:
+    if unknown := [n for n in names if n not in known]:
         raise InputError(f"unknown bench suite {', '.join(repr(n) for n in unknown)}; known suites: "
                          f"{', '.join(known)}")
     return tuple(n for n in known if n in names)

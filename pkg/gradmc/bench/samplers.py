@@ -1,34 +1,7 @@
 """Sampler throughput benchmark (``make bench``): steps/s and ESS/s, written to samplers.json.
 
-Suites (fixed settings, so numbers compare across commits and with the authors' implementation measured
-side by side on the reference machine, idle, 2 threads, CPU; medians of 3 runs):
-
-- ``rbm_784x500_100chains``: RBM 784 x 500, W ~ N(0, 0.1^2), zero biases, 100 chains, binary x (100, 784):
-  GWG, Gibbs-1, Gibbs-2, HB-10-1, GWG-3, exact block Gibbs, and the later samplers (``LATER_BINARY``).
-  Authors: GWG 195, GWG-3 259, Gibbs-1 605, HB-10-1 120 steps/s.
-- ``ising_40x40_theta0.25_32chains``: 40 x 40 cyclic lattice Ising, theta = 0.25 (just above the critical
-  0.22), 32 chains: GWG, Gibbs-1 and the later samplers. Authors: GWG 94 steps/s.
-- ``potts_48x21_100chains``: dense Potts at the protein size of GWG Sec. 5.4 (PF00018: 48 sites x 21
-  states), 100 chains, one-hot x (100, 48, 21): categorical GWG, Gibbs-1, DMALA, DULA and DLMC. Random model:
-  fields h ~ N(0, 1); couplings J_ij = (W_ij + W_ji^T) / sqrt(2) with W entries N(0, 0.1^2) (so J entries
-  are N(0, 0.1^2), J_ji = J_ij^T) and J_ii = 0. Authors: GWG 64, Gibbs-1 26 steps/s.
-- ``lattice_potts_20x20x3_theta1.0_100chains``: cyclic lattice Potts 20 x 20 with 3 states,
-  log p(x) = theta sum_edges [x_i == x_j], theta = 1.0 (near the critical point log(1 + sqrt 3) ~= 1.005 of
-  the infinite 3-state lattice, as the Ising suite sits near its critical point), zero field, 100 chains,
-  one-hot x (100, 400, 3): categorical GWG, Gibbs-1, DMALA, DULA and DLMC. Authors: GWG 68 steps/s.
-- ``text_ebm_bilstm_20x10000_100chains``: categorical GWG on the text EBM's energy (GWG App. J; EXPERIMENTS.md A8)
-  at the paper's size: a random BiLSTM energy (256-d embedding, 512 hidden units, projection 512) over one-hot
-  sentences (100, 20, 10000), uniform x0, so each proposal is a softmax over 200,000 (site, value) pairs per
-  chain. At most 5 steps per timed run and 2 warm-up steps (a step takes about a second); the suite's
-  settings also record the energy's own forward + backward time (``energy_grad_ms``), so the proposal's
-  share of a step is read off. No authors' figure.
-- ``rbm_trained_784x500_ess``: ESS/s of the Hamming statistic on an RBM trained on MNIST, the RBM suite's
-  samplers (see :mod:`gradmc.bench.rbm_ess`; skipped when static_mnist is not in the data folder).
-- Kernel HMC: one KMC-finite iteration and one GPC estimate (see :mod:`gradmc.bench.kmc`).
-
-All with ``torch.set_num_threads(threads)`` (2 on the reference machine) on CPU. The reference numbers and
-the steps/s targets are also stored in the JSON (``authors_reference``, ``targets``;
-:mod:`gradmc.bench.catalog`).
+The suites and their reference numbers are in :mod:`gradmc.bench.catalog` (the README's "Benchmarks" has
+the table); every suite runs on CPU with ``torch.set_num_threads(threads)``, 2 on the reference machine.
 
 JSON layout (``samplers.json``)::
 
@@ -41,10 +14,10 @@ JSON layout (``samplers.json``)::
                                 "warmup", "params", "loadavg_before", "loadavg_after", ...}},
      "authors_reference": {suite: {sampler: steps/s}}, "targets": {suite: {sampler: steps/s}}}
 
-Every entry of ``suites.<suite>`` is a sampler (or, for KMC / GPC, a batch size) whose row has
-``steps_per_s`` and its spread; metadata lives outside ``suites``. The ESS suite's rows add ``ess_per_s``,
-``ess``, ``steps``, ``seconds`` (:func:`gradmc.bench.rbm_ess.ess_run`). ``suite_settings`` is authoritative
-for each suite's own settings: a run of a subset (``suites=``) updates only those suites of an existing file.
+Every entry of ``suites.<suite>`` is a sampler (for KMC / GPC a batch size, for compile a setting) whose
+row has ``steps_per_s`` and its spread; the ESS suite's rows add ``ess_per_s``, ``ess``, ``steps``,
+``seconds`` (:func:`gradmc.bench.rbm_ess.ess_run`). ``suite_settings`` holds each suite's own settings: a
+run of a subset (``suites=``) updates only those suites of an existing file.
 """
 
 from __future__ import annotations
@@ -54,11 +27,15 @@ import json
 import math
 import os
 import platform
+import statistics
 import time
+import timeit
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -82,6 +59,7 @@ from gradmc.bench.catalog import (
     MIN_REPEATS,
     POTTS_SUITE,
     RBM_ESS_SUITE,
+    RBM_SAMPLERS,
     RBM_SUITE,
     SCALING,
     SUITE_NAMES,
@@ -98,7 +76,7 @@ from gradmc.targets.potts import LatticePotts, Potts
 from gradmc.targets.rbm import RBM
 
 __all__ = ["SamplerSuite", "SUITES", "build_rbm", "build_ising", "build_potts", "build_lattice_potts", "build_text_ebm",
-           "run_benchmark"]
+           "kmc_finite_suite", "gpc_estimate_suite", "compile_suite", "run_benchmark"]
 
 
 def build_rbm(generator: torch.Generator, *, num_visible: int = 784, num_hidden: int = 500,
@@ -126,11 +104,12 @@ def _uniform_onehot(generator: torch.Generator, num_chains: int, num_sites: int,
 
 def build_potts(generator: torch.Generator, *, num_sites: int = 48, num_states: int = 21, num_chains: int = 100,
                 coupling_std: float = 0.1, field_std: float = 1.0) -> tuple[Potts, torch.Tensor]:
-    """Dense Potts with random parameters (the module docstring) and uniform one-hot x0.
+    """Dense Potts with random parameters (default: the protein size of GWG Sec. 5.4) and uniform one-hot x0.
 
     Returns:
-        (Potts with h (D, K) ~ N(0, field_std^2), J (D, D, K, K) with N(0, coupling_std^2) entries,
-        J_ji = J_ij^T, J_ii = 0; x0 (num_chains, D, K) float one-hot), D = num_sites, K = num_states.
+        (Potts with h (D, K) ~ N(0, field_std^2) and J_ij = (W_ij + W_ji^T) / sqrt(2), W entries
+        N(0, coupling_std^2), so J_ji = J_ij^T with N(0, coupling_std^2) entries, J_ii = 0; x0 (num_chains,
+        D, K) float one-hot), D = num_sites, K = num_states.
     """
     D, K = num_sites, num_states
     W = torch.randn(D, D, K, K, generator=generator) * coupling_std
@@ -142,7 +121,8 @@ def build_potts(generator: torch.Generator, *, num_sites: int = 48, num_states: 
 
 def build_lattice_potts(generator: torch.Generator, *, side: int = 20, num_states: int = 3, theta: float = 1.0,
                         num_chains: int = 100) -> tuple[LatticePotts, torch.Tensor]:
-    """Cyclic side x side lattice Potts (zero field) and uniform one-hot x0, (num_chains, side**2, num_states)."""
+    """Cyclic side x side lattice Potts (zero field; theta 1.0 sits near the critical log(1 + sqrt 3) of the
+    3-state lattice) and uniform one-hot x0, (num_chains, side**2, num_states)."""
     target = LatticePotts(side=side, num_states=num_states, theta=theta)
     return target, _uniform_onehot(generator, num_chains, side * side, num_states)
 
@@ -150,8 +130,8 @@ def build_lattice_potts(generator: torch.Generator, *, side: int = 20, num_state
 def build_text_ebm(generator: torch.Generator, *, vocab_size: int = 10000, max_length: int = 20,
                    embed_dim: int = 256, hidden: int = 512, proj: int = 512,
                    num_chains: int = 100) -> tuple[torch.nn.Module, torch.Tensor]:
-    """The text EBM's BiLSTM energy with random weights (parameters frozen) and uniform one-hot sentences
-    x0 (num_chains, max_length, vocab_size) float."""
+    """The text EBM's BiLSTM energy (GWG App. J sizes) with random weights (parameters frozen) and uniform
+    one-hot sentences x0 (num_chains, max_length, vocab_size) float."""
     from gradmc.models.text import BiLSTMEnergy
 
     with torch.random.fork_rng(devices=[]):  # nn's initialisation draws from the global stream
@@ -162,23 +142,18 @@ def build_text_ebm(generator: torch.Generator, *, vocab_size: int = 10000, max_l
 
 def energy_grad_ms(log_prob, x0: torch.Tensor, repeats: int) -> float:
     """Median ms of one f(x) + grad_x f(x) at x0 (one forward and backward pass), after one untimed call."""
-    times = []
-    for _ in range(repeats + 1):
-        start = time.perf_counter()
+    def forward_backward():
         x = x0.clone().requires_grad_(True)
         torch.autograd.grad(log_prob(x).sum(), x)
-        times.append(1000.0 * (time.perf_counter() - start))
-    return sorted(times[1:])[repeats // 2]
+
+    times = timeit.repeat(forward_backward, number=1, repeat=repeats + 1)
+    return 1000.0 * sorted(times[1:])[repeats // 2]
 
 
 @dataclass(frozen=True)
 class SamplerSuite:
-    """A steps/s suite: ``build(generator, **params) -> (target, x0)`` and the sampler names to time.
-
-    ``state`` is the ``make_sampler`` state kind ("binary" or "categorical"); ``max_steps`` caps the
-    benchmark's steps per run for suites whose steps take about a second; ``time_energy`` also times the
-    target's own forward + backward pass, so the sampler's share of a step is read off.
-    """
+    """A steps/s suite: ``build(generator, **params) -> (target, x0)``, the sampler names to time and their
+    ``make_sampler`` state kind."""
 
     build: Callable[..., tuple[object, torch.Tensor]]
     samplers: tuple[str, ...]
@@ -187,9 +162,9 @@ class SamplerSuite:
     time_energy: bool = False  # also record the target's own forward + backward (energy_grad_ms)
 
 
-#: steps/s suites: name -> SamplerSuite (the ESS, KMC and GPC suites are run by their own modules)
+#: steps/s suites: name -> SamplerSuite (the ESS, KMC, GPC and compile suites have their own functions)
 SUITES: dict[str, SamplerSuite] = {
-    RBM_SUITE: SamplerSuite(build_rbm, ("GWG", "Gibbs-1", "Gibbs-2", "HB-10-1", "GWG-3", "BlockGibbs", *LATER_BINARY)),
+    RBM_SUITE: SamplerSuite(build_rbm, RBM_SAMPLERS),
     ISING_SUITE: SamplerSuite(build_ising, ("GWG", "Gibbs-1", *LATER_BINARY)),
     POTTS_SUITE: SamplerSuite(build_potts, ("GWG", "Gibbs-1", *LATER_CATEGORICAL), "categorical"),
     LATTICE_POTTS_SUITE: SamplerSuite(build_lattice_potts, ("GWG", "Gibbs-1", *LATER_CATEGORICAL), "categorical"),
@@ -197,9 +172,100 @@ SUITES: dict[str, SamplerSuite] = {
 }
 
 
-def _check(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"bench {name} must be an integer >= {minimum}, got {value!r}")
+def kmc_finite_suite(*, steps: int, repeats: int) -> dict:
+    """Iterations per second of KMC finite on the 8-D banana (V = 100, b = 0.03) for 1 and 32 chains.
+
+    m = 1,000 Gaussian random Fourier features (length scale 5, lambda 1e-3) fitted on 1,000 target draws,
+    L ~ U{10..100}, eps ~ U[0.6, 1.3] (the authors' NumPy code: 11-16 ms per iteration). The batched leapfrog
+    always runs 100 steps (chains past their own L are frozen), the worst case of that range.
+
+    Returns:
+        {"<c>_chains": time_sampler's row with ``iterations_per_s`` (chain-iterations per second) in place of
+        ``steps_per_s`` and ``ms_per_iteration`` in place of ``ms_per_step``}.
+    """
+    from gradmc.samplers.continuous import KMC
+    from gradmc.surrogates import fit_finite, gaussian_random_features
+    from gradmc.targets import Banana
+
+    gen = make_generator(seed_from("bench", "kmc_finite"))
+    target = Banana(8, 100.0, 0.03)
+    features = gaussian_random_features(8, 1000, 5.0, gen, torch.float64)
+    surrogate = fit_finite(target.sample(1000, gen), features, 1e-3)
+    kernel = KMC(surrogate, step_size_range=(0.6, 1.3), num_steps_range=(10, 100))
+    out = {}
+    for c in (1, 32):
+        row = time_sampler(kernel, target, target.sample(c, gen), gen, steps=steps, repeats=repeats, warmup=5)
+        row["iterations_per_s"] = row.pop("steps_per_s") * c
+        row["ms_per_iteration"] = row.pop("ms_per_step")
+        out[f"{c}_chains"] = row
+    return out
+
+
+def gpc_estimate_suite(*, repeats: int, data_dir=None) -> dict | str:
+    """One importance-sampled GP-classification log marginal-likelihood estimate on UCI Glass (100 samples
+    from the Laplace approximation) for 1 and 8 chains at once, after one untimed estimate.
+
+    Returns:
+        {"<c>_chains": {"ms_per_estimate" (median) and its spread (:func:`~gradmc.evaluation.timing.spread`),
+        "ms_per_chain_estimate", "ms_runs", and estimates per second as ``steps_per_s`` with its spread}}
+        (one estimate is one pseudo-marginal MH step), or "skipped: <reason>" without glass.data.
+    """
+    from gradmc.data import registry
+    from gradmc.data.glass import load_glass
+    from gradmc.targets import GPClassificationPosterior
+
+    try:
+        X, y = load_glass(data_dir)
+    except FileNotFoundError:
+        folder = data_dir if data_dir is not None else registry.data_dir()
+        return f"skipped: glass.data missing (glass/glass.data not in the data folder {folder}, GRADMC_DATA_DIR)"
+    target = GPClassificationPosterior(torch.from_numpy(X), torch.from_numpy(y), num_importance_samples=100)
+    gen = make_generator(seed_from("bench", "gpc"))
+    out = {}
+    for c in (1, 8):
+        theta = torch.randn(c, X.shape[1], generator=gen, dtype=torch.float64)
+        target.log_prob(theta, gen)  # warm-up
+        ms = [1000.0 * t for t in timeit.repeat(partial(target.log_prob, theta, gen), number=1, repeat=repeats)]
+        out[f"{c}_chains"] = {**spread(ms, "ms_per_estimate"), "ms_per_chain_estimate": statistics.median(ms) / c,
+                              "ms_runs": ms, **spread([1000.0 / t for t in ms], "steps_per_s")}
+    return out
+
+
+def compile_suite(builders: dict, *, steps: int, repeats: int, warmup: int) -> dict | str:
+    """Eager against ``torch.compile(kernel.step)`` GWG steps/s per setting (opt-in: ``--suite compile``).
+
+    The compiled step warms up untimed for 2 * REFRESH_EVERY + 2 steps, which compiles every path (the
+    cached step and the periodic refresh); that wall time is ``compile_s``.
+
+    Args:
+        builders: setting name -> ``build(generator) -> (target, x0)`` (the steps/s suites' builders).
+        steps, repeats, warmup: as :func:`~gradmc.evaluation.timing.time_sampler`.
+
+    Returns:
+        {setting: {"eager": row, "compiled": row, "compile_s", "speedup": compiled / eager, "steps_per_s":
+        compiled}} with time_sampler's rows, or "skipped: <reason>" when compilation fails (no C++ compiler).
+    """
+    from gradmc.core.incremental import REFRESH_EVERY
+
+    out = {}
+    for name, build in builders.items():
+        gen = make_generator(seed_from("bench", "compile", name))
+        target, x0 = build(gen)
+        eager = time_sampler(make_sampler("GWG"), target, x0, gen, steps=steps, repeats=repeats, warmup=warmup)
+        kernel = make_sampler("GWG")
+        compiled = SimpleNamespace(init=kernel.init, step=torch.compile(kernel.step))  # init stays eager
+        start = time.perf_counter()
+        try:
+            state = compiled.init(x0, target)
+            for _ in range(2 * REFRESH_EVERY + 2):
+                state, _ = compiled.step(state, target, gen)
+        except Exception as err:  # noqa: BLE001 -- any compiler failure means "not available here"
+            return f"skipped: torch.compile failed ({type(err).__name__}: {str(err).splitlines()[0][:200]})"
+        compile_s = time.perf_counter() - start
+        row = time_sampler(compiled, target, x0, gen, steps=steps, repeats=repeats, warmup=warmup)
+        out[name] = {"eager": eager, "compiled": row, "compile_s": compile_s,
+                     "speedup": row["steps_per_s"] / eager["steps_per_s"], "steps_per_s": row["steps_per_s"]}
+    return out
 
 
 def _loadavg() -> list[float] | None:
@@ -219,60 +285,40 @@ def _compare(suite: str, sampler: str, rate: float) -> str:
     return text
 
 
-def _kmc(steps: int, repeats: int) -> dict:
-    from gradmc.bench.kmc import kmc_finite_suite
-
-    rows = kmc_finite_suite(steps=max(steps // 5, 5), repeats=repeats)
-    for row in rows.values():  # kmc_finite_suite reports chain-iterations/s; the layout wants batch steps/s too
-        row.update(spread(row["steps_per_s_runs"], "steps_per_s"))
-    return rows
-
-
-def _gpc(repeats: int, data_dir) -> dict | str:
-    from gradmc.bench.kmc import gpc_estimate_suite
-    from gradmc.data import registry
-
-    rows = gpc_estimate_suite(repeats=repeats, data_dir=data_dir)
-    if rows is None:
-        folder = data_dir if data_dir is not None else registry.data_dir()
-        return f"skipped: glass.data missing (glass/glass.data not in the data folder {folder}, GRADMC_DATA_DIR)"
-    for row in rows.values():  # one estimate is one pseudo-marginal MH step: its rate bounds such a chain's
-        row.update(spread(row["ms_runs"], "ms_per_estimate"))
-        row.update(spread([1000.0 / ms for ms in row["ms_runs"]], "steps_per_s"))
-    return rows
+def _steps_suite(suite: str, params: dict, steps: int, warmup: int, repeats: int, say) -> tuple[dict, dict]:
+    spec = SUITES[suite]
+    gen = make_generator(seed_from("bench", suite))  # builds the target, then drives every sampler in turn
+    defaults = {k: p.default for k, p in inspect.signature(spec.build).parameters.items()
+                if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    if unknown := sorted(set(params) - set(defaults)):
+        raise ValueError(f"suite {suite!r} takes no parameters {unknown}; it takes {sorted(defaults)}")
+    target, x0 = spec.build(gen, **params)
+    if spec.max_steps is not None and (steps > spec.max_steps or warmup > spec.max_steps // 2):
+        steps, warmup = min(steps, spec.max_steps), min(warmup, spec.max_steps // 2)
+        say(f"[bench] {suite}: a step takes about a second, so {steps} steps per run after {warmup} warm-up "
+            "steps (capped)")
+    out = {}
+    for name in spec.samplers:
+        row = out[name] = time_sampler(make_sampler(name, state=spec.state), target, x0, gen, steps=steps,
+                                       repeats=repeats, warmup=warmup)
+        say(f"[bench] {suite} {name}: {row['steps_per_s']:.1f} steps/s ({row['ms_per_step']:.2f} ms/step; "
+            f"runs {row['steps_per_s_min']:.0f}-{row['steps_per_s_max']:.0f}, spread "
+            f"{100 * row['steps_per_s_rel_spread']:.0f}%{_compare(suite, name, row['steps_per_s'])})")
+    name = repr(target).splitlines()[0]
+    extra = {"params": {**defaults, **params, "x0_shape": list(x0.shape),
+                        "target": type(target).__name__ if name.endswith("(") else name},
+             "samplers": list(spec.samplers), "state": spec.state, "steps_per_run": steps, "warmup": warmup}
+    if spec.time_energy:
+        extra["energy_grad_ms"] = energy_grad_ms(target, x0, repeats)
+        say(f"[bench] {suite} energy forward + backward alone: {extra['energy_grad_ms']:.0f} ms")
+    return out, extra
 
 
 def _run_suite(suite: str, *, steps: int, repeats: int, warmup: int, ess_steps: int, ess_burn_in: int,
                params: dict, data_dir, say: Callable[[str], None]) -> tuple[dict | str, dict]:
     """(results, extra settings) of one suite."""
     if suite in SUITES:
-        spec = SUITES[suite]
-        gen = make_generator(seed_from("bench", suite))  # builds the target, then drives every sampler in turn
-        defaults = {k: p.default for k, p in inspect.signature(spec.build).parameters.items()
-                    if p.kind is inspect.Parameter.KEYWORD_ONLY}
-        if unknown := sorted(set(params) - set(defaults)):
-            raise ValueError(f"suite {suite!r} takes no parameters {unknown}; it takes {sorted(defaults)}")
-        target, x0 = spec.build(gen, **params)
-        if spec.max_steps is not None and (steps > spec.max_steps or warmup > spec.max_steps // 2):
-            steps, warmup = min(steps, spec.max_steps), min(warmup, spec.max_steps // 2)
-            say(f"[bench] {suite}: a step takes about a second, so {steps} steps per run after {warmup} warm-up "
-                "steps (capped)")
-        out = {}
-        for name in spec.samplers:
-            row = time_sampler(make_sampler(name, state=spec.state), target, x0, gen, steps=steps, repeats=repeats,
-                               warmup=warmup)
-            out[name] = row
-            say(f"[bench] {suite} {name}: {row['steps_per_s']:.1f} steps/s ({row['ms_per_step']:.2f} ms/step; "
-                f"runs {row['steps_per_s_min']:.0f}-{row['steps_per_s_max']:.0f}, spread "
-                f"{100 * row['steps_per_s_rel_spread']:.0f}%{_compare(suite, name, row['steps_per_s'])})")
-        name = repr(target).splitlines()[0]
-        extra = {"params": {**defaults, **params, "x0_shape": list(x0.shape),
-                            "target": type(target).__name__ if name.endswith("(") else name},
-                 "samplers": list(spec.samplers), "state": spec.state, "steps_per_run": steps, "warmup": warmup}
-        if spec.time_energy:
-            extra["energy_grad_ms"] = energy_grad_ms(target, x0, repeats)
-            say(f"[bench] {suite} energy forward + backward alone: {extra['energy_grad_ms']:.0f} ms")
-        return out, extra
+        return _steps_suite(suite, params, steps, warmup, repeats, say)
     if suite == RBM_ESS_SUITE:
         from gradmc.bench.rbm_ess import rbm_ess_suite
 
@@ -280,53 +326,48 @@ def _run_suite(suite: str, *, steps: int, repeats: int, warmup: int, ess_steps: 
         out, extra = rbm_ess_suite(data_dir=data_dir, progress=say, **kwargs)
         # its timed runs are the `repeats` segments of the kept steps, its warm-up the burn-in
         extra.update(steps_per_run=kwargs["steps"] // repeats, warmup=kwargs["burn_in"])
-        if isinstance(out, str):
-            say(f"[bench] {suite} {out}")
-        return out, extra
-    if params:
+    elif params:
         raise ValueError(f"suite {suite!r} takes no parameters, got {sorted(params)}")
-    if suite == COMPILE_SUITE:
-        from gradmc.bench.compile import compile_suite
-
+    elif suite == COMPILE_SUITE:
         out = compile_suite({RBM_SUITE: build_rbm, ISING_SUITE: build_ising}, steps=steps, repeats=repeats,
                             warmup=warmup)
         for key, row in ({} if isinstance(out, str) else out).items():
             say(f"[bench] compile {key} GWG: eager {row['eager']['steps_per_s']:.0f}, compiled "
                 f"{row['compiled']['steps_per_s']:.0f} steps/s (x{row['speedup']:.2f}; "
                 f"compile {row['compile_s']:.0f} s)")
-        if isinstance(out, str):
-            say(f"[bench] compile {out}")
-        return out, {"kernel": "GWG", "settings": [RBM_SUITE, ISING_SUITE]}
-    if suite == KMC_SUITE:
-        out = _kmc(steps, repeats)
-        for key, row in out.items():
+        extra = {"kernel": "GWG", "settings": [RBM_SUITE, ISING_SUITE]}
+    elif suite == KMC_SUITE:
+        out = kmc_finite_suite(steps=max(steps // 5, 5), repeats=repeats)
+        for key, row in out.items():  # chain-iterations/s above; the layout wants batch steps/s too
+            row.update(spread(row["steps_per_s_runs"], "steps_per_s"))
             say(f"[bench] KMC finite banana {key}: {row['ms_per_iteration']:.2f} ms/iteration, "
                 f"{row['iterations_per_s']:.0f} chain-iterations/s (spread {100 * row['steps_per_s_rel_spread']:.0f}%)")
-        return out, {"steps_per_run": max(steps // 5, 5), "warmup": 5}
-    if suite == GPC_SUITE:
-        out = _gpc(repeats, data_dir)
-        if isinstance(out, str):
-            say(f"[bench] GPC estimate {out}")
-        else:
-            for key, row in out.items():
-                say(f"[bench] GPC estimate {key}: {row['ms_per_estimate']:.1f} ms "
-                    f"(spread {100 * row['ms_per_estimate_rel_spread']:.0f}%)")
-        return out, {"warmup": 1}
-    raise ValueError(f"unknown suite {suite!r}")  # select_suites() refuses it first
+        extra = {"steps_per_run": max(steps // 5, 5), "warmup": 5}
+    elif suite == GPC_SUITE:
+        out = gpc_estimate_suite(repeats=repeats, data_dir=data_dir)
+        for key, row in ({} if isinstance(out, str) else out).items():
+            say(f"[bench] GPC estimate {key}: {row['ms_per_estimate']:.1f} ms "
+                f"(spread {100 * row['ms_per_estimate_rel_spread']:.0f}%)")
+        extra = {"warmup": 1}
+    else:
+        raise ValueError(f"unknown suite {suite!r}")  # select_suites() refuses it first
+    if isinstance(out, str):
+        say(f"[bench] {suite} {out}")
+    return out, extra
 
 
-def _existing(out_path: Path, say) -> dict | None:
-    """The JSON already at ``out_path`` when it is a samplers.json, else None (with a note if unreadable)."""
+def _existing(out_path: Path, say) -> dict:
+    """The samplers.json already at ``out_path``, or {} (with a note when it is unreadable or foreign)."""
     if not out_path.is_file():
-        return None
+        return {}
     try:
         old = json.loads(out_path.read_text())
     except (OSError, ValueError) as err:
         say(f"[bench] {out_path} is unreadable ({err}); writing a fresh file")
-        return None
+        return {}
     if not isinstance(old, dict) or not isinstance(old.get("suites"), dict):
         say(f"[bench] {out_path} is not a samplers.json (no 'suites'); writing a fresh file")
-        return None
+        return {}
     return old
 
 
@@ -366,7 +407,8 @@ def run_benchmark(out_path: str | Path, *, threads: int = 2, steps: int = DEFAUL
     selected = [s for s in select_suites(suites) if s != SCALING]
     for name, value, minimum in (("threads", threads, 1), ("steps", steps, 1), ("repeats", repeats, 1),
                                  ("warmup", warmup, 0), ("ess_steps", ess_steps, 1), ("ess_burn_in", ess_burn_in, 0)):
-        _check(name, value, minimum)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise InputError(f"bench {name} must be an integer >= {minimum}, got {value!r}")
     if RBM_ESS_SUITE in selected and ess_steps < max(4, repeats):
         raise InputError(f"the ESS suite needs ess_steps >= max(4, repeats) (it times `repeats` segments), got "
                          f"ess_steps {ess_steps}, repeats {repeats}")
@@ -387,12 +429,10 @@ def run_benchmark(out_path: str | Path, *, threads: int = 2, steps: int = DEFAUL
         "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
         "steps_per_run": steps, "repeats": repeats, "warmup": warmup,
     }
-    old = _existing(out_path, say) if suites else None
-    results: dict = {**(old or {}), **header}
-    results["suites"] = dict(old["suites"]) if old else {}
-    results["suite_settings"] = dict(old.get("suite_settings") or {}) if old else {}
-    results["authors_reference"] = AUTHORS_REFERENCE
-    results["targets"] = TARGETS
+    old = _existing(out_path, say) if suites else {}
+    results: dict = {**old, **header, "suites": dict(old.get("suites", {})),
+                     "suite_settings": dict(old.get("suite_settings") or {}),
+                     "authors_reference": AUTHORS_REFERENCE, "targets": TARGETS}
     for suite in selected:
         before, start = _loadavg(), time.perf_counter()
         out, extra = _run_suite(suite, steps=steps, repeats=repeats, warmup=warmup, ess_steps=ess_steps,

@@ -58,13 +58,11 @@ def _cmd_bench(args) -> None:
                       progress=log)
         log(f"[bench] wrote {out}")
     if SCALING in selected:
-        from gradmc.bench.scaling import run_scaling
+        from gradmc.bench.scaling import run_executors, run_scaling
 
         scaling = Path(args.out) / "scaling.json"
         run_scaling(scaling, progress=log)
         log(f"[bench] wrote {scaling}")
-        from gradmc.bench.executors import run_executors
-
         executors = Path(args.out) / "executors.json"
         run_executors(executors, progress=log)
         log(f"[bench] wrote {executors}")

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from gradmc.bench.gpu_check._shared import _DEVICES, _plain
-
 __all__ = ["FAMILY_ALPHA", "DEGENERATE_TOLERANCE", "MIN_CHAINS", "chain_statistics", "compare_frames",
            "load_results", "compare_folders"]
 
@@ -26,6 +24,15 @@ MIN_CHAINS = 4
 #: ising_sampling's chunk (its first chain), costs and times, provenance
 _NON_KEY_COLUMNS = frozenset({"value", "chain", "chunk", "energy_evals", "grad_evals", "wall_time_s",
                               "config_hash", "git_commit", "git_dirty", "package_version", "torch_version"})
+#: the two devices of the check, in the order of the table columns
+_DEVICES = ("cpu", "cuda")
+
+
+def _plain(value):
+    """A JSON-friendly scalar (numpy scalars to Python, NaN to None)."""
+    if hasattr(value, "item"):
+        value = value.item()
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def _is_timing(metric: str) -> bool:
@@ -46,7 +53,7 @@ def chain_statistics(df: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
         (key columns, frame with the key columns and ``_n``, ``_mean``, ``_se`` (underscored: an experiment
         may have a key column ``n``, as kmc_banana does); se = std(ddof=1) / sqrt(n).
     """
-    if "chain" not in df.columns or "metric" not in df.columns or "value" not in df.columns:
+    if not {"chain", "metric", "value"} <= set(df.columns):
         return [], pd.DataFrame(columns=["_n", "_mean", "_se"])
     rows = df[(df["chain"] >= 0) & df["value"].notna() & ~df["metric"].astype(str).map(_is_timing)]
     rows = rows[rows["value"].map(math.isfinite)]
@@ -59,32 +66,26 @@ def chain_statistics(df: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
 
 
 def _describe_key(row: pd.Series, keys: list[str]) -> str:
-    skip = {"experiment", "metric"}
-    return " ".join(f"{k}={row[k]}" for k in keys if k not in skip and not (isinstance(row[k], float)
-                                                                               and math.isnan(row[k])))
+    return " ".join(f"{k}={row[k]}" for k in keys if k not in ("experiment", "metric") and pd.notna(row[k]))
 
 
-def compare_frames(cpu: dict[str, pd.DataFrame], cuda: dict[str, pd.DataFrame], *,
-                   family_alpha: float = FAMILY_ALPHA) -> pd.DataFrame:
+def compare_frames(cpu: dict[str, pd.DataFrame], cuda: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Compare the per-chain statistics of two sets of tidy metrics tables, file by file.
 
     Args:
         cpu, cuda: result file (e.g. ``"rbm_sampling/metrics.parquet"``) -> its metrics table, of the two
             runs of the same config on the two devices.
-        family_alpha: family-wise false-alarm rate; each of the m comparisons is tested at family_alpha / m.
 
     Returns:
         One row per statistic (file, group, metric) with n, mean and se on each device, ``diff``,
         ``se_diff`` (from the pooled variance of the chains of both devices, which under the null hypothesis
         draw from one distribution; it is sqrt(se_cpu^2 + se_cuda^2) for equal chain counts), ``t`` = |diff| /
-        se_diff, ``df`` = n_cpu + n_cuda - 2, ``critical`` = Student-t quantile 1 - family_alpha / (2 m) at
+        se_diff, ``df`` = n_cpu + n_cuda - 2, ``critical`` = Student-t quantile 1 - FAMILY_ALPHA / (2 m) at
         ``df``, ``ratio`` = t / critical, ``passed`` and a ``note``. A statistic present on one device only
         fails (the two runs must have the same shards); so does a file present on one side only (a row with
         metric ``<file>``). With both standard errors 0 the means must agree to DEGENERATE_TOLERANCE
         (relative).
     """
-    from scipy import stats as st
-
     out = []
     for name in sorted(set(cpu) | set(cuda)):
         if name not in cpu or name not in cuda:
@@ -115,14 +116,16 @@ def compare_frames(cpu: dict[str, pd.DataFrame], cuda: dict[str, pd.DataFrame], 
     testable = [e for e in out if e.get("n_cpu") is not None and e.get("n_cuda") is not None]
     m = len(testable)
     for entry in testable:
-        entry.update(_student(entry, m, family_alpha, st))
+        entry.update(_student(entry, m))
     frame = pd.DataFrame(out)
-    frame.attrs.update(m=m, family_alpha=family_alpha)
+    frame.attrs.update(m=m, family_alpha=FAMILY_ALPHA)
     return frame
 
 
-def _student(entry: dict, m: int, family_alpha: float, st) -> dict:
+def _student(entry: dict, m: int) -> dict:
     """The test of one statistic present on both devices (see :func:`compare_frames`)."""
+    from scipy import stats
+
     n_a, n_b = entry["n_cpu"], entry["n_cuda"]
     diff = entry["mean_cuda"] - entry["mean_cpu"]
     # pooled variance of the chains: under the null hypothesis both devices draw from one distribution
@@ -134,7 +137,7 @@ def _student(entry: dict, m: int, family_alpha: float, st) -> dict:
         return {"diff": diff, "se_diff": 0.0, "ratio": 0.0 if ok else math.inf, "passed": ok,
                 "note": "every chain gave the same value: the means must agree to round-off"}
     dof = n_a + n_b - 2
-    critical = float(st.t.ppf(1.0 - family_alpha / (2 * m), dof))
+    critical = float(stats.t.ppf(1.0 - FAMILY_ALPHA / (2 * m), dof))
     t = abs(diff) / se_diff
     note = "" if t <= critical else "means differ by more than Monte Carlo error"
     return {"diff": diff, "se_diff": se_diff, "t": t, "df": dof, "critical": critical, "ratio": t / critical,
@@ -168,10 +171,9 @@ def load_results(folder: str | Path) -> dict[str, pd.DataFrame]:
     return frames
 
 
-def compare_folders(cpu_folder: str | Path, cuda_folder: str | Path, *,
-                    family_alpha: float = FAMILY_ALPHA) -> pd.DataFrame:
+def compare_folders(cpu_folder: str | Path, cuda_folder: str | Path) -> pd.DataFrame:
     """:func:`compare_frames` of the metrics files of two result folders (``results/gpu-check/{cpu,cuda}``)."""
-    return compare_frames(load_results(cpu_folder), load_results(cuda_folder), family_alpha=family_alpha)
+    return compare_frames(load_results(cpu_folder), load_results(cuda_folder))
 
 
 def _summarise(comparison: pd.DataFrame) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from gradmc.bench.gpu_check._shared import _DEVICES, _plain
+from gradmc.bench.gpu_check.compare import _DEVICES, _plain
 
 __all__ = ["format_table", "format_details"]
 
