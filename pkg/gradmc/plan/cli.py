@@ -128,13 +128,13 @@ def _check_out_folder(out: str) -> None:
 
 
 def _write_profile(args) -> None:
-    from gradmc.plan.planfile import load_plan
-    from gradmc.plan.profile_file import read_profile
-    from gradmc.plan.slurm import write_profile
+    from gradmc.errors import MissingInputError
+    from gradmc.plan.slurm import read_plan, remake_hint, write_profile
 
-    plan, plan_json = load_plan(args.out)
-    read_profile(args.slurm_profile)  # its errors before any work
-    done = write_profile(plan, args.slurm_profile, cpus_per_task=args.cpus_per_task, safety=args.safety,
+    plan_json = Path(args.out) / "plan.json"
+    if not plan_json.is_file():
+        raise MissingInputError(f"no plan in --out {args.out}: {plan_json} not found; {remake_hint(args.out)}")
+    done = write_profile(read_plan(plan_json), args.slurm_profile, cpus_per_task=args.cpus_per_task, safety=args.safety,
                          out=args.out)
     line = f"[plan] wrote {args.slurm_profile}: {len(done.lines)} set-resources lines from {plan_json}"
     if done.kept:
