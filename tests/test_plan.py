@@ -13,9 +13,8 @@ import yaml
 
 from gradmc.plan.extrapolate import gpu_hours, makespan, task_seconds, unit_cost
 from gradmc.plan.jobs import JOBS, ebm_evals, ebm_levels
-from gradmc.plan.measure import at_level
 from gradmc.plan.planner import probe_key, progress_line
-from gradmc.plan.probe import run_probe
+from gradmc.plan.probe import at_level, run_probe
 from gradmc.plan.records import finish, new_job
 from gradmc.plan.report import render_markdown, write_plan
 from gradmc.plan.report import status_label as render_status
@@ -376,7 +375,7 @@ def test_warm_pair_keeps_each_levels_fastest_of_repeated_short_pairs():
     """A 0.2 s hiccup in the first level-2 run of a short pair would make the slope (t2 - t1) / (u2 - u1) about
     10x the real one; the repeats keep each level's minimum, so the slope is the undisturbed one."""
     from gradmc.plan.extrapolate import unit_cost
-    from gradmc.plan.measure import warm_pair
+    from gradmc.plan.probe import warm_pair
 
     times = iter([0.05, 0.30, 0.052, 0.10, 0.051, 0.101])  # level 1, level 2, alternately; first level 2 disturbed
     calls = []
@@ -392,7 +391,7 @@ def test_warm_pair_keeps_each_levels_fastest_of_repeated_short_pairs():
 
 
 def test_warm_pair_runs_a_long_pair_once():
-    from gradmc.plan.measure import warm_pair
+    from gradmc.plan.probe import warm_pair
 
     times = iter([3.0, 6.0])
     t1, t2 = warm_pair(lambda: "level1", "level2", repeats=3, repeat_below_s=5.0, timer=lambda fn: next(times))

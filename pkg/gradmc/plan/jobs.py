@@ -5,7 +5,7 @@ config's value). Which jobs exist, what they read and what they wait for is Snak
 
 A standard experiment's spec comes from its registry entry (``META['plan']``, documented in
 :mod:`gradmc.registry`); :data:`STAGES` holds the hand-written rules (data preparation, training, AIS), whose
-probes :mod:`gradmc.plan.measure` runs. A :class:`JobSpec` names:
+probes :mod:`gradmc.plan.probe` runs. A :class:`JobSpec` names:
 
 ``lengths``
     dotted config key -> (level-1 value, level-2 value). The slice runs the job at level 1 and at level 2
@@ -42,7 +42,7 @@ class JobSpec:
     Attributes:
         name: the Snakemake rule.
         kind: ``"standard"`` (a registry experiment: shards), ``"stage"`` (a hand-written rule, measured by
-            :mod:`gradmc.plan.measure`) or ``"once"`` (run once at full size, through Snakemake).
+            :mod:`gradmc.plan.probe`) or ``"once"`` (run once at full size, through Snakemake).
         unit: what one unit is, in words.
         lengths, schedule, classes, pick: see the module docstring.
         units: shard (standard) or config (stage) -> units of one task at the config's sizes.
@@ -155,7 +155,7 @@ def holds_gpu(name: str, config: dict) -> bool:
             and float(config.get("gpus_per_shard", 0) or 0) > 0)
 
 
-#: The hand-written rules the plan costs (their runners: :mod:`gradmc.plan.measure`, :mod:`gradmc.plan.ebm_jobs`,
+#: The hand-written rules the plan costs (their runners: :mod:`gradmc.plan.probe`, :mod:`gradmc.plan.ebm_jobs`,
 #: :mod:`gradmc.plan.text_jobs`); where they sit in the DAG is Snakemake's.
 STAGES: dict[str, JobSpec] = {j.name: j for j in (
     JobSpec("prepare_mnist", "once", "job (full size)", gpu=False),

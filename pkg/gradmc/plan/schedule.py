@@ -19,8 +19,8 @@ from pathlib import Path
 from gradmc.plan.dag import DagJob
 from gradmc.plan.ebm_jobs import EBM_JOBS, plan_ebm
 from gradmc.plan.jobs import job_spec
-from gradmc.plan.measure import class_key
 from gradmc.plan.planner import Planner, probe_key
+from gradmc.plan.probe import class_key
 from gradmc.plan.records import add_task, brief, finish, new_job
 from gradmc.plan.text_jobs import TEXT_JOBS, plan_text
 
@@ -133,10 +133,10 @@ def _make_benchmarks(p: Planner, dag_job: DagJob, inputs: dict[str, str]) -> Non
     for path in inputs.values():
         if made.get(path) != "kmc_gpc_benchmark" or Path(path).is_file() or p.seconds_left() < 5:
             continue
-        code = ("import sys; from gradmc.config import load_config; from gradmc.plan.measure import "
+        code = ("import sys; from gradmc.config import load_config; from gradmc.plan.probe import "
                 "produce_benchmark; produce_benchmark(load_config(sys.argv[1]), sys.argv[2])")
         if p.progress:
-            from gradmc.plan.measure import benchmark_iterations
+            from gradmc.plan.probe import benchmark_iterations
 
             chains = p.paper["kmc_gpc"]["benchmark"]["num_chains"]
             p.progress(f"[plan] making a short kmc_gpc benchmark file ({chains} chains x "

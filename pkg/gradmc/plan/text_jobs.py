@@ -2,7 +2,7 @@
 ``eval_text_ebm`` (one DAG job each; what each reads and waits for is the DAG's).
 
 One probe chain: prepare PTB, train the EBM a few iterations (timed in parts, as the image EBM:
-:func:`gradmc.plan.measure._train_text_ebm`), train the LM 5 and 10 iterations, evaluate those two models at 6
+:func:`gradmc.plan.probe._train_text_ebm`), train the LM 5 and 10 iterations, evaluate those two models at 6
 and 12 AIS levels. When PTB files are missing the four jobs are ``missing data``, naming them, with their units
 but no cost; when ``ptb.train.txt`` alone is missing (the paper config on a machine with the valid and test
 files only) the chain is probed on ``ptb.valid.txt`` standing in for it (:class:`gradmc.plan.planner.Planner`),
