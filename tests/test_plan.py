@@ -11,17 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gradmc.plan.extrapolate import gpu_hours, makespan, task_seconds, unit_cost
+from gradmc.plan.extrapolate import gpu_hours, makespan, summarise, task_dependencies, task_seconds, unit_cost
 from gradmc.plan.jobs import JOBS, ebm_evals, ebm_levels
-from gradmc.plan.planner import probe_key, progress_line
 from gradmc.plan.probe import at_level, run_probe
-from gradmc.plan.records import finish, new_job
 from gradmc.plan.report import render_markdown, write_plan
 from gradmc.plan.report import status_label as render_status
-from gradmc.plan.slice import make_plan, missing_data
+from gradmc.plan.schedule import TEXT_JOBS, finish, new_job, probe_key
+from gradmc.plan.slice import make_plan, missing_data, progress_line
 from gradmc.plan.slurm import rule_resources, write_profile
-from gradmc.plan.summary import summarise, task_dependencies
-from gradmc.plan.text_jobs import TEXT_JOBS
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "config" / "smoke.yaml"
@@ -107,8 +104,8 @@ def planned(tmp_path_factory):
     """``planned(config name)``: the records of the EBM and text EBM jobs of ``config/<name>.yaml`` as
     :func:`probe_jobs` makes them from Snakemake's DAG, with every data file missing (no probe runs)."""
     from gradmc.config import load_config
-    from gradmc.plan.planner import Planner
     from gradmc.plan.schedule import probe_jobs
+    from gradmc.plan.slice import Planner
 
     cache: dict[str, dict] = {}
 
@@ -224,7 +221,7 @@ def test_text_ebm_slice_lengths_are_hand_computable():
 
 def test_missing_ptb_train_file_is_missing_and_the_slice_stands_in_the_valid_file(tmp_path, monkeypatch):
     from gradmc.config import load_config
-    from gradmc.plan.planner import Planner
+    from gradmc.plan.slice import Planner
 
     folder = tmp_path / "data"
     (folder / "ptb").mkdir(parents=True)
