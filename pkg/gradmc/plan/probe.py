@@ -268,12 +268,9 @@ def measure(probe: dict, config: dict) -> dict:
     spec = job_spec(probe["job"])
     if spec.kind == "once":
         return _run_rule(probe)
-    if spec.name == "train_ebm":
-        return _train_ebm(config, probe)
-    if spec.name == "ais_ebm":
-        return _ais_ebm(config, probe)
-    if spec.name == "train_text_ebm":
-        return _train_text_ebm(config, probe)
+    in_parts = {"train_ebm": _train_ebm, "ais_ebm": _ais_ebm, "train_text_ebm": _train_text_ebm}
+    if spec.name in in_parts:
+        return in_parts[spec.name](config, probe)
     task = _standard_task if spec.kind == "standard" else _stage_task
     fn1, u1 = task(spec, config, probe, 1)
     cold = _timed(fn1)
