@@ -132,9 +132,8 @@ def on_gpu(name: str, config: dict) -> bool:
 
 def holds_gpu(name: str, config: dict) -> bool:
     """Whether job ``name``'s SLURM job must hold a GPU under ``config``: it computes on one (:func:`on_gpu`), or
-    it is a sharded job whose shards ask Ray for ``gpus_per_shard`` GPUs because ``device`` is ``cuda`` (as
-    :func:`gradmc.experiments.standard.run_experiment` does), unless its registry entry is ``cpu_only`` (the
-    Kernel HMC sweeps: :meth:`gradmc.registry.Experiment.job_config` gives them ``device: cpu``)."""
+    it is a sharded job, not ``cpu_only`` in the registry, whose shards ask Ray for ``gpus_per_shard`` GPUs
+    because ``device`` is ``cuda`` (as :func:`gradmc.experiments.standard.run_experiment` does)."""
     if on_gpu(name, config):
         return True
     return (job_spec(name).kind == "standard" and not standard(name).cpu_only and config.get("device") == "cuda"

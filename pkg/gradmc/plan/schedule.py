@@ -1,15 +1,11 @@
 """The probes of a plan in the DAG's order, and the job records they make (plain dicts, written to ``plan.json``).
 
-The jobs, what each reads and what it waits for are Snakemake's (:attr:`gradmc.plan.slice.Planner.dag`, the DAG of
-the slice's config built in the slice's folder, so a job's inputs there are its upstream probes' outputs: a sliced
-RBM, sliced Ising samples, a short benchmark). A sharded job runs one probe per cost class and costs every shard of
-the class from it; a hand-written rule runs one probe; the EBM and the text EBM rules run one probe chain (per
-data set). A job whose data files are missing is ``missing data``, naming them; one whose upstream probe made no
-input is an error.
-
-A job record holds its status, errors, missing files, notes, probes and tasks: one per shard or per rule job, with
-its units at the config's size, its extrapolated seconds (None when not measured), its peak memory, its
-scheduling ``key`` (its DAG job's) and ``after``, the keys of the DAG jobs upstream of it.
+The jobs, what each reads and what it waits for are Snakemake's (:attr:`gradmc.plan.slice.Planner.dag`, built in
+the slice's folder, so a job's inputs there are its upstream probes' outputs). A sharded job runs one probe per
+cost class and costs every shard of the class from it; a hand-written rule runs one probe; the EBM and text EBM
+rules run probe chains. A job record holds its status, errors, missing files, notes, probes and tasks: one per
+shard or rule job, with its units at the config's size, extrapolated seconds (None when not measured), peak
+memory, scheduling ``key`` (its DAG job's) and ``after`` (the keys of the DAG jobs upstream of it).
 """
 
 from __future__ import annotations

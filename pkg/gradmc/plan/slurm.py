@@ -192,16 +192,6 @@ def _existing_lines(value, profile: str | Path) -> list[str]:
                      f"a mapping rule -> resource -> value; fix or delete it (as in {EXAMPLE})")
 
 
-def _by_rule(lines: list[str]) -> dict[str, dict[str, str]]:
-    """``rule:key=value`` lines as rule -> key -> value."""
-    out: dict[str, dict[str, str]] = {}
-    for line in lines:
-        rule, _, rest = line.partition(":")
-        key, _, value = rest.partition("=")
-        out.setdefault(rule, {})[key] = value
-    return out
-
-
 def _measured(job: dict) -> list[dict]:
     return [t for t in job["tasks"] if t.get("seconds") is not None]
 
@@ -275,7 +265,11 @@ def shard_memory_mb(plan: dict, *, safety: float = 2.0) -> int | None:
 def _kept_shard_mb(kept: list[str]) -> int | None:
     """The budget per shard of the splitting sweeps whose lines a partial plan kept: (mem_mb - 1000 MB of Ray) /
     cpus_per_task (a lower bound where the sweep has fewer shards than workers)."""
-    res = _by_rule(kept)
+    res: dict[str, dict[str, str]] = {}
+    for line in kept:
+        rule, _, rest = line.partition(":")
+        key, _, value = rest.partition("=")
+        res.setdefault(rule, {})[key] = value
     values = []
     for rule in _memory_split_rules() & set(res):
         try:
