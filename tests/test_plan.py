@@ -11,18 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gradmc.plan.extrapolate import gpu_hours, makespan, task_seconds, unit_cost
+from gradmc.plan.extrapolate import gpu_hours, makespan, summarise, task_dependencies, task_seconds, unit_cost
 from gradmc.plan.jobs import JOBS, ebm_evals, ebm_levels
-from gradmc.plan.measure import at_level
-from gradmc.plan.planner import probe_key, progress_line
-from gradmc.plan.probe import run_probe
-from gradmc.plan.records import finish, new_job
+from gradmc.plan.probe import at_level, run_probe
 from gradmc.plan.report import render_markdown, write_plan
 from gradmc.plan.report import status_label as render_status
-from gradmc.plan.slice import make_plan, missing_data
+from gradmc.plan.schedule import TEXT_JOBS, finish, new_job, probe_key
+from gradmc.plan.slice import make_plan, missing_data, progress_line
 from gradmc.plan.slurm import rule_resources, write_profile
-from gradmc.plan.summary import summarise, task_dependencies
-from gradmc.plan.text_jobs import TEXT_JOBS
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "config" / "smoke.yaml"
@@ -108,8 +104,8 @@ def planned(tmp_path_factory):
     """``planned(config name)``: the records of the EBM and text EBM jobs of ``config/<name>.yaml`` as
     :func:`probe_jobs` makes them from Snakemake's DAG, with every data file missing (no probe runs)."""
     from gradmc.config import load_config
-    from gradmc.plan.planner import Planner
     from gradmc.plan.schedule import probe_jobs
+    from gradmc.plan.slice import Planner
 
     cache: dict[str, dict] = {}
 
@@ -225,7 +221,7 @@ def test_text_ebm_slice_lengths_are_hand_computable():
 
 def test_missing_ptb_train_file_is_missing_and_the_slice_stands_in_the_valid_file(tmp_path, monkeypatch):
     from gradmc.config import load_config
-    from gradmc.plan.planner import Planner
+    from gradmc.plan.slice import Planner
 
     folder = tmp_path / "data"
     (folder / "ptb").mkdir(parents=True)
@@ -376,7 +372,7 @@ def test_warm_pair_keeps_each_levels_fastest_of_repeated_short_pairs():
     """A 0.2 s hiccup in the first level-2 run of a short pair would make the slope (t2 - t1) / (u2 - u1) about
     10x the real one; the repeats keep each level's minimum, so the slope is the undisturbed one."""
     from gradmc.plan.extrapolate import unit_cost
-    from gradmc.plan.measure import warm_pair
+    from gradmc.plan.probe import warm_pair
 
     times = iter([0.05, 0.30, 0.052, 0.10, 0.051, 0.101])  # level 1, level 2, alternately; first level 2 disturbed
     calls = []
@@ -392,7 +388,7 @@ def test_warm_pair_keeps_each_levels_fastest_of_repeated_short_pairs():
 
 
 def test_warm_pair_runs_a_long_pair_once():
-    from gradmc.plan.measure import warm_pair
+    from gradmc.plan.probe import warm_pair
 
     times = iter([3.0, 6.0])
     t1, t2 = warm_pair(lambda: "level1", "level2", repeats=3, repeat_below_s=5.0, timer=lambda fn: next(times))

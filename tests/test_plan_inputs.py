@@ -139,7 +139,7 @@ def test_default_out_is_the_configs_results_folder(tmp_path, text, expected):
 
 @pytest.mark.parametrize("history, chains, expected", [(0, 4, 100), (400, 4, 100), (1000, 4, 250), (1001, 4, 251)])
 def test_slice_benchmark_holds_kmc_gpcs_history(history, chains, expected):
-    from gradmc.plan.measure import benchmark_iterations
+    from gradmc.plan.probe import benchmark_iterations
 
     config = {"kmc_gpc": {"num_history": history, "benchmark": {"num_chains": chains}}}
     assert benchmark_iterations(config) == expected

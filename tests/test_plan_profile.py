@@ -14,7 +14,7 @@ from gradmc.cli import main
 from gradmc.config import load_config
 from gradmc.experiments.standard import job_config
 from gradmc.plan.jobs import JOBS, holds_gpu, on_gpu
-from gradmc.plan.records import new_job
+from gradmc.plan.schedule import new_job
 from gradmc.plan.slurm import rule_resources, shard_memory_mb, write_profile
 from gradmc.registry import experiments
 

@@ -16,8 +16,7 @@ from gradmc.cli import main
 from gradmc.config import ConfigError, load_config
 from gradmc.distributed.memory_split import resolve_budget_with_source
 from gradmc.errors import InputError
-from gradmc.plan.planfile import read_plan
-from gradmc.plan.slurm import write_profile
+from gradmc.plan.slurm import read_plan, write_profile
 
 
 def _plan(**job_fields) -> dict:

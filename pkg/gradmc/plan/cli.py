@@ -1,9 +1,9 @@
-"""The ``gradmc plan`` subcommand: its options (each checked by its argparse ``type``, so a bad value names its
-option) and its handler."""
+"""The ``gradmc plan`` subcommand: its options (each checked by its argparse ``type``) and its handler."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 from gradmc.argtypes import factor_at_least_one, positive_int, positive_number
@@ -61,6 +61,7 @@ PROBE_OPTIONS = {"config": "config/paper.yaml", "workers": None, "gpu_speedup": 
                  "probe_timeout": 240.0, "jobs": None}
 PROFILE_OPTIONS = {"cpus_per_task": 8, "safety": 2.0}
 MIN_BUDGET_S = 30.0
+_log = functools.partial(print, flush=True)
 
 
 def budget_seconds(text: str) -> float:
@@ -100,9 +101,8 @@ def _resolve_mode(args) -> None:
 
 
 def _default_out(config_path: str) -> str:
-    """``results/<name>`` for the config's ``name`` key (the folder the pipeline writes that config's results to,
-    from the file or the one it ``extends``); the file's stem when the YAML has no usable name (its own errors are
-    reported by the plan's config check)."""
+    """``results/<name>`` for the config's ``name`` (where the pipeline writes that config's results); the file's
+    stem when the YAML has no usable name (its own errors are reported by the plan's config check)."""
     from gradmc.config import read_config
     from gradmc.errors import UserError
 
@@ -111,15 +111,11 @@ def _default_out(config_path: str) -> str:
     except (OSError, UserError):
         name = None
     if not isinstance(name, str) or not name.strip() or "/" in name:
-        from pathlib import Path
-
         name = Path(config_path).stem
     return f"results/{name}"
 
 
 def _check_out_folder(out: str) -> None:
-    from pathlib import Path
-
     from gradmc.errors import InputError
 
     if Path(out).exists() and not Path(out).is_dir():
@@ -128,33 +124,31 @@ def _check_out_folder(out: str) -> None:
 
 
 def _write_profile(args) -> None:
-    from gradmc.plan.planfile import load_plan
-    from gradmc.plan.profile_file import read_profile
-    from gradmc.plan.slurm import write_profile
+    from gradmc.errors import MissingInputError
+    from gradmc.plan.slurm import read_plan, remake_hint, write_profile
 
-    plan, plan_json = load_plan(args.out)
-    read_profile(args.slurm_profile)  # its errors before any work
-    done = write_profile(plan, args.slurm_profile, cpus_per_task=args.cpus_per_task, safety=args.safety,
+    plan_json = Path(args.out) / "plan.json"
+    if not plan_json.is_file():
+        raise MissingInputError(f"no plan in --out {args.out}: {plan_json} not found; {remake_hint(args.out)}")
+    done = write_profile(read_plan(plan_json), args.slurm_profile, cpus_per_task=args.cpus_per_task, safety=args.safety,
                          out=args.out)
     line = f"[plan] wrote {args.slurm_profile}: {len(done.lines)} set-resources lines from {plan_json}"
     if done.kept:
         rules = sorted({kept.split(":", 1)[0] for kept in done.kept})
         line += (f" (a partial plan: {len(done.kept)} of them kept from the profile, for the {len(rules)} rules "
                  f"it does not measure: {', '.join(rules)})")
-    print(line, flush=True)
+    _log(line)
     if done.dropped:
-        print(f"[plan] dropped the site's GPU lines of rules that no longer hold a GPU: {', '.join(done.dropped)}",
-              flush=True)
+        _log(f"[plan] dropped the site's GPU lines of rules that no longer hold a GPU: {', '.join(done.dropped)}")
     if done.lower_bounds:
-        print(f"[plan] the plan could not cost every task of {', '.join(done.lower_bounds)} (see plan.md): their "
-              "runtime and mem_mb are lower bounds; raise them by hand if those tasks are larger", flush=True)
+        _log(f"[plan] the plan could not cost every task of {', '.join(done.lower_bounds)} (see plan.md): their "
+             "runtime and mem_mb are lower bounds; raise them by hand if those tasks are larger")
     if Path(args.slurm_profile).name != "config.yaml":
-        print(f"[plan] note: Snakemake reads a profile folder's config.yaml; {args.slurm_profile} is used only once "
-              "it is named config.yaml", flush=True)
+        _log(f"[plan] note: Snakemake reads a profile folder's config.yaml; {args.slurm_profile} is used only once "
+             "it is named config.yaml")
     value = done.shard_memory_mb if done.shard_memory_mb is not None else "<MiB per shard>"
-    print(f"[plan] optional: export GRADMC_SHARD_MEMORY_MB={value} before snakemake to give each shard exactly the "
-          "plan's measured memory (without it a job budgets 0.8 of its SLURM allocation; see the profile's header)",
-          flush=True)
+    _log(f"[plan] optional: export GRADMC_SHARD_MEMORY_MB={value} before snakemake to give each shard exactly the "
+         "plan's measured memory (without it a job budgets 0.8 of its SLURM allocation; see the profile's header)")
 
 
 def plan_command(args) -> None:
@@ -164,8 +158,6 @@ def plan_command(args) -> None:
         gradmc.errors.InputError: a missing config, an --out that is a file, an unknown job; with
             --slurm-profile, a missing or unreadable plan or profile.
     """
-    from pathlib import Path
-
     from gradmc.errors import MissingInputError
 
     _resolve_mode(args)
@@ -182,11 +174,7 @@ def plan_command(args) -> None:
     from gradmc.plan.report import write_plan
     from gradmc.plan.slice import make_plan
 
-    def log(line: str) -> None:
-        print(line, flush=True)
-
     plan = make_plan(args.config, args.out, workers=args.workers, speedup=args.gpu_speedup, budget_s=args.budget,
-                     timeout_s=args.probe_timeout, only=args.jobs, progress=log)
+                     timeout_s=args.probe_timeout, only=args.jobs, progress=_log)
     js, md = write_plan(plan, args.out)
-    t = plan["totals"]
-    log(f"[plan] {t['core_hours']:.1f} core-hours in all; wrote {md} and {js}")
+    _log(f"[plan] {plan['totals']['core_hours']:.1f} core-hours in all; wrote {md} and {js}")

@@ -1,11 +1,9 @@
 """The pipeline's DAG of jobs, as Snakemake builds it for a config: the plan's source of jobs, edges and inputs.
 
 :func:`pipeline_dag` runs ``python -m gradmc.plan.dag`` in a child process (Snakemake changes the working
-directory and its logging while it builds a DAG). The child builds the DAG through Snakemake's Python API
-exactly as ``snakemake --dry-run --forceall --d3dag`` does (every job of the default target, none run), and
-prints each job's rule, wildcards, named inputs, outputs and the jobs it waits for as JSON. Nothing of the DAG
-is written by hand in the plan: a new rule (a registry experiment's generated rule, a hand-written stage) is a
-job of the plan once Snakemake schedules it.
+directory and its logging while it builds a DAG), which builds the DAG through Snakemake's Python API as
+``snakemake --dry-run --forceall --d3dag`` does and prints its jobs as JSON. A new rule is a job of the plan
+once Snakemake schedules it.
 """
 
 from __future__ import annotations
@@ -19,10 +17,12 @@ from pathlib import Path
 
 from gradmc.errors import InputError
 
-__all__ = ["DagJob", "pipeline_dag", "job_label", "upstream", "nearest", "REPO_ROOT"]
+__all__ = ["DagJob", "pipeline_dag", "upstream", "nearest", "REPO_ROOT"]
 
 #: The repository root (the folder of the ``Snakefile``) of an editable or source checkout.
 REPO_ROOT = Path(__file__).resolve().parents[3]
+#: Wall seconds before the child building the DAG is killed.
+DAG_TIMEOUT_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class DagJob:
             a list of paths (or unnamed) is left out.
         outputs: every output path.
         after: the job ids whose outputs this job reads.
+        benchmark: the rule's ``benchmark:`` file, or None.
     """
 
     jobid: int
@@ -51,30 +52,19 @@ class DagJob:
     def key(self) -> str:
         """The job's scheduling key: the rule, or ``rule[v1/v2]`` for a rule with wildcards (their values in the
         rule's order): ``train_ebm[frey/GWG]``."""
-        return job_label(self.rule, self.wildcards)
+        return f"{self.rule}[{'/'.join(str(v) for v in self.wildcards.values())}]" if self.wildcards else self.rule
 
 
-def job_label(rule: str, wildcards: dict) -> str:
-    """``rule`` alone, or ``rule[v1/v2]`` with the wildcard values in order."""
-    return f"{rule}[{'/'.join(str(v) for v in wildcards.values())}]" if wildcards else rule
-
-
-def pipeline_dag(config_path: str | Path, *, snakefile: str | Path | None = None, workdir: str | Path | None = None,
-                 timeout_s: float = 300.0) -> list[DagJob]:
+def pipeline_dag(config_path: str | Path, *, workdir: str | Path | None = None) -> list[DagJob]:
     """Every job Snakemake would run for ``config_path`` from scratch (a dry run of the default target with
-    ``--forceall``), upstream first.
-
-    Args:
-        config_path: the config file (``--configfile``).
-        snakefile: the pipeline's Snakefile (default: the repository's).
-        workdir: Snakemake's working directory (default: the Snakefile's folder); paths are relative to it.
-        timeout_s: wall seconds before the child is killed.
+    ``--forceall``) with the repository's Snakefile, upstream first; paths are relative to ``workdir`` (default:
+    the Snakefile's folder), Snakemake's working directory.
 
     Raises:
         gradmc.errors.InputError: no Snakefile; Snakemake could not build the DAG (its message: a missing input
-            no rule makes, a config the schema refuses) or did not answer in ``timeout_s``.
+            no rule makes, a config the schema refuses) or did not answer in :data:`DAG_TIMEOUT_S`.
     """
-    snakefile = Path(snakefile) if snakefile else REPO_ROOT / "Snakefile"
+    snakefile = REPO_ROOT / "Snakefile"
     if not snakefile.is_file():
         raise InputError(f"no Snakefile at {snakefile}: gradmc plan reads the pipeline's DAG from it (run it from a "
                          "source checkout of gradmc)")
@@ -83,9 +73,9 @@ def pipeline_dag(config_path: str | Path, *, snakefile: str | Path | None = None
             str(Path(workdir).resolve())]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=DAG_TIMEOUT_S, env=env, check=False)
     except subprocess.TimeoutExpired:
-        raise InputError(f"Snakemake did not build the DAG of {config_path} in {timeout_s:.0f} s") from None
+        raise InputError(f"Snakemake did not build the DAG of {config_path} in {DAG_TIMEOUT_S:.0f} s") from None
     if done.returncode != 0:
         lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
         raise InputError(f"Snakemake could not build the DAG of {config_path}: "
@@ -94,8 +84,9 @@ def pipeline_dag(config_path: str | Path, *, snakefile: str | Path | None = None
                    j["benchmark"]) for j in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
-def upstream(jobs: list[DagJob], job: DagJob) -> list[DagJob]:
-    """Every job ``job`` waits for, directly or through others (its ancestors in the DAG), in DAG order."""
+def _ancestors(jobs: list[DagJob], job: DagJob, stop=None) -> list[DagJob]:
+    """The jobs ``job`` waits for, directly or through others, in DAG order; the search does not go past a job
+    that satisfies ``stop`` (a predicate; None: it goes through every job)."""
     by_id = {j.jobid: j for j in jobs}
     seen: set[int] = set()
     todo = list(job.after)
@@ -103,27 +94,20 @@ def upstream(jobs: list[DagJob], job: DagJob) -> list[DagJob]:
         jid = todo.pop()
         if jid not in seen:
             seen.add(jid)
-            todo.extend(by_id[jid].after)
+            if stop is None or not stop(by_id[jid]):
+                todo.extend(by_id[jid].after)
     return [j for j in jobs if j.jobid in seen]
+
+
+def upstream(jobs: list[DagJob], job: DagJob) -> list[DagJob]:
+    """Every job ``job`` waits for, directly or through others (its ancestors in the DAG), in DAG order."""
+    return _ancestors(jobs, job)
 
 
 def nearest(jobs: list[DagJob], job: DagJob, keep) -> list[DagJob]:
     """The jobs ``job`` waits for that satisfy ``keep`` (a predicate), looking through the jobs that do not:
     the plan's edges between the jobs it costs, with the uncosted jobs (fetches) between them skipped."""
-    by_id = {j.jobid: j for j in jobs}
-    found: dict[int, DagJob] = {}
-    seen: set[int] = set()
-    todo = list(job.after)
-    while todo:
-        jid = todo.pop()
-        if jid in seen:
-            continue
-        seen.add(jid)
-        if keep(by_id[jid]):
-            found[jid] = by_id[jid]
-        else:
-            todo.extend(by_id[jid].after)
-    return [j for j in jobs if j.jobid in found]
+    return [j for j in _ancestors(jobs, job, keep) if keep(j)]
 
 
 def _build(config_path: str, snakefile: str, workdir: str) -> list[dict]:

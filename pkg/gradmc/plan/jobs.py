@@ -1,27 +1,8 @@
-"""The plan's job specs: for every pipeline rule the plan costs, which config keys are *lengths* (shortened in
-the slice) and which are *sizes* (everything else: chains, dimensions, model widths, data sets; kept at the
-config's value). Which jobs exist, what they read and what they wait for is Snakemake's DAG
-(:mod:`gradmc.plan.dag`), not this module.
-
+"""The plan's job specs: for every rule the plan costs, which config keys are *lengths* (shortened in the slice)
+and which are *sizes* (everything else: chains, dimensions, model widths, data sets; kept at the config's value).
 A standard experiment's spec comes from its registry entry (``META['plan']``, documented in
-:mod:`gradmc.registry`); :data:`STAGES` holds the hand-written rules (data preparation, training, AIS), whose
-probes :mod:`gradmc.plan.measure` runs. A :class:`JobSpec` names:
-
-``lengths``
-    dotted config key -> (level-1 value, level-2 value). The slice runs the job at level 1 and at level 2
-    (twice as long), so the difference of their times is the cost of the extra units, with no start-up in it.
-``schedule``
-    dotted config key -> value at both levels: how often something is recorded or logged, which must fit
-    inside the short slice. The slice records more often than the paper does, so its per-unit cost is, if
-    anything, an over-estimate.
-``classes`` / ``pick``
-    shard attributes that change the cost of a unit (sampler, lattice side, data set); one probe runs per
-    distinct class, on the ``first`` or ``last`` shard of the class in the sweep's order.
-``units``
-    the number of units of one task (shard or rule job) at the config's sizes, from the shard or the config.
-
-``unit`` says what one unit is; ``once`` jobs have no length to shorten (data preparation, one epoch of RBM
-training) and run at full size, through Snakemake, their time and memory read from the rule's ``benchmark:``.
+:mod:`gradmc.registry`); :data:`STAGES` holds the hand-written rules'. Which jobs exist, what they read and what
+they wait for is Snakemake's DAG (:mod:`gradmc.plan.dag`).
 """
 
 from __future__ import annotations
@@ -37,17 +18,22 @@ __all__ = ["JobSpec", "JOBS", "STAGES", "job_spec", "known_rules", "shard_units"
 
 @dataclass(frozen=True)
 class JobSpec:
-    """One pipeline rule's slice (see the module docstring).
+    """One pipeline rule's slice.
 
     Attributes:
         name: the Snakemake rule.
-        kind: ``"standard"`` (a registry experiment: shards), ``"stage"`` (a hand-written rule, measured by
-            :mod:`gradmc.plan.measure`) or ``"once"`` (run once at full size, through Snakemake).
+        kind: ``"standard"`` (a registry experiment: shards), ``"stage"`` (a hand-written rule, probed by
+            :mod:`gradmc.plan.probe`) or ``"once"`` (no length to shorten: run once at full size by Snakemake,
+            its time and memory read from the rule's ``benchmark:``).
         unit: what one unit is, in words.
-        lengths, schedule, classes, pick: see the module docstring.
+        lengths: dotted config key -> (level-1 value, level-2 value); the slice runs the job at both levels (level
+            2 twice as long), so the difference of their times is the cost of the extra units, without start-up.
+        schedule: dotted config key -> value at both levels: how often something is recorded or logged, which
+            must fit inside the short slice (so the per-unit cost is, if anything, an over-estimate).
+        classes: shard attributes that change the cost of a unit (sampler, lattice side, data set); one probe
+            runs per distinct class, on the ``pick`` (``first`` or ``last``) shard of the class.
         units: shard (standard) or config (stage) -> units of one task at the config's sizes.
-        gpu: whether its work runs on a GPU when the planned config says ``device: cuda`` (its GPU-hours are
-            then the assumed speed-up applied to its CPU time); see :func:`on_gpu` and :func:`holds_gpu`.
+        gpu: whether its work runs on a GPU when the planned config says ``device: cuda`` (see :func:`on_gpu`).
         note: a known bias of the slice for this job, printed in the plan.
     """
 
@@ -146,17 +132,16 @@ def on_gpu(name: str, config: dict) -> bool:
 
 def holds_gpu(name: str, config: dict) -> bool:
     """Whether job ``name``'s SLURM job must hold a GPU under ``config``: it computes on one (:func:`on_gpu`), or
-    it is a sharded job whose shards ask Ray for ``gpus_per_shard`` GPUs because ``device`` is ``cuda`` (as
-    :func:`gradmc.experiments.standard.run_experiment` does), unless its registry entry is ``cpu_only`` (the
-    Kernel HMC sweeps: :meth:`gradmc.registry.Experiment.job_config` gives them ``device: cpu``)."""
+    it is a sharded job, not ``cpu_only`` in the registry, whose shards ask Ray for ``gpus_per_shard`` GPUs
+    because ``device`` is ``cuda`` (as :func:`gradmc.experiments.standard.run_experiment` does)."""
     if on_gpu(name, config):
         return True
     return (job_spec(name).kind == "standard" and not standard(name).cpu_only and config.get("device") == "cuda"
             and float(config.get("gpus_per_shard", 0) or 0) > 0)
 
 
-#: The hand-written rules the plan costs (their runners: :mod:`gradmc.plan.measure`, :mod:`gradmc.plan.ebm_jobs`,
-#: :mod:`gradmc.plan.text_jobs`); where they sit in the DAG is Snakemake's.
+#: The hand-written rules the plan costs (their runners: :mod:`gradmc.plan.probe`); where they sit in the DAG is
+#: Snakemake's.
 STAGES: dict[str, JobSpec] = {j.name: j for j in (
     JobSpec("prepare_mnist", "once", "job (full size)", gpu=False),
     JobSpec("prepare_image_dataset", "once", "job (full size)", gpu=False),

@@ -35,14 +35,6 @@ def status_label(job: dict) -> str:
     return status
 
 
-def _partial(plan: dict) -> list[str]:
-    if not plan.get("partial"):
-        return []
-    jobs = ", ".join(f"`{j}`" for j in plan.get("jobs_requested") or [])
-    return [f"**Partial plan** (`--jobs`): only {jobs} and the upstream jobs that make their inputs; the totals "
-            "and the makespan cover these jobs only.", ""]
-
-
 def _rule_list(rules: list[str]) -> str:
     """Rule names in backticks, the ``fetch_``, ``figure_`` and ``table_`` rules each folded into one entry."""
     folded = [f"`{prefix}*` ({n})" for prefix in ("fetch_", "figure_", "table_")
@@ -54,6 +46,7 @@ def render_markdown(plan: dict) -> str:
     """The plan as Markdown: totals, the makespan table, one row per job, missing data, errors, notes."""
     t = plan["totals"]
     s = plan["gpu_speedup_assumed"]
+    requested = ", ".join(f"`{j}`" for j in plan.get("jobs_requested") or [])
     cpu_jobs = ("Kernel HMC, data preparation" if plan.get("config_device") == "cuda" else
                 f"every job: the config says device: {plan.get('config_device')}")
     lines = [f"# Compute plan: {plan['config']} (config `{plan['config_name']}`)", "",
@@ -64,7 +57,8 @@ def render_markdown(plan: dict) -> str:
              f"**ASSUMPTION (not measured, no GPU was used): one GPU = {s:g} CPU cores** on the jobs the config "
              "runs on a GPU (`--gpu-speedup`). Every CPU number below is measured; every GPU number is that "
              "assumption applied to it.", "",
-             *_partial(plan),
+             *([f"**Partial plan** (`--jobs`): only {requested} and the upstream jobs that make their inputs; the "
+                "totals and the makespan cover these jobs only.", ""] if plan.get("partial") else []),
              "## Totals", "",
              f"- CPU: **{_num(t['core_hours'])} core-hours** for every costed task (jobs with missing data or "
              "failed probes excluded; see the table).",
@@ -90,15 +84,11 @@ def render_markdown(plan: dict) -> str:
                      f"{job.get('num_tasks', 0)} | {_num(job.get('units_total'))} | {per_s} | "
                      f"{_num(job.get('core_hours'))} | {_num(job.get('gpu_hours'))} | "
                      f"{_num(job.get('longest_task_hours'))} | {_num(job.get('peak_rss_mb'))} |")
-    missing = [(job["name"], f) for job in plan["jobs"] for f in job["missing"]]
-    lines += ["", "## Missing data", ""]
-    lines += [f"- {name}: `{f}`" for name, f in missing] or ["None."]
-    errors = [(job["name"], e) for job in plan["jobs"] for e in job["errors"]]
-    lines += ["", "## Errors", ""]
-    lines += [f"- {name}: {e}" for name, e in errors] or ["None."]
-    notes = [(job["name"], n) for job in plan["jobs"] for n in job["notes"]]
+    for title, field, shown in (("Missing data", "missing", "`{}`"), ("Errors", "errors", "{}")):
+        lines += ["", f"## {title}", ""]
+        lines += [f"- {job['name']}: {shown.format(x)}" for job in plan["jobs"] for x in job[field]] or ["None."]
     lines += ["", "## Notes", ""]
-    lines += [f"- {name}: {n}" for name, n in notes]
+    lines += [f"- {job['name']}: {n}" for job in plan["jobs"] for n in job["notes"]]
     lines += ["- every job: per-unit cost = (t(2k) - t(k)) / k from warm runs of k and 2k units in one child "
               "process (a pair under 5 s is run 3 times, each level's fastest kept), after a cold run of k units "
               "whose excess is the task's fixed cost; a class's probe costs "
