@@ -167,7 +167,7 @@ def test_the_sites_lines_stay_in_their_rules_block_and_the_header_names_the_path
 
 
 def test_a_full_plan_keeps_the_sites_lines_of_rules_it_does_not_measure(tmp_path):
-    """Third review: a full plan dropped a site's account line of a rule it does not measure and of the pseudo-rule
+    """A full plan once dropped a site's account line of a rule it does not measure and of the pseudo-rule
     ``all``; their measured keys (and a GPU rule's partition) fall back to default-resources."""
     profile = _profile(tmp_path / "config.yaml", [
         "my_rule:slurm_account=lab", "all:constraint=skylake", "my_rule:runtime=5",
