@@ -1,15 +1,9 @@
-"""Run independent shards on Ray, on a private local instance or the cluster at RAY_ADDRESS.
+"""Run independent shards on Ray (:func:`run_shards`): tasks or a ``ray.util.ActorPool`` of actors, one
+``ray.wait`` loop on the driver (docs/DESIGN.md "Scale").
 
-``run_shards(fn, shards)`` maps a module-level ``fn`` over picklable shards with at most ``num_workers`` in
-flight (one ``ray.wait`` loop on the driver, which also prints the progress lines), hands each result to
-``on_result`` as it arrives (the shard cache) and returns the results in the order of ``shards``. Shards are
-idempotent (seeded from their identity), so a retried shard returns the same rows. Two executors, same
-results: Ray *tasks* (default) and a ``ray.util.ActorPool`` of actors (docs/DESIGN.md "Scale").
-
-A shard that raises is not retried (it would fail again). One that runs out of memory inside (torch's
-``OutOfMemoryError``, its CPU allocator's ``RuntimeError``, ``MemoryError``) raises
-:class:`ShardOutOfMemoryError` naming its sizes and the fix; one the kernel's OOM killer or Ray's memory
-monitor kills is a worker death, described on the driver with the same fix.
+A shard that raises is not retried (shards are deterministic: it would fail again). One that runs out of memory
+inside raises :class:`ShardOutOfMemoryError` naming its sizes and the fix; one the kernel's OOM killer or Ray's
+memory monitor kills is a worker death, described on the driver with the same fix.
 """
 
 from __future__ import annotations
@@ -202,30 +196,26 @@ def run_shards(
     names: Sequence[str] | None = None,
     noun: str = "shards",
 ) -> list[Any]:
-    """Run ``fn(shard)`` for every shard on Ray and return the results in the order of ``shards``.
-
-    Calls :func:`~gradmc.distributed.session.ensure_ray` first (the caller shuts Ray down when done).
+    """Run ``fn(shard)`` for every shard on Ray (through :func:`~gradmc.distributed.session.ensure_ray`) with at
+    most ``num_workers`` in flight, and return the results in the order of ``shards``.
 
     Args:
         fn: module-level function (workers import it by name); usually returns a tidy pandas DataFrame.
         shards: picklable objects (typically frozen dataclasses) whose repr names them.
         num_workers: most shards in flight at once; default: the cluster's CPUs // threads_per_worker (>= 1).
-        num_gpus_per_shard: GPUs reserved per shard (fractions pack several shards on a GPU); Ray sets
-            CUDA_VISIBLE_DEVICES in the worker.
+        num_gpus_per_shard: GPUs reserved per shard (fractions pack several shards on a GPU).
         threads_per_worker: CPUs reserved per shard and ``torch.set_num_threads`` inside it.
-        max_retries: re-runs of a shard whose worker process, actor or node died (exceptions raised by fn are
-            not retried: shards are deterministic).
-        progress: called on the driver with a line per finished shard (``[shards] shard 3 (sampler=GWG, ...)
-            finished in 12.3s``, up to :data:`PER_SHARD_LINES` shards) and at most about 100 lines like
-            ``[shards] 3/12 done (25%), elapsed 4.1s, eta 12.3s``; None for silence.
+        max_retries: re-runs of a shard whose worker process, actor or node died.
+        progress: receives a line per finished shard (``[shards] shard 3 (sampler=GWG, ...) finished in 12.3s``,
+            up to :data:`PER_SHARD_LINES` shards) and at most about 100 lines ``[shards] 3/12 done (25%),
+            elapsed 4.1s, eta 12.3s``; None for silence.
         desc: label in the progress lines and the Ray task names (``<desc>[3]``, ``<desc>[3 part 2/4]``).
-        on_result: called on the driver as ``on_result(i, result)`` the moment shard i finishes, before its
-            progress line (e.g. the shard cache); an exception it raises stops the sweep like a failed shard.
-        executor: ``"tasks"`` (a Ray task per shard) or ``"actors"`` (a pool of ``num_workers`` actors, each
-            holding its threads / GPU share and what its shards load through
-            :func:`gradmc.distributed.shared.load_once`; a dead actor is restarted and its shard redone);
+        on_result: ``on_result(i, result)`` on the driver the moment shard i finishes (the shard cache); an
+            exception it raises stops the sweep like a failed shard.
+        executor: ``"tasks"`` (a Ray task per shard) or ``"actors"`` (``num_workers`` actors, each holding its
+            threads / GPU share and what its shards load through :func:`gradmc.distributed.shared.load_once`);
             None: :func:`resolve_executor`. Results are the same either way.
-        names: how progress lines, task names and errors name each shard (``shard 3 part 2/4``,
+        names: each shard's name in progress lines, task names and errors (``shard 3 part 2/4``,
             :func:`gradmc.distributed.memory_split.unit_names`); default ``shard 0``, ``shard 1``, ...
         noun: what the shards are called in counts (``12 parts, 2 at a time``).
 
@@ -233,15 +223,12 @@ def run_shards(
         ``results[i] = fn(shards[i])``, independent of completion order and of num_workers.
 
     Raises:
-        RuntimeError: naming the shard and the original error, if a shard raises, runs out of memory (then
-            also its sizes and the fix) or its worker dies more than max_retries times; the shards still in
-            flight are cancelled. A :class:`gradmc.errors.UserError` raised inside a shard is re-raised as its
-            own type, prefixed with the shard's name.
+        RuntimeError: naming the shard and the original error, if a shard raises, runs out of memory or its
+            worker dies more than max_retries times (the shards in flight are cancelled). A
+            :class:`gradmc.errors.UserError` raised in a shard keeps its type, prefixed with the shard's name.
         gradmc.errors.ClusterResourceError: (a RuntimeError) if no Ray node has the CPUs/GPUs one shard asks for.
-        ValueError: if num_workers or threads_per_worker < 1, num_gpus_per_shard < 0, or names has another
-            length than shards.
-        gradmc.errors.ClusterError / InputError: from :func:`~gradmc.distributed.session.ensure_ray` and
-            :func:`resolve_executor`.
+        ValueError: num_workers or threads_per_worker < 1, num_gpus_per_shard < 0, or len(names) != len(shards).
+        gradmc.errors.ClusterError / InputError: from ``ensure_ray`` and :func:`resolve_executor`.
     """
     shards = list(shards)
     if threads_per_worker < 1:

@@ -294,15 +294,14 @@ def ensure_ray(num_cpus: int | None = None, *, connect_timeout_s: float | None =
 
 def _refused_message(address: str, err: BaseException) -> str:
     """Explain a cluster that answers but refuses ``ray.init`` (usually token authentication)."""
-    tokens = "~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH"
+    token = "the cluster's token (~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH)"
     if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
-        auth = (f"RAY_AUTH_MODE=token is set: check that this machine has the cluster's token ({tokens}) and "
-                "that it matches the head's")
+        auth = f"RAY_AUTH_MODE=token is set: check that this machine has {token} and that it matches the head's"
     else:
-        auth = ("if the cluster uses token authentication (Ray 2.60 enables it when the head node has "
-                "~/.ray/auth_token), set RAY_AUTH_MODE=token here and give this machine the cluster's token "
-                f"({tokens}): Ray never sends a token to an explicit address on its own; on a trusted network the "
-                "cluster may run with RAY_AUTH_MODE=disabled")
+        auth = (f"if the cluster uses token authentication (Ray 2.60 enables it when the head node has "
+                f"~/.ray/auth_token), set RAY_AUTH_MODE=token here and give this machine {token}: Ray never sends "
+                "a token to an explicit address on its own; on a trusted network the cluster may run with "
+                "RAY_AUTH_MODE=disabled")
     return f"Ray at RAY_ADDRESS={address!r} answers but refused this driver ({err}); {auth}."
 
 

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -89,6 +91,12 @@ def frame_digest(frame: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
+@functools.cache
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    with open(path, "rb") as fh:  # size and mtime only key the memo: a rewritten file is hashed again
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
 class ShardCache:
     """Shard frames of one experiment, stored one Parquet file per shard under ``folder``.
 
@@ -106,7 +114,6 @@ class ShardCache:
         self.experiment = experiment
         self.code_digest = code_digest
         self._progress = progress
-        self._file_digests: dict[tuple[str, int, int], str] = {}
         self._store_failed = False
 
     def _file_digest(self, path: str) -> str | None:
@@ -115,23 +122,14 @@ class ShardCache:
             st = os.stat(path)
         except (OSError, ValueError):
             return None
-        if not os.path.isfile(path):
-            return None
-        memo = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
-        if memo not in self._file_digests:
-            with open(path, "rb") as fh:
-                self._file_digests[memo] = hashlib.file_digest(fh, "sha256").hexdigest()
-        return self._file_digests[memo]
+        return _sha256(os.path.abspath(path), st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
     def describe(self, shard: Any) -> dict[str, Any]:
         """Everything the key hashes (see the module docstring), as a JSON-ready dict."""
-        identity = _identity(shard)
-        files = {}
-        for name, value in _string_fields(shard):
-            if (digest := self._file_digest(value)) is not None:
-                files[name] = digest
+        files = {name: digest for name, value in _string_fields(shard)
+                 if (digest := self._file_digest(value)) is not None}
         code = self.code_digest(shard) if callable(self.code_digest) else self.code_digest
-        return {"experiment": self.experiment, "shard": identity, "files": files, "code": code,
+        return {"experiment": self.experiment, "shard": _identity(shard), "files": files, "code": code,
                 "libraries": _library_versions()}
 
     def key(self, shard: Any) -> str:
@@ -165,9 +163,10 @@ class ShardCache:
         recorded = {}
         with contextlib.suppress(ValueError, TypeError):
             recorded = json.loads((table.schema.metadata or {}).get(CACHE_KEY, b"{}"))
-        if not isinstance(recorded, dict) or recorded.get("key") != path.stem:
-            found = recorded.get("key") if isinstance(recorded, dict) else None
-            self._ignore(path, f"its footer records key {found!r}, not {path.stem!r}")
+        if not isinstance(recorded, dict):
+            recorded = {}
+        if recorded.get("key") != path.stem:
+            self._ignore(path, f"its footer records key {recorded.get('key')!r}, not {path.stem!r}")
             return None
         if recorded.get("rows_sha256") != frame_digest(frame):
             self._ignore(path, "its rows do not match the digest its footer records (the file was changed)")
