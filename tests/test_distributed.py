@@ -33,9 +33,9 @@ from gradmc.distributed import (
     shutdown_ray,
     wait_for_address,
 )
-from gradmc.distributed.address import ray_address_file
 from gradmc.distributed.localcluster import processes_using
 from gradmc.distributed.selftest import ToyShard, toy_shard, worker_info
+from gradmc.distributed.session import ray_address_file
 from gradmc.errors import ClusterError, ClusterResourceError, InputError
 from gradmc.results import validate_metrics
 

@@ -23,7 +23,7 @@ import torch
 from _killer import kill_first_attempt
 
 from gradmc.distributed import CONNECT_TIMEOUT_ENV_VAR, ShardOutOfMemoryError, ensure_ray, run_shards
-from gradmc.distributed.memory import is_out_of_memory, run_guarded, shard_sizes
+from gradmc.distributed.ray_runner import is_out_of_memory, run_guarded, shard_sizes
 from gradmc.distributed.selftest import ToyShard, toy_shard
 from gradmc.errors import InputError
 from gradmc.results import validate_metrics

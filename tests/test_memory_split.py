@@ -15,7 +15,6 @@ import torch
 from gradmc.config import fill_defaults
 from gradmc.core.streams import ChainStreams, bernoulli, rand, randint
 from gradmc.distributed import machine_memory, memory_split
-from gradmc.distributed.memory import shard_sizes
 from gradmc.distributed.memory_split import (
     ShardPart,
     ShardTooLargeError,
@@ -24,7 +23,7 @@ from gradmc.distributed.memory_split import (
     unit_names,
     unit_noun,
 )
-from gradmc.distributed.ray_runner import _label
+from gradmc.distributed.ray_runner import _label, shard_sizes
 from gradmc.distributed.shard_cache import ShardCache
 from gradmc.errors import ConfigError, InputError
 from gradmc.experiments import ising_sampling

@@ -1,17 +1,14 @@
-"""A multi-node Ray cluster on this machine (a head and worker nodes as separate raylets), for tests
-and for checking the cluster code paths (RAY_ADDRESS, shards spread over nodes, node death) without
-a second machine::
+"""A multi-node Ray cluster on this machine (a head and worker nodes as separate raylets), for tests and for
+checking the cluster code paths (RAY_ADDRESS, shards spread over nodes, node death) without a second machine::
 
     with local_cluster(worker_nodes=2) as cluster:
         subprocess.run(["gradmc", "run", ...], env={**os.environ, "RAY_ADDRESS": cluster.address})
 
-Every node listens on 127.0.0.1 only and starts offline (HTTP proxies pointed at a closed loopback
-port, see :mod:`gradmc.distributed.session`), with usage stats and token authentication off (nothing
-outside this machine can reach it). Its files live in a private temp folder, so the shared
-``/tmp/ray`` (and its ``ray_current_cluster``, which ``RAY_ADDRESS=auto`` reads) is never touched.
-Leaving the block stops every node and then kills, by process id, any process still running from
-the cluster's folder, also when the block raised; if this Python process is killed instead, the
-kernel ends the nodes (Ray starts them with a parent-death signal on Linux).
+Every node listens on 127.0.0.1 only and starts offline (:data:`gradmc.distributed.session.OFFLINE_ENV`), with
+usage stats and token authentication off. Its files live in a private temp folder, so the shared ``/tmp/ray``
+(and its ``ray_current_cluster``, which ``RAY_ADDRESS=auto`` reads) is never touched. Leaving the block stops
+every node and then kills, by process id, any process of the cluster still running; if this Python process is
+killed instead, the kernel ends the nodes (Ray starts them with a parent-death signal on Linux).
 """
 
 from __future__ import annotations
@@ -19,10 +16,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,14 +27,12 @@ import psutil
 
 from gradmc.distributed.session import OFFLINE_ENV, temporary_env
 
-__all__ = ["FAST_FAILURE_DETECTION", "LocalCluster", "local_cluster", "processes_using"]
+__all__ = ["LocalCluster", "local_cluster", "processes_using"]
 
-FAST_FAILURE_DETECTION = {
-    "health_check_period_ms": 1000,
-    "health_check_timeout_ms": 2000,
-    "health_check_failure_threshold": 3,
-}
-"""GCS health checks of the nodes: every 1 s, dead after 3 misses (Ray's defaults: 3 s, 5 misses)."""
+# GCS health checks of the nodes every 1 s, dead after 3 misses (Ray's defaults: 3 s, 5 misses), so that a
+# killed node is declared dead (and its shards re-run elsewhere) about 3-5 s after it died instead of 15-30 s.
+_FAST_FAILURE_DETECTION = {"health_check_period_ms": 1000, "health_check_timeout_ms": 2000,
+                           "health_check_failure_threshold": 3}
 
 
 @dataclass
@@ -110,19 +104,14 @@ def _process_tree(nodes) -> list[psutil.Process]:
 
 
 @contextlib.contextmanager
-def local_cluster(worker_nodes: int = 2, cpus_per_node: int = 1, head_cpus: int = 0,
-                  object_store_mb: int = 80, system_config: Mapping[str, Any] | None = None
-                  ) -> Iterator[LocalCluster]:
-    """Start a head and ``worker_nodes`` worker nodes on 127.0.0.1; stop them all on exit.
+def local_cluster(worker_nodes: int = 2, cpus_per_node: int = 1, head_cpus: int = 0) -> Iterator[LocalCluster]:
+    """Start a head and ``worker_nodes`` worker nodes on 127.0.0.1 (80 MiB object store each, fast node failure
+    detection); stop them all on exit.
 
     Args:
         worker_nodes: worker nodes (each a raylet with its own worker processes).
         cpus_per_node: CPUs each worker node offers (Ray's accounting; they share this machine's cores).
         head_cpus: CPUs of the head (0: shards only run on worker nodes).
-        object_store_mb: object store of each node in MiB.
-        system_config: Ray system settings of the cluster (``_system_config``); default
-            :data:`FAST_FAILURE_DETECTION`, so that a killed node is declared dead (and its shards
-            re-run elsewhere) about 3-5 s after it died instead of Ray's 15-30 s.
 
     Yields:
         LocalCluster, about 2 s per node to start here (head first).
@@ -143,14 +132,14 @@ def local_cluster(worker_nodes: int = 2, cpus_per_node: int = 1, head_cpus: int 
     env = {**OFFLINE_ENV, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
            "RAY_TMPDIR": str(temp_dir)}  # RAY_TMPDIR: where Cluster records (and deletes) its address
     common = {"node_ip_address": "127.0.0.1", "temp_dir": str(temp_dir / "ray"),
-              "object_store_memory": object_store_mb * 2**20}
+              "object_store_memory": 80 * 2**20}
     cluster = None
     running = None
     try:
         with temporary_env(env):
             cluster = Cluster(initialize_head=True, shutdown_at_exit=True,
                               head_node_args={"num_cpus": head_cpus, "include_dashboard": False, **common,
-                                              "_system_config": dict(system_config or FAST_FAILURE_DETECTION)})
+                                              "_system_config": _FAST_FAILURE_DETECTION})
             workers = [cluster.add_node(num_cpus=cpus_per_node, **common) for _ in range(worker_nodes)]
             cluster.wait_for_nodes()
         running = LocalCluster(address=cluster.address, head_node_id=cluster.head_node.node_id,
@@ -176,20 +165,19 @@ def _alive(proc: psutil.Process) -> bool:
     return False
 
 
-def _kill_leftovers(tracked: list[psutil.Process], temp_dir: Path, grace_s: float = 5.0) -> list[int]:
-    """Wait up to grace_s for the cluster's processes (tracked, or naming temp_dir on their command
-    line) to exit, then SIGKILL the rest, by pid; returns their pids."""
-    deadline = time.monotonic() + grace_s
+def _kill_leftovers(tracked: list[psutil.Process], temp_dir: Path) -> list[int]:
+    """Wait up to 5 s for the cluster's processes (tracked, or naming temp_dir on their command line) to exit,
+    then SIGKILL the rest, by pid; returns their pids."""
+    deadline = time.monotonic() + 5.0
     while True:
-        left = [proc for proc in tracked if _alive(proc)]
-        named = [pid for pid in processes_using(temp_dir) if pid not in {proc.pid for proc in left}]
-        if not (left or named) or time.monotonic() > deadline:
+        left = {proc.pid: proc for proc in tracked if _alive(proc)}
+        for pid in processes_using(temp_dir):
+            with contextlib.suppress(psutil.Error):
+                left.setdefault(pid, psutil.Process(pid))
+        if not left or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    for proc in left:
+    for proc in left.values():
         with contextlib.suppress(psutil.Error):
             proc.kill()
-    for pid in named:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    return sorted([proc.pid for proc in left] + named)
+    return sorted(left)

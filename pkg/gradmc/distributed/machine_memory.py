@@ -1,23 +1,13 @@
-"""How much memory this process may use: the smallest of physical memory, cgroup limits and the SLURM allocation.
-
-Physical memory alone overstates what a job may use in a container or a SLURM job, where the kernel's
-cgroup or the scheduler kills a process long before the machine runs out. :func:`memory_limit` takes the
-smallest of:
-
-- the machine's physical memory (psutil);
-- the cgroup v2 limit: ``memory.max`` of this process's cgroup (from ``/proc/self/cgroup``) and of every
-  cgroup above it up to ``/sys/fs/cgroup`` (``max`` means no limit);
-- the cgroup v1 limit: ``memory.limit_in_bytes`` likewise under ``/sys/fs/cgroup/memory`` (values of
-  :data:`V1_NO_LIMIT` or more mean no limit: v1 writes "unlimited" as about 2**63);
-- SLURM's allocation on this node: ``SLURM_MEM_PER_NODE`` (MiB; 0 means all of the node), else
-  ``SLURM_MEM_PER_CPU`` (MiB) times ``SLURM_CPUS_ON_NODE``.
-
-Each source that cannot be read (no such file, not a number) is left out. :func:`format_bytes` writes a
-size for messages (never "0 MiB" for a nonzero size).
+"""How much memory this process may use (:func:`memory_limit`): the smallest of physical memory, the cgroup v2
+and v1 limits of its cgroup and those above it, and the SLURM allocation on this node. Physical memory alone
+overstates it in a container or a SLURM job, where the kernel or the scheduler kills a process long before the
+machine runs out. A source that cannot be read (no such file, not a number) is left out.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,19 +17,14 @@ import psutil
 __all__ = ["CGROUP_ROOT", "PROC_CGROUP", "V1_NO_LIMIT", "cgroup_v1_limit", "cgroup_v2_limit", "format_bytes",
            "memory_limit", "physical_memory_bytes", "slurm_limit"]
 
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-"""Where the cgroup file systems are mounted."""
-PROC_CGROUP = Path("/proc/self/cgroup")
-"""This process's cgroup memberships (``hierarchy:controllers:path`` lines)."""
-V1_NO_LIMIT = 1 << 60
-"""cgroup v1 limits at or above this (1 EiB) mean no limit."""
-
+CGROUP_ROOT = Path("/sys/fs/cgroup")  # where the cgroup file systems are mounted
+PROC_CGROUP = Path("/proc/self/cgroup")  # this process's cgroups, ``hierarchy:controllers:path`` lines
+V1_NO_LIMIT = 1 << 60  # cgroup v1 limits at or above this (1 EiB) mean no limit (v1 writes "unlimited" as ~2**63)
 _MIB = 1 << 20
 
 
 def physical_memory_bytes() -> int | None:
-    """This machine's physical memory in bytes (``psutil.virtual_memory().total``), or None where it cannot be
-    read."""
+    """This machine's physical memory in bytes (``psutil.virtual_memory().total``), None where unreadable."""
     try:
         return int(psutil.virtual_memory().total)
     except (OSError, RuntimeError, NotImplementedError):
@@ -52,37 +37,29 @@ def _own_cgroup(controller: str | None) -> str:
     try:
         lines = PROC_CGROUP.read_text().splitlines()
     except OSError:
-        return "/"
-    for line in lines:
-        fields = line.split(":", 2)
-        if len(fields) != 3:
-            continue
-        _, controllers, path = fields
-        if (controller is None and controllers == "") or (controller in controllers.split(",")):
+        lines = []
+    for _, controllers, path in (line.split(":", 2) for line in lines if line.count(":") >= 2):
+        if (controllers == "") if controller is None else (controller in controllers.split(",")):
             return path
     return "/"
 
 
 def _smallest_limit(mount: Path, own: str, name: str, no_limit: int | None) -> tuple[int, Path] | None:
-    """The smallest number in file ``name`` of the cgroup ``mount/own`` and of each cgroup above it."""
-    folder = mount / own.strip("/")
-    found = None
+    """The smallest positive number below ``no_limit`` in file ``name`` of the cgroup ``mount/own`` and of each
+    cgroup above it, with its file (the deepest on a tie)."""
+    folder, found = mount / own.strip("/"), []
     while True:
-        path = folder / name
-        try:
-            value = int(path.read_text().strip())
-        except (OSError, ValueError):  # absent, or "max"
-            value = None
-        if value is not None and value > 0 and (no_limit is None or value < no_limit):
-            if found is None or value < found[0]:
-                found = (value, path)
+        with contextlib.suppress(OSError, ValueError):  # absent, or "max"
+            if 0 < (value := int((folder / name).read_text().strip())) < (no_limit or math.inf):
+                found.append((value, folder / name))
         if folder == mount or mount not in folder.parents:
-            return found
+            return min(found, key=lambda limit: limit[0], default=None)
         folder = folder.parent
 
 
 def cgroup_v2_limit() -> tuple[int, str] | None:
-    """(bytes, source) of the smallest cgroup v2 ``memory.max`` over this process's cgroup and those above it."""
+    """(bytes, source) of the smallest cgroup v2 ``memory.max`` (``max``: no limit) over this process's cgroup
+    and those above it."""
     found = _smallest_limit(CGROUP_ROOT, _own_cgroup(None), "memory.max", None)
     return None if found is None else (found[0], f"the cgroup v2 limit, {found[1]}")
 

@@ -1,33 +1,21 @@
 """Memory-aware shards: a shard whose chains would not fit in the memory budget is split into parts that do.
 
-A sweep's shards are sized by the config (e.g. ``chains_per_shard``), not by the machine. Before a sweep
-runs, :func:`split_for_memory` asks each splittable experiment for its estimate of a shard's peak memory
-and, where it exceeds the budget, replaces the shard by :class:`ShardPart` s, each holding as many whole
-*chain blocks* as fit. The parts run as ordinary shards (on Ray, each stored in the shard cache on its
-own), and :func:`merge_results` hands each split shard's part frames to the experiment's
-``merge_parts``, which returns the rows the unsplit shard would have returned.
-
-Equal rows need randomness that grouping cannot change: every chain block draws from its own generator
-(:class:`gradmc.core.streams.ChainStreams`), so the chains of a part are the same chains as in the
-whole shard. Timing columns (``wall_time_s`` and rates per second) are measurements and differ between
-any two runs, split or not.
+Before a sweep runs, :func:`split_for_memory` asks a splittable experiment for its estimate of each shard's
+peak memory and replaces a shard over the budget by :class:`ShardPart` s of as many whole *chain blocks* as
+fit. The parts run (and are cached) as ordinary shards, and :func:`merge_results` hands each split shard's
+part frames to the experiment's ``merge_parts``, which returns the rows the unsplit shard would have returned:
+every chain block draws from its own generator (:class:`gradmc.core.streams.ChainStreams`), so the chains of
+a part are the same chains as in the whole shard (timing columns are measurements and differ run to run).
 
 A splittable experiment module defines, besides ``shards`` and ``run``:
 
-- ``shard_chains(shard) -> (num_chains, chain_block)``: the shard's chains and its block size;
-- ``shard_memory_bytes(shard, num_chains) -> int``: estimated peak bytes of running ``num_chains`` of
-  the shard's chains (beyond the worker process's own baseline of Python, torch and Ray);
+- ``shard_chains(shard) -> (num_chains, chain_block)``;
+- ``shard_memory_bytes(shard, num_chains) -> int``: estimated peak bytes of running ``num_chains`` of the
+  shard's chains (beyond the worker process's own baseline of Python, torch and Ray);
 - ``run_part(part) -> DataFrame`` and ``merge_parts(shard, frames) -> DataFrame``.
 
-The budget per shard (:func:`resolve_memory_budget`): ``--shard-memory-mb`` of ``gradmc run``, else the
-environment variable ``GRADMC_SHARD_MEMORY_MB``, else :data:`DEFAULT_MEMORY_FRACTION` of the memory this
-process may use (the smallest of physical memory, the cgroup limits and the SLURM allocation,
-:func:`gradmc.distributed.machine_memory.memory_limit`) divided among the workers that run at once. Where a
-shard splits depends on the budget, and the shard cache keys each part by its chains, so parts stored under
-one budget are not reused by a run under another budget that splits the shard differently.
-
-In progress lines and errors, ``shard 3`` is shard 3 of the sweep (numbered from 0) and ``shard 3 part 2/4``
-the second of the 4 parts it was split into (:func:`unit_names`).
+The budget per shard is :func:`resolve_budget_with_source`'s. The shard cache keys each part by its chains, so
+parts stored under one budget are not reused by a run under a budget that splits the shard differently.
 """
 
 from __future__ import annotations
@@ -41,12 +29,12 @@ from typing import Any
 import pandas as pd
 
 from gradmc.distributed import machine_memory
-from gradmc.distributed.machine_memory import format_bytes, physical_memory_bytes
+from gradmc.distributed.machine_memory import format_bytes
 from gradmc.errors import InputError
 
 __all__ = ["DEFAULT_MEMORY_FRACTION", "MEMORY_ENV_VAR", "ShardPart", "ShardTooLargeError", "merge_results",
-           "physical_memory_bytes", "resolve_budget_with_source", "resolve_memory_budget", "run_unit",
-           "split_for_memory", "splittable", "unit_names", "unit_noun"]
+           "resolve_budget_with_source", "resolve_memory_budget", "run_unit", "split_for_memory", "splittable",
+           "unit_names", "unit_noun"]
 
 MEMORY_ENV_VAR = "GRADMC_SHARD_MEMORY_MB"
 DEFAULT_MEMORY_FRACTION = 0.8
@@ -88,38 +76,29 @@ def resolve_budget_with_source(budget_mb: float | None = None,
     Raises:
         gradmc.errors.InputError: a budget (argument or environment variable) that is not a positive number.
     """
-    source = f"--shard-memory-mb {budget_mb:g}" if budget_mb is not None else ""
-    if budget_mb is None:
-        env = os.environ.get(MEMORY_ENV_VAR, "")
-        if env == "":
-            return _default_budget(workers)
-        source = f"{MEMORY_ENV_VAR}={env}"
+    if budget_mb is not None:
+        name, source = "--shard-memory-mb", f"--shard-memory-mb {budget_mb:g}"
+    elif env := os.environ.get(MEMORY_ENV_VAR, ""):
+        name, source = MEMORY_ENV_VAR, f"{MEMORY_ENV_VAR}={env}"
         try:
             budget_mb = float(env)
         except ValueError:
             raise InputError(f"{MEMORY_ENV_VAR}={env!r} is not a number of MiB (unset it for the default: "
                              f"{DEFAULT_MEMORY_FRACTION:g} of this machine's memory limit over the workers)") from None
+    elif (limit := machine_memory.memory_limit()) is None:
+        return None, "no memory limit readable on this machine"
+    else:
+        share = max(1, workers or os.cpu_count() or 1)
+        return (int(DEFAULT_MEMORY_FRACTION * limit[0] / share),
+                f"{DEFAULT_MEMORY_FRACTION:g} of {format_bytes(limit[0])} ({limit[1]}) over {share} workers")
     if not budget_mb > 0 or budget_mb == float("inf") or int(budget_mb * _MB) < 1:
-        name = "--shard-memory-mb" if source.startswith("--") else MEMORY_ENV_VAR
         raise InputError(f"{name} must be a positive, finite number of MiB (at least one byte; e.g. 2048), "
                          f"got {budget_mb!r}")
     return int(budget_mb * _MB), source
 
 
-def _default_budget(workers: int | None) -> tuple[int | None, str]:
-    """:data:`DEFAULT_MEMORY_FRACTION` of :func:`~gradmc.distributed.machine_memory.memory_limit` over the workers."""
-    limit = machine_memory.memory_limit()
-    if limit is None:
-        return None, "no memory limit readable on this machine"
-    total, where = limit
-    share = max(1, workers or os.cpu_count() or 1)
-    return (int(DEFAULT_MEMORY_FRACTION * total / share),
-            f"{DEFAULT_MEMORY_FRACTION:g} of {format_bytes(total)} ({where}) over {share} workers")
-
-
 def resolve_memory_budget(budget_mb: float | None = None, workers: int | None = None) -> int | None:
-    """The memory budget of one shard, in bytes: the first item of :func:`resolve_budget_with_source`
-    (None: no budget, never split).
+    """The first item of :func:`resolve_budget_with_source`: bytes one shard may use (None: never split).
 
     Raises:
         gradmc.errors.InputError: a budget (argument or environment variable) that is not a positive number.
@@ -155,27 +134,21 @@ def split_for_memory(module: ModuleType, shards: list[Any], budget: int | None,
     units: list[Any] = []
     groups: list[list[int]] = []
     for number, shard in enumerate(shards):
-        if budget is None or not splittable(module):
-            groups.append([len(units)])
-            units.append(shard)
-            continue
-        chains, block = module.shard_chains(shard)
-        need = int(module.shard_memory_bytes(shard, chains))
-        if need <= budget:
-            groups.append([len(units)])
-            units.append(shard)
-            continue
-        blocks = -(-chains // block)  # the last block may hold fewer chains
-        fit = max((k for k in range(1, blocks + 1)
-                   if module.shard_memory_bytes(shard, min(k * block, chains)) <= budget), default=0)
-        if fit == 0:
-            raise ShardTooLargeError(_too_large(module, number, shard, need, chains, block, budget))
-        step = fit * block
-        parts = [ShardPart(shard, start, min(start + step, chains)) for start in range(0, chains, step)]
-        if progress is not None:
-            progress(f"shard {number} needs about {format_bytes(need)}, over the budget of {format_bytes(budget)} "
-                     f"per shard: split into {len(parts)} parts of at most {step} chains "
-                     f"({fit} chain block{'s' if fit > 1 else ''} of {block})")
+        parts = [shard]
+        if budget is not None and splittable(module):
+            chains, block = module.shard_chains(shard)
+            if (need := int(module.shard_memory_bytes(shard, chains))) > budget:
+                blocks = -(-chains // block)  # the last block may hold fewer chains
+                fit = max((k for k in range(1, blocks + 1)
+                           if module.shard_memory_bytes(shard, min(k * block, chains)) <= budget), default=0)
+                if fit == 0:
+                    raise ShardTooLargeError(_too_large(module, number, shard, need, chains, block, budget))
+                step = fit * block
+                parts = [ShardPart(shard, start, min(start + step, chains)) for start in range(0, chains, step)]
+                if progress is not None:
+                    progress(f"shard {number} needs about {format_bytes(need)}, over the budget of "
+                             f"{format_bytes(budget)} per shard: split into {len(parts)} parts of at most {step} "
+                             f"chains ({fit} chain block{'s' if fit > 1 else ''} of {block})")
         groups.append(list(range(len(units), len(units) + len(parts))))
         units.extend(parts)
     return units, groups
@@ -250,10 +223,5 @@ def merge_results(module: ModuleType, shards: list[Any], units: list[Any], group
         module, shards: as given to :func:`split_for_memory`; units, groups: what it returned.
         frames: ``frames[i]`` is the result of ``units[i]``.
     """
-    out = []
-    for shard, group in zip(shards, groups, strict=True):
-        if isinstance(units[group[0]], ShardPart):
-            out.append(module.merge_parts(shard, [frames[i] for i in group]))
-        else:
-            out.append(frames[group[0]])
-    return out
+    return [module.merge_parts(shard, [frames[i] for i in group]) if isinstance(units[group[0]], ShardPart)
+            else frames[group[0]] for shard, group in zip(shards, groups, strict=True)]

@@ -1,21 +1,17 @@
-"""Run independent shards on Ray, on a private local instance or the cluster at RAY_ADDRESS.
+"""Run independent shards on Ray (:func:`run_shards`): tasks or a ``ray.util.ActorPool`` of actors, one
+``ray.wait`` loop on the driver (docs/DESIGN.md "Scale").
 
-``run_shards(fn, shards)`` maps a module-level ``fn`` over picklable shards with at most ``num_workers`` in
-flight (one ``ray.wait`` loop on the driver, which also prints the progress lines), hands each result to
-``on_result`` as it arrives (the shard cache) and returns the results in the order of ``shards``. Shards are
-idempotent (seeded from their identity), so a retried shard returns the same rows.
-
-Two executors, same results: Ray *tasks* (default; ``max_retries`` re-runs a shard whose worker died) and a
-``ray.util.ActorPool`` of actors, each holding its threads / GPU share and what its shards load through
-:func:`gradmc.distributed.shared.load_once` (``max_restarts`` / ``max_task_retries`` redo a dead actor's
-shard). Neither is faster for a whole job (``make bench``, executors.json; docs/DESIGN.md "Scale").
-A shard that raises is not retried (it would fail again); one out of memory fails naming its sizes and the fix.
+A shard that raises is not retried (shards are deterministic: it would fail again). One that runs out of memory
+inside raises :class:`ShardOutOfMemoryError` naming its sizes and the fix; one the kernel's OOM killer or Ray's
+memory monitor kills is a worker death, described on the driver with the same fix.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import socket
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,12 +20,73 @@ import ray
 import torch
 from ray.util import ActorPool
 
-from gradmc.distributed.memory import oom_hint, run_guarded
 from gradmc.distributed.memory_split import ShardPart
 from gradmc.distributed.session import ensure_ray
 from gradmc.errors import ClusterResourceError, InputError, UserError
 
-__all__ = ["DEFAULT_EXECUTOR", "EXECUTORS", "EXECUTOR_ENV_VAR", "PER_SHARD_LINES", "resolve_executor", "run_shards"]
+__all__ = ["DEFAULT_EXECUTOR", "EXECUTORS", "EXECUTOR_ENV_VAR", "PER_SHARD_LINES", "ShardOutOfMemoryError",
+           "is_out_of_memory", "resolve_executor", "run_guarded", "run_shards", "shard_sizes"]
+
+EXECUTORS = ("tasks", "actors")
+EXECUTOR_ENV_VAR = "GRADMC_SHARD_EXECUTOR"
+DEFAULT_EXECUTOR = "tasks"
+PER_SHARD_LINES = 200
+"""Up to this many shards, every finished shard gets its own progress line; beyond, only percentages."""
+
+_OOM_HINT = ("lower the chains per shard (e.g. num_chains, or trials/seeds per shard) or the problem size in the "
+             "config, or split the work over more, smaller shards; on a GPU also give each shard a larger share of "
+             "the device (a larger gpus_per_shard, so fewer shards share one GPU)")
+
+
+class ShardOutOfMemoryError(MemoryError):
+    """A shard ran out of host or GPU memory; the message names its sizes and how to lower them."""
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """True for torch.OutOfMemoryError, MemoryError, and torch's CPU-allocator RuntimeError."""
+    if isinstance(err, (MemoryError, torch.OutOfMemoryError)):
+        return True
+    messages = ("can't allocate memory", "not enough memory", "out of memory")
+    return isinstance(err, RuntimeError) and any(text in str(err) for text in messages)
+
+
+def shard_sizes(shard: Any) -> str:
+    """The shard's scalar fields as ``name=value, ...`` (ints, floats, bools, strings up to 40 characters, no
+    ``*_path``; a field holding a dataclass contributes its own), or its repr."""
+    if not dataclasses.is_dataclass(shard) or isinstance(shard, type):
+        return repr(shard)
+    parts = []
+    for field in dataclasses.fields(shard):
+        value = getattr(shard, field.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            parts.append(shard_sizes(value))
+        elif isinstance(value, (int, float)) or (isinstance(value, str) and len(value) <= 40
+                                                and not field.name.endswith("_path")):
+            parts.append(f"{field.name}={value!r}")
+    return ", ".join(parts) or repr(shard)
+
+
+def run_guarded(fn: Callable[[Any], Any], shard: Any) -> Any:
+    """``fn(shard)``, with out-of-memory errors re-raised as :class:`ShardOutOfMemoryError`.
+
+    Raises:
+        ShardOutOfMemoryError: if fn runs out of memory (:func:`is_out_of_memory`); the message names fn, the
+            host, the shard's sizes, the original error (also chained as ``__cause__``) and the fix. GPU
+            caches are emptied first so the worker can run its next shard.
+        Exception: any other error of fn, unchanged.
+    """
+    try:
+        return fn(shard)
+    except (MemoryError, RuntimeError) as err:
+        if not is_out_of_memory(err):
+            raise
+        text = str(err).strip()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+        raise ShardOutOfMemoryError(
+            f"out of memory in {getattr(fn, '__qualname__', repr(fn))} on {socket.gethostname()} "
+            f"({type(err).__name__}: {text.splitlines()[0] if text else ''}) with shard sizes "
+            f"{shard_sizes(shard)}: {_OOM_HINT}") from err
 
 
 def _setup_worker(threads: int) -> None:
@@ -43,7 +100,6 @@ def _setup_worker(threads: int) -> None:
 
 @ray.remote
 def _run_shard(fn: Callable[[Any], Any], shard: Any, threads: int) -> Any:
-    """Ray task body: one shard (out of memory: a clear error)."""
     _setup_worker(threads)
     return run_guarded(fn, shard)
 
@@ -57,12 +113,6 @@ class _ShardActor:
 
     def run(self, fn: Callable[[Any], Any], shard: Any) -> Any:
         return run_guarded(fn, shard)
-
-
-EXECUTORS = ("tasks", "actors")
-EXECUTOR_ENV_VAR = "GRADMC_SHARD_EXECUTOR"
-DEFAULT_EXECUTOR = "tasks"
-"""How :func:`run_shards` runs shards unless told otherwise (docs/DESIGN.md "Scale" gives the measurement)."""
 
 
 def resolve_executor(executor: str | None = None) -> str:
@@ -84,48 +134,37 @@ def _check_feasible(num_cpus: float, num_gpus: float) -> None:
     """Fail fast where Ray would wait forever: no alive node offers the resources of one shard.
 
     Raises:
-        gradmc.errors.ClusterResourceError: (a RuntimeError) naming what one shard asks for, what the
-            nodes offer and how to fix it.
+        gradmc.errors.ClusterResourceError: (a RuntimeError) naming what one shard asks for, what the nodes
+            offer and how to fix it.
     """
-    nodes = [node for node in ray.nodes() if node.get("Alive", node.get("alive", False))]
-    resources = [node.get("Resources", {}) for node in nodes]
-    if any(res.get("CPU", 0.0) >= num_cpus and res.get("GPU", 0.0) >= num_gpus for res in resources):
+    offered = [{kind: node.get("Resources", {}).get(kind, 0.0) for kind in ("CPU", "GPU")}
+               for node in ray.nodes() if node.get("Alive")]
+    if any(res["CPU"] >= num_cpus and res["GPU"] >= num_gpus for res in offered):
         return
-    total_gpus = sum(res.get("GPU", 0.0) for res in resources)
-    if num_gpus > 0 and total_gpus == 0:
+    if num_gpus > 0 and not any(res["GPU"] for res in offered):
         raise ClusterResourceError(
             f"shards ask for {num_gpus:g} GPU each but the Ray cluster has no GPUs: set device: cpu "
             "(or gpus_per_shard: 0) in the config, or point RAY_ADDRESS at a cluster with GPU nodes "
-            "(calling run_shards directly: pass num_gpus_per_shard=0)"
-        )
-    offered = [{"CPU": res.get("CPU", 0.0), "GPU": res.get("GPU", 0.0)} for res in resources]
-    raise ClusterResourceError(
-        f"no Ray node can run a shard needing {num_cpus:g} CPU and {num_gpus:g} GPU "
-        f"(nodes offer {offered}): lower threads_per_worker / num_gpus_per_shard"
-    )
-
-
-PER_SHARD_LINES = 200
-"""Up to this many shards, every finished shard gets its own progress line; beyond, only percentages."""
+            "(calling run_shards directly: pass num_gpus_per_shard=0)")
+    raise ClusterResourceError(f"no Ray node can run a shard needing {num_cpus:g} CPU and {num_gpus:g} GPU "
+                               f"(nodes offer {offered}): lower threads_per_worker / num_gpus_per_shard")
 
 
 def _label(shard: Any) -> str:
-    """Short description of a shard for progress lines: its scalar fields (paths and tensors left out); for a
-    part of a split shard (:class:`gradmc.distributed.memory_split.ShardPart`), its shard's and its chains."""
+    """Short description of a shard for progress lines: its first 6 scalar fields (no ``*_path``); for a
+    :class:`~gradmc.distributed.memory_split.ShardPart`, its shard's and its chains."""
     if isinstance(shard, ShardPart):
         whole = _label(shard.shard)
         return f"({whole[1:-1]}{'; ' if whole else ''}chains {shard.start}..{shard.stop - 1})"
-    fields = getattr(shard, "__dataclass_fields__", None)
-    if not fields:
+    if not dataclasses.is_dataclass(shard) or isinstance(shard, type):
         return ""
-    parts = [f"{name}={getattr(shard, name)}" for name in fields
-             if isinstance(getattr(shard, name), (int, float, str)) and not str(name).endswith("_path")]
+    parts = [f"{f.name}={getattr(shard, f.name)}" for f in dataclasses.fields(shard)
+             if isinstance(getattr(shard, f.name), (int, float, str)) and not f.name.endswith("_path")]
     return "(" + ", ".join(parts[:6]) + ")"
 
 
 def _describe_failure(name: str, shard: Any, fn: Callable, err: BaseException, max_retries: int) -> str:
-    """One line naming the shard (``name``, e.g. ``shard 3``, and repr), fn, and what went wrong (with the fix
-    where known)."""
+    """One line naming the shard (``name`` and repr), fn, and what went wrong (with the fix where known)."""
     cause = getattr(err, "cause", None)
     text = str(err).strip()
     first_line = text.splitlines()[0] if text else ""
@@ -134,13 +173,11 @@ def _describe_failure(name: str, shard: Any, fn: Callable, err: BaseException, m
     elif isinstance(err, ray.exceptions.RayTaskError):
         what = text.splitlines()[-1] if text else type(err).__name__
     elif isinstance(err, ray.exceptions.OutOfMemoryError):  # Ray's memory monitor killed the worker
-        what = f"OutOfMemoryError: Ray's memory monitor killed its worker ({first_line}); {oom_hint()}"
+        what = f"OutOfMemoryError: Ray's memory monitor killed its worker ({first_line}); {_OOM_HINT}"
     else:  # the worker process or its node died, on the first attempt and on every retry
-        what = (
-            f"{type(err).__name__} after {max_retries} retries: its worker died on all "
-            f"{max_retries + 1} attempts ({first_line}); a worker killed by a signal is often the "
-            f"kernel's out-of-memory killer (see `dmesg`): if so, {oom_hint()}"
-        )
+        what = (f"{type(err).__name__} after {max_retries} retries: its worker died on all {max_retries + 1} "
+                f"attempts ({first_line}); a worker killed by a signal is often the kernel's out-of-memory "
+                f"killer (see `dmesg`): if so, {_OOM_HINT}")
     return f"{name} {shard!r} failed in {getattr(fn, '__qualname__', repr(fn))}: {what}"
 
 
@@ -159,53 +196,39 @@ def run_shards(
     names: Sequence[str] | None = None,
     noun: str = "shards",
 ) -> list[Any]:
-    """Run ``fn(shard)`` for every shard on Ray and return the results in the order of ``shards``.
-
-    Starts a private local Ray instance (or connects to RAY_ADDRESS) through :func:`ensure_ray` if
-    Ray is not initialised yet; call :func:`shutdown_ray` when done.
+    """Run ``fn(shard)`` for every shard on Ray (through :func:`~gradmc.distributed.session.ensure_ray`) with at
+    most ``num_workers`` in flight, and return the results in the order of ``shards``.
 
     Args:
-        fn: module-level function (workers import it by name; lambdas and closures defined in
-            ``__main__`` are pickled by value); usually returns a tidy pandas DataFrame.
+        fn: module-level function (workers import it by name); usually returns a tidy pandas DataFrame.
         shards: picklable objects (typically frozen dataclasses) whose repr names them.
-        num_workers: most shards in flight at once; default: the cluster's CPUs divided by
-            threads_per_worker (at least 1).
-        num_gpus_per_shard: GPUs reserved per shard (fractions allowed, e.g. 0.25 packs four shards
-            on a GPU); Ray sets CUDA_VISIBLE_DEVICES in the worker.
+        num_workers: most shards in flight at once; default: the cluster's CPUs // threads_per_worker (>= 1).
+        num_gpus_per_shard: GPUs reserved per shard (fractions pack several shards on a GPU).
         threads_per_worker: CPUs reserved per shard and ``torch.set_num_threads`` inside it.
-        max_retries: re-runs of a shard whose worker process or node died (exceptions raised by fn
-            are not retried: shards are deterministic).
-        progress: called on the driver with a line per finished shard (``[shards] shard 3 (sampler=GWG,
-            seed=1, ...) finished in 12.3s``, up to PER_SHARD_LINES shards) and overall lines like
-            ``[shards] 3/12 done (25%), elapsed 4.1s, eta 12.3s`` (at most about 100); None for silence.
-        desc: label in the progress lines and the Ray task names.
-        on_result: called on the driver as ``on_result(i, result)`` the moment shard i finishes, before its
-            progress line (e.g. to store it: :mod:`gradmc.distributed.shard_cache`); an exception it raises
-            stops the sweep like a failed shard.
-        executor: ``"tasks"`` (a Ray task per shard; Ray reuses its worker processes) or ``"actors"`` (a pool
-            of ``num_workers`` actors, each holding its threads / GPU share and what its shards load through
-            :func:`gradmc.distributed.shared.load_once`, fed one shard at a time; a dead actor is restarted
-            and its shard redone, up to max_retries times); None: :data:`DEFAULT_EXECUTOR`, or the
-            ``GRADMC_SHARD_EXECUTOR`` environment variable when set. Results are the same either way.
-        names: how progress lines, task names and errors name each shard, e.g. ``shard 3 part 2/4`` for a part
-            of a split shard (:func:`gradmc.distributed.memory_split.unit_names`), ``shard 7`` for shard 7 of the sweep
-            when a rerun computes only the shards missing from the cache; default ``shard 0``, ``shard 1``, ...
-            (task names drop the word ``shard``: ``<desc>[3]``, ``<desc>[3 part 2/4]``).
-        noun: what the shards are called in counts (``12 parts, 2 at a time``); default ``shards``.
+        max_retries: re-runs of a shard whose worker process, actor or node died.
+        progress: receives a line per finished shard (``[shards] shard 3 (sampler=GWG, ...) finished in 12.3s``,
+            up to :data:`PER_SHARD_LINES` shards) and at most about 100 lines ``[shards] 3/12 done (25%),
+            elapsed 4.1s, eta 12.3s``; None for silence.
+        desc: label in the progress lines and the Ray task names (``<desc>[3]``, ``<desc>[3 part 2/4]``).
+        on_result: ``on_result(i, result)`` on the driver the moment shard i finishes (the shard cache); an
+            exception it raises stops the sweep like a failed shard.
+        executor: ``"tasks"`` (a Ray task per shard) or ``"actors"`` (``num_workers`` actors, each holding its
+            threads / GPU share and what its shards load through :func:`gradmc.distributed.shared.load_once`);
+            None: :func:`resolve_executor`. Results are the same either way.
+        names: each shard's name in progress lines, task names and errors (``shard 3 part 2/4``,
+            :func:`gradmc.distributed.memory_split.unit_names`); default ``shard 0``, ``shard 1``, ...
+        noun: what the shards are called in counts (``12 parts, 2 at a time``).
 
     Returns:
-        list of fn's results, ``result[i] = fn(shards[i])``, independent of completion order and of
-        num_workers.
+        ``results[i] = fn(shards[i])``, independent of completion order and of num_workers.
 
     Raises:
-        RuntimeError: naming the shard (index and repr) and the original error, if a shard raises,
-            runs out of memory (then also its sizes and how to lower them, see
-            :mod:`gradmc.distributed.memory`), or its worker dies more than max_retries times (the
-            shards still in flight are cancelled): a bug or an oversized shard, not a user error.
-        gradmc.errors.ClusterResourceError: (a RuntimeError) if no Ray node has the CPUs/GPUs one shard
-            asks for (e.g. GPUs on a CPU-only cluster).
-        ValueError: if num_workers or threads_per_worker < 1, or num_gpus_per_shard < 0 (a caller's bug).
-        gradmc.errors.ClusterError / InputError: from :func:`ensure_ray`.
+        RuntimeError: naming the shard and the original error, if a shard raises, runs out of memory or its
+            worker dies more than max_retries times (the shards in flight are cancelled). A
+            :class:`gradmc.errors.UserError` raised in a shard keeps its type, prefixed with the shard's name.
+        gradmc.errors.ClusterResourceError: (a RuntimeError) if no Ray node has the CPUs/GPUs one shard asks for.
+        ValueError: num_workers or threads_per_worker < 1, num_gpus_per_shard < 0, or len(names) != len(shards).
+        gradmc.errors.ClusterError / InputError: from ``ensure_ray`` and :func:`resolve_executor`.
     """
     shards = list(shards)
     if threads_per_worker < 1:
@@ -223,8 +246,7 @@ def run_shards(
     ensure_ray()
     _check_feasible(threads_per_worker, num_gpus_per_shard)
     if num_workers is None:
-        cpus = ray.cluster_resources().get("CPU", os.cpu_count() or 1)
-        num_workers = max(1, int(cpus) // threads_per_worker)
+        num_workers = max(1, int(ray.cluster_resources().get("CPU", os.cpu_count() or 1)) // threads_per_worker)
 
     total = len(shards)
     resources = {"num_cpus": threads_per_worker, "num_gpus": num_gpus_per_shard}
@@ -244,9 +266,9 @@ def run_shards(
         while done < total:
             while next_index < total and len(pending) < num_workers:
                 name = f"{desc}[{name_of[next_index].removeprefix('shard ')}]"  # ising_sampling[3], [3 part 2/4]
-                shard, actor = shards[next_index], None
-                if actors:
-                    actor = pool.pop_idle()  # never None: at most len(actors) shards are in flight
+                shard = shards[next_index]
+                actor = pool.pop_idle() if actors else None  # never None with actors: at most len(actors) in flight
+                if actor is not None:
                     ref = actor.run.options(name=name).remote(fn, shard)
                 else:
                     ref = _run_shard.options(name=name, **task_options).remote(fn, shard, threads_per_worker)

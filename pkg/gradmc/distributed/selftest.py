@@ -1,8 +1,5 @@
-"""Toy shards for checking a Ray setup (and for the distributed tests).
-
-They live in the package, not in ``tests/``, because Ray workers import a task's function by module
-name: gradmc is installed in the environment every worker runs, the tests folder is not on their
-``sys.path``. The same functions let a user check a cluster by hand::
+"""Toy shards for checking a Ray setup and for the distributed tests (in the package, since Ray workers import
+a task's function by module name and ``tests/`` is not on their ``sys.path``)::
 
     from gradmc.distributed import run_shards
     from gradmc.distributed.selftest import ToyShard, toy_shard, worker_info
@@ -39,13 +36,11 @@ class ToyShard:
         sleep_s: seconds to sleep before returning (to reorder completions).
         fail: raise ValueError instead of returning.
         user_error: raise :class:`gradmc.errors.InputError` (a user error) instead of returning.
-        crash_marker: if set, a file counting this shard's deaths: while it records fewer than
-            ``crashes``, the attempt adds one and kills its worker process (``os._exit``), so the
-            first ``crashes`` attempts die and a later retry succeeds (never, if crashes exceeds
-            Ray's retries).
+        crash_marker: if set, a file counting this shard's deaths: the first ``crashes`` attempts add one
+            and kill their worker process (``os._exit``), a later retry succeeds.
         crashes: attempts that die (with crash_marker).
-        pid_file: if set, each attempt appends a line "<process id> <Ray node id>" before sleeping,
-            so a test can kill the worker (or its node) from outside and count the attempts.
+        pid_file: if set, each attempt appends "<process id> <Ray node id>" before sleeping, so a test can
+            kill the worker (or its node) from outside and count the attempts.
         scratch_gib: GiB of NumPy scratch memory allocated first (too much raises MemoryError).
     """
 
@@ -94,17 +89,12 @@ def toy_shard(shard: ToyShard) -> pd.DataFrame:
         from gradmc.errors import InputError
 
         raise InputError(f"toy user error in shard seed={shard.seed}")
-    gen = make_generator(seed_from("toy", shard.seed, shard.num_chains, shard.num_steps))
-    noise = torch.randn(shard.num_steps, shard.num_chains, generator=gen, dtype=torch.float64)  # (T, C)
-    walk = noise.cumsum(0)  # (T, C)
-    steps = torch.arange(shard.num_steps).repeat_interleave(shard.num_chains)  # (T * C,)
-    chains = torch.arange(shard.num_chains).repeat(shard.num_steps)  # (T * C,)
-    per_chain = pd.DataFrame(
-        {"chain": chains.numpy(), "step": steps.numpy(), "metric": "x", "value": walk.reshape(-1).numpy()}
-    )
-    pooled = pd.DataFrame({"chain": -1, "step": torch.arange(shard.num_steps).numpy()})
-    pooled["metric"] = "x_mean"
-    pooled["value"] = walk.mean(1).numpy()  # (T,)
+    steps, chains = shard.num_steps, shard.num_chains
+    gen = make_generator(seed_from("toy", shard.seed, chains, steps))
+    walk = torch.randn(steps, chains, generator=gen, dtype=torch.float64).cumsum(0)  # (T, C)
+    per_chain = pd.DataFrame({"chain": np.tile(np.arange(chains), steps), "step": np.repeat(np.arange(steps), chains),
+                              "metric": "x", "value": walk.reshape(-1).numpy()})  # (T * C) rows
+    pooled = pd.DataFrame({"chain": -1, "step": np.arange(steps), "metric": "x_mean", "value": walk.mean(1).numpy()})
     df = pd.concat([per_chain, pooled], ignore_index=True)
     df.insert(0, "experiment", "toy")
     df.insert(1, "target", "gaussian_walk")
@@ -149,8 +139,8 @@ def _read_bytes(path: str) -> bytes:
 
 
 def shared_input_shard(shard: SharedInputShard) -> dict[str, object]:
-    """Read ``shard.path`` through :func:`gradmc.distributed.shared.load_once`; returns {"index", "pid",
-    "size" (bytes read), "loads" (loader calls so far in this process)}."""
+    """Read ``shard.path`` through :func:`gradmc.distributed.shared.load_once`; returns its index, the pid, the
+    bytes read ("size") and the loader calls so far in this process ("loads")."""
     from gradmc.distributed.shared import load_once, loads
 
     data = load_once(_read_bytes, shard.path)

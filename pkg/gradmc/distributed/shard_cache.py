@@ -1,39 +1,28 @@
 """Per-shard results that survive a killed sweep: each finished shard's rows are written at once, atomically.
 
-A sweep of n shards keeps its results in the driver until the job writes its one metrics Parquet, so a
-kill after hours lost every finished shard. :class:`ShardCache` stores each shard's frame as its own
-Parquet file ``<folder>/<key>.parquet`` the moment the shard finishes (written to a temporary sibling and
-renamed, :mod:`gradmc.atomic`), and :func:`run_cached` runs only the shards whose file is missing. A rerun
-after a kill therefore computes the n - k unfinished shards and returns the same frames, in the same
-order, as an uninterrupted run.
+:class:`ShardCache` stores each shard's frame as its own Parquet file ``<folder>/<key>.parquet`` the moment the
+shard finishes (:mod:`gradmc.atomic`), and :func:`run_cached` runs only the shards whose file is missing, so a
+rerun after a kill returns the same frames, in the same order, as an uninterrupted run.
 
-The key (first 32 hex digits of a SHA-256) hashes everything a shard's rows depend on:
-
-- the experiment name and the shard's identity: its type and every field. ``run(shard)`` reads only its
-  shard (the registry's contract, :mod:`gradmc.registry`), so the fields are the shard's part of the
-  config: a config change that alters a shard alters its key, one that leaves it alone (another seed
-  added, another section edited) reuses it;
-- the content digest of every file a field names (model checkpoints, reference samples, prepared data;
-  also the fields of the shard a part of a split shard holds), so a retrained model never meets a stale shard;
-- the digest of the code the shard runs (:func:`gradmc.codedigest.source_digest`, comments and docstrings
-  left out): the experiment's modules and all gradmc modules they import, or, for an experiment that declares
-  each shard's samplers (``shard_samplers``, :func:`gradmc.experiments.standard.shard_code_digest`), the
-  experiment's modules without the samplers the registry could build, plus the declared samplers' modules;
-  and the versions of the libraries that compute rows (:data:`KEY_LIBRARIES`).
-
-Each file also records its key, its shard and a SHA-256 of its rows (:func:`frame_digest`) in its Parquet
-footer, and is written with Parquet page checksums. A file whose recorded key differs from its name, whose
-rows do not match their digest, or that cannot be read is ignored (and recomputed) with a warning, never
-trusted. The cache only saves time: a shard that cannot be stored (a folder that is not writable) is kept
-in memory with one warning, and the sweep goes on.
+The key (first 32 hex digits of a SHA-256, :meth:`ShardCache.describe`) hashes everything a shard's rows depend
+on: the experiment name; the shard's type and fields (``run(shard)`` reads only its shard, :mod:`gradmc.registry`);
+the content digest of every file a str field names (also in the shard a part of a split shard holds); the digest
+of the code the shard runs (:func:`gradmc.codedigest.source_digest`, per shard for an experiment that declares
+``shard_samplers``, :func:`gradmc.experiments.standard.shard_code_digest`); and the versions of
+:data:`KEY_LIBRARIES`. Each file's Parquet footer records its key, its shard and a SHA-256 of its rows
+(:func:`frame_digest`), and its pages carry checksums: a file whose key or rows do not match, or that cannot be
+read, is recomputed with a warning. A shard that cannot be stored stays in memory (one warning per cache).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -102,6 +91,12 @@ def frame_digest(frame: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
+@functools.cache
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    with open(path, "rb") as fh:  # size and mtime only key the memo: a rewritten file is hashed again
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
 class ShardCache:
     """Shard frames of one experiment, stored one Parquet file per shard under ``folder``.
 
@@ -119,7 +114,6 @@ class ShardCache:
         self.experiment = experiment
         self.code_digest = code_digest
         self._progress = progress
-        self._file_digests: dict[tuple[str, int, int], str] = {}
         self._store_failed = False
 
     def _file_digest(self, path: str) -> str | None:
@@ -128,26 +122,14 @@ class ShardCache:
             st = os.stat(path)
         except (OSError, ValueError):
             return None
-        if not os.path.isfile(path):
-            return None
-        memo = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
-        if memo not in self._file_digests:
-            h = hashlib.sha256()
-            with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-            self._file_digests[memo] = h.hexdigest()
-        return self._file_digests[memo]
+        return _sha256(os.path.abspath(path), st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
     def describe(self, shard: Any) -> dict[str, Any]:
         """Everything the key hashes (see the module docstring), as a JSON-ready dict."""
-        identity = _identity(shard)
-        files = {}
-        for name, value in _string_fields(shard):
-            if (digest := self._file_digest(value)) is not None:
-                files[name] = digest
+        files = {name: digest for name, value in _string_fields(shard)
+                 if (digest := self._file_digest(value)) is not None}
         code = self.code_digest(shard) if callable(self.code_digest) else self.code_digest
-        return {"experiment": self.experiment, "shard": identity, "files": files, "code": code,
+        return {"experiment": self.experiment, "shard": _identity(shard), "files": files, "code": code,
                 "libraries": _library_versions()}
 
     def key(self, shard: Any) -> str:
@@ -178,13 +160,13 @@ class ShardCache:
         except (OSError, pa.ArrowException, ValueError) as err:
             self._ignore(path, f"unreadable: {' '.join(str(err).split())}")
             return None
-        try:
+        recorded = {}
+        with contextlib.suppress(ValueError, TypeError):
             recorded = json.loads((table.schema.metadata or {}).get(CACHE_KEY, b"{}"))
-        except (ValueError, TypeError):
+        if not isinstance(recorded, dict):
             recorded = {}
-        if not isinstance(recorded, dict) or recorded.get("key") != path.stem:
-            found = recorded.get("key") if isinstance(recorded, dict) else None
-            self._ignore(path, f"its footer records key {found!r}, not {path.stem!r}")
+        if recorded.get("key") != path.stem:
+            self._ignore(path, f"its footer records key {recorded.get('key')!r}, not {path.stem!r}")
             return None
         if recorded.get("rows_sha256") != frame_digest(frame):
             self._ignore(path, "its rows do not match the digest its footer records (the file was changed)")
@@ -239,26 +221,21 @@ def run_cached(
         fn: the shard function (``run(shard) -> DataFrame``).
         shards: the sweep's shards.
         cache: where finished shards are stored; None computes every shard and stores nothing.
-        runner: ``runner(fn, shards, on_result=..., progress=..., desc=..., names=..., **runner_kwargs)``
-            (plus ``noun`` when given) computing the missing shards and calling ``on_result(i, frame)`` on the
-            driver as each finishes (:func:`gradmc.distributed.run_shards`; ``names`` keep each shard's name in
-            the whole sweep, ``shard 7``, for its progress lines and errors).
+        runner: ``runner(fn, shards, on_result=..., progress=..., desc=..., names=..., noun=..., **runner_kwargs)``
+            (:func:`gradmc.distributed.run_shards`) computing the missing shards and calling
+            ``on_result(i, frame)`` on the driver as each finishes, which stores it at once.
         progress: receives a line saying how many shards came from the cache; None for silence.
         desc: label of the progress lines.
-        names: each shard's name in progress lines and errors (e.g. ``shard 3 part 2/4``,
-            :func:`gradmc.distributed.memory_split.unit_names`), handed to ``runner`` as ``names`` for the
-            shards it runs; None: ``shard <index in shards>``.
-        noun: what the shards are called in counts (``parts``); handed to ``runner`` unless ``shards``.
+        names: each shard's name in progress lines and errors (``shard 3 part 2/4``,
+            :func:`gradmc.distributed.memory_split.unit_names`), handed to ``runner`` for the shards it runs, so
+            they keep their names in the whole sweep; None: ``shard <index in shards>``.
+        noun: what the shards are called in counts (``parts``).
 
     Returns:
         (frames, computed): ``frames[i]`` is shard i's frame; ``computed`` is how many shards ran now.
-        A shard is stored the moment it finishes, so a killed run keeps every finished shard.
     """
     shards = list(shards)
-    frames: list[pd.DataFrame | None] = [None] * len(shards)
-    if cache is not None:
-        for i, shard in enumerate(shards):
-            frames[i] = cache.load(shard)
+    frames = [cache.load(shard) if cache is not None else None for shard in shards]
     todo = [i for i, frame in enumerate(frames) if frame is None]
     if cache is not None and progress is not None:
         progress(f"[{desc}] shard cache {cache.folder}: {len(shards) - len(todo)} of {len(shards)} {noun} stored, "
@@ -270,10 +247,8 @@ def run_cached(
         if cache is not None:
             cache.store(shards[todo[j]], frame)
 
-    runner_kwargs["names"] = [names[i] if names is not None else f"shard {i}" for i in todo]
-    if noun != "shards":
-        runner_kwargs["noun"] = noun
-    computed = runner(fn, [shards[i] for i in todo], on_result=keep, progress=progress, desc=desc, **runner_kwargs)
+    computed = runner(fn, [shards[i] for i in todo], on_result=keep, progress=progress, desc=desc, noun=noun,
+                      names=[names[i] if names is not None else f"shard {i}" for i in todo], **runner_kwargs)
     for i, frame in zip(todo, computed, strict=True):
         frames[i] = frame
     return frames, len(todo)

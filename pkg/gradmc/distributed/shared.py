@@ -1,10 +1,5 @@
-"""What the shards of a sweep share (a model, reference samples, a data set), loaded once per worker process.
-
-A shard's ``run`` loads its inputs from the paths it carries. Called through :func:`load_once`, the loader
-runs once per process for the same arguments and the same file contents: every later shard on that Ray
-actor (or reused task worker) gets the object already in memory. The key includes the size and
-modification time of every argument that names a file, so a rewritten file is loaded again. Callers must
-treat what they get as read-only (it is shared with the next shard). The memo is a ``functools.lru_cache``.
+"""What the shards of a sweep share (a model, reference samples, a data set), loaded once per worker process:
+every later shard on that Ray actor (or reused task worker) gets the object :func:`load_once` already holds.
 """
 
 from __future__ import annotations
@@ -18,9 +13,7 @@ __all__ = ["MAX_ENTRIES", "clear", "load_once", "loads"]
 
 T = TypeVar("T")
 
-MAX_ENTRIES = 8
-"""Most objects kept per process (least recently used first out), so a long sweep over many inputs does not
-hold them all."""
+MAX_ENTRIES = 8  # most objects kept per process (least recently used out first)
 
 
 def _stamp(value: Any) -> Any:
@@ -40,7 +33,8 @@ def _load(loader: Callable[..., Any], args: tuple, stamps: tuple) -> Any:
 
 
 def load_once(loader: Callable[..., T], *args: Any) -> T:
-    """``loader(*args)``, computed once per process for the same loader, arguments and file contents.
+    """``loader(*args)``, computed once per process for the same loader and arguments, and, for an argument that
+    names a file, its size and modification time (a rewritten file is loaded again).
 
     Args:
         loader: a module-level function.
