@@ -262,6 +262,6 @@ def test_steps_by_sampler_bad_values_are_named_by_the_schema(bad, expected):
     for fragment in expected:
         assert fragment in str(err.value)
     import yaml  # the schema's enum of sampler names is the training samplers' list
-    spec = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "experiments" /
-                           "ebm.yaml").read_text())
+    spec = yaml.safe_load((Path(__file__).resolve().parents[1] / "pkg" / "gradmc" / "experiments" / "ebm" /
+                           "schema.yaml").read_text())
     assert tuple(spec["properties"]["train"]["properties"]["steps_by_sampler"]["propertyNames"]["enum"]) == SAMPLERS
