@@ -83,7 +83,7 @@ def test_options_in_the_name_are_validated_against_the_declaration():
         make_sampler("GWG(step_size=0.1)")
     with pytest.raises(InputError, match="both in the name and as keywords"):
         make_sampler("DMALA(step_size=0.1)", step_size=0.2)
-    with pytest.raises(InputError, match="option step_size = x is not a literal"):
+    with pytest.raises(InputError, match="option step_size = x is not a plain literal"):
         make_sampler("DMALA(step_size=x)")
     with pytest.raises(InputError, match="unknown categorical sampler 'PAS-3'"):
         make_sampler("PAS-3", state="categorical")
@@ -132,9 +132,46 @@ def test_option_values_are_checked_against_their_declared_kinds_when_the_config_
 def test_references_are_spelt_one_way_in_the_resolved_config():
     assert catalog.canonical(" DMALA( step_size = 1e-1 ) ") == "DMALA(step_size=0.1)"
     assert catalog.canonical("ACS(rate=1, burn_in=0)") == catalog.canonical("ACS(burn_in=0,rate=1)")
+    assert catalog.canonical("DMALA(step_size=1)") == "DMALA(step_size=1.0)"  # a real option is a float
+    assert catalog.canonical("ACS(beta_max=-0.0)") == catalog.canonical("ACS(beta_max=0)") == "ACS(beta_max=0.0)"
+    assert catalog.canonical("DMALA(adapt=0x10)") == "DMALA(adapt=16)"
     config = _smoke()
     config["ising_sampling"]["samplers"] = ["GWG", "DMALA( adapt = 500 )", "DMALA(adapt=500)"]
     assert validate_config(config)["ising_sampling"]["samplers"] == ["GWG", "DMALA(adapt=500)"]
+
+
+@pytest.mark.parametrize("bad,message", [
+    ("DMALA(step_size=0.1)(adapt=5)", "in one pair of parentheses"),  # the second group was dropped silently
+    ("DMALA(adapt=5)(adapt=6)", "in one pair of parentheses"),
+    ("DMALA(step_size=0.1).x(adapt=5)", "in one pair of parentheses"),
+    ("D-SVGD(learning_rate=0.1, temperature=1.0, betas={0.9, 0.99})", "not a plain literal"),  # set order varies
+    ("DMALA(step_size=[0.1])", "not a plain literal"),
+    ("DMALA(step_size=" + "-" * 3000 + "1)", "too deeply nested"),
+    ("DMALA(adapt=0x" + "f" * 4000 + ")", "not a plain literal"),
+    ("paper(x=1)", "group 'paper' takes no options"),
+])
+def test_malformed_references_are_one_line_errors(bad, message):
+    with pytest.raises(InputError, match=re.escape(message)) as err:
+        catalog.expand([bad])
+    assert len(str(err.value)) < 400  # a huge reference is shortened in the message
+
+
+def test_what_the_experiment_cannot_build_is_refused_when_the_config_is_read():
+    for key, samplers, message in (
+            ("ising_sampling", ["R-MALA"], "needs the options ['step_size', 'temperature']"),
+            ("rbm_sampling", ["GWG", "Block-HB"], "needs a target with blocks()"),
+            ("ising_sampling", ["Block-HB"], "needs a target with blocks()")):
+        config = _smoke()
+        config[key]["samplers"] = samplers
+        with pytest.raises(ConfigError, match=re.escape(f"config key '{key}.samplers.") + ".*" + re.escape(message)):
+            validate_config(config)
+    config = _smoke()
+    config["fhmm_sampling"]["samplers"] = ["Block-HB", "R-MALA(step_size=0.1, temperature=2.0)"]
+    assert validate_config(config)["fhmm_sampling"]["samplers"][0] == "Block-HB"  # the FHMM offers blocks()
+    config = _smoke()
+    config["plugins"] = [123]
+    with pytest.raises(InputError, match="sampler plugins must be module names"):
+        validate_config(config)
 
 
 def test_an_empty_group_is_an_error_that_says_how_to_fill_it():
@@ -154,6 +191,30 @@ def test_a_plugin_cannot_take_a_builtin_name_or_a_group_name(name, message):
     with pytest.raises((InputError, TypeError), match=re.escape(message)):
         catalog.register_sampler(name, examples=("HB-3-1",) if "{" in name else ())(Kernel)
     assert all(s.module != "my_plugin" for s in catalog.specs())
+
+
+def test_two_plugins_cannot_share_a_concrete_name(monkeypatch):
+    monkeypatch.setattr(catalog, "_RUNTIME", dict(catalog._RUNTIME))  # registrations end with the test
+
+    def kernel(module: str):
+        return type("Kernel", (), {"__module__": module})
+
+    catalog.register_sampler("Xs-{n}5", examples=("Xs-15",))(kernel("plugin_a"))
+    with pytest.raises(InputError, match="already answers to as 'Xs-{n}5'"):  # both would answer to Xs-45
+        catalog.register_sampler("Xs-4{m}", examples=("Xs-41",))(kernel("plugin_b"))
+
+
+@pytest.mark.parametrize("kwargs,message", [({"order": "zzz"}, "order must be an int"),
+                                            ({"colour": 12345}, "colour must be a str"),
+                                            ({"family": "bogus"}, "family must be one of"),
+                                            ({"exact": "no"}, "exact and in_groups are bools"),
+                                            ({"options": {"step": None}}, "shadow init, step"),
+                                            ({"adapt": ("nonexistent", "log")}, "adapt must be"),
+                                            ({"options": {"a": None}, "required": ("b",)}, "must be declared")])
+def test_a_declaration_with_wrong_types_is_refused(kwargs, message):
+    kernel = type("Kernel", (), {"__module__": "my_plugin"})
+    with pytest.raises(TypeError, match=re.escape(message)):
+        catalog.register_sampler("Fresh", **kwargs)(kernel)
 
 
 def test_groups_and_the_order_come_from_the_declarations():

@@ -72,29 +72,36 @@ def _sampler_names(schema: dict) -> None:
 
 
 def _sampler_lists(schema: dict, config, path: tuple = ()):
-    """(dotted key, list) of every list of ``binary_sampler`` names in ``config`` (schema-directed)."""
+    """(dotted key, list, the list's schema) of every list of ``binary_sampler`` names in ``config``
+    (schema-directed)."""
     if not isinstance(schema, dict) or not isinstance(config, dict):
         return
     for key, sub in schema.get("properties", {}).items():
         if key not in config or not isinstance(sub, dict):
             continue
         if sub.get("type") == "array" and sub.get("items", {}).get("$ref") == "#/$defs/binary_sampler":
-            yield ".".join((*path, key)), config[key]
+            yield ".".join((*path, key)), config[key], sub
         else:
             yield from _sampler_lists(sub, config[key], (*path, key))
 
 
 def _expand_samplers(schema: dict, config: dict) -> list[str]:
     """Check every sampler reference against its kernel's declaration and replace the groups ``paper``,
-    ``later`` and ``plugins`` by their samplers (in place); the errors, naming the key."""
+    ``later`` and ``plugins`` by their samplers (in place); the errors, naming the key. The experiment builds each
+    with ``make_sampler(name)`` and no other options, so a required option must be in the name, and a kernel that
+    needs a target method needs a list whose schema names it in ``x-target-methods`` (the FHMM's ``blocks``)."""
     errors = []
-    for key, names in list(_sampler_lists(schema, config)):
+    for key, names, sub in list(_sampler_lists(schema, config)):
         if not isinstance(names, list):
             continue  # the schema names the type error
         expanded, bad = [], False
+        methods = sub.get("x-target-methods", ())
         for i, entry in enumerate(names):
             try:
-                expanded += [n for n in sampler_catalog.expand([entry], "binary") if n not in expanded]
+                new = [n for n in sampler_catalog.expand([entry], "binary") if n not in expanded]
+                for name in new:
+                    sampler_catalog.check_buildable(name, "binary", methods)
+                expanded += new
             except UserError as err:
                 errors.append(f"config key '{key}.{i}': {err}")
                 bad = True
@@ -189,7 +196,8 @@ def _describe(error: jsonschema.ValidationError, prefix: tuple = ()) -> str:
         return f"config key '{key}': {error.message}; allowed keys: {', '.join(allowed)}"
     if error.validator == "required":
         return f"config key '{key}': {error.message}"
-    expected = {k: v for k, v in schema.items() if k not in ("description", "items", "properties", "default")}
+    shown = ("description", "items", "properties", "default", "x-target-methods")
+    expected = {k: v for k, v in schema.items() if k not in shown}
     text = f"config key '{key}': got {error.instance!r}, expected {json.dumps(expected)}"
     if "description" in schema:
         text += f" ({schema['description'].strip()})"

@@ -40,8 +40,8 @@ from pathlib import Path
 from gradmc.errors import InputError
 
 __all__ = ["SamplerSpec", "register_sampler", "parse", "canonical", "resolve", "specs", "builtin_modules",
-           "name_pattern", "is_later", "colour", "order_key", "expand", "load_plugins", "STATES", "FAMILIES", "GROUPS",
-           "ENTRY_POINT_GROUP", "PLUGINS_ENV", "ADAPT_OPTION", "OPTION_KINDS"]
+           "name_pattern", "is_later", "colour", "order_key", "expand", "load_plugins", "check_buildable", "STATES",
+           "FAMILIES", "GROUPS", "ENTRY_POINT_GROUP", "PLUGINS_ENV", "ADAPT_OPTION", "OPTION_KINDS"]
 
 
 def _real(value) -> bool:
@@ -50,6 +50,27 @@ def _real(value) -> bool:
 
 def _int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+_NOT_PLAIN = object()
+
+
+def _plain(value) -> bool:
+    """A literal whose ``repr`` is one stable spelling: a real number (finite or not, at most 300 digits), a bool,
+    None, a string, or a tuple of them (no sets, lists or dicts: their order or mutability would change names)."""
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    if _int(value):
+        return value.bit_length() <= 1000
+    return value is None or isinstance(value, (bool, float, str))
+
+
+def _short(node: ast.expr) -> str:
+    try:
+        text = ast.unparse(node)
+    except (RecursionError, ValueError):
+        return "..."
+    return text if len(text) <= 60 else text[:57] + "..."
 
 STATES = ("binary", "categorical")
 #: "paper": a sampler of the GWG paper; "later": published after it (rows its claims are not measured against)
@@ -64,11 +85,14 @@ OPTION_KINDS = {
     "count": (lambda v: _int(v) and v >= 1, "an integer >= 1"),
     "count0": (lambda v: _int(v) and v >= 0, "an integer >= 0"),
 }
+_REAL_KINDS = ("positive", "real", "probability")
 ENTRY_POINT_GROUP = "gradmc.samplers"
 PLUGINS_ENV = "GRADMC_SAMPLER_PLUGINS"
 #: the option naming the burn-in adaptation steps of a kernel that declares ``adapt``
 ADAPT_OPTION = "adapt"
 _SAMPLERS_DIR = Path(__file__).resolve().parent / "samplers"
+#: the modules whose kernels are built-ins (read from source by :func:`scan`); any other module is a plugin
+_BUILTIN_PREFIX = "gradmc.samplers."
 #: a name template: letters, digits and ``_ . + -``, with ``{field}`` parts; no spaces, parentheses or commas
 _NAME = re.compile(r"[A-Za-z](?:[A-Za-z0-9_.+\-]|\{[a-z_][a-z0-9_]*\})*")
 _FIELD = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -176,6 +200,7 @@ def _make_spec(name: str, module: str, qualname: str, kwargs: dict) -> SamplerSp
                         f"{sorted(OPTION_KINDS)} (got {bad_kinds}), and {ADAPT_OPTION!r} is no option name")
     if spec.state not in STATES:
         raise TypeError(f"register_sampler({name!r}) in {module}: state must be one of {STATES}, got {spec.state!r}")
+    _check_declaration(spec)
     if spec.fields and not spec.examples:
         raise TypeError(f"register_sampler({name!r}) in {module}: a name with fields needs examples (the concrete "
                         "names the bench, the tests and the config groups use)")
@@ -183,6 +208,28 @@ def _make_spec(name: str, module: str, qualname: str, kwargs: dict) -> SamplerSp
         if spec.match(example) is None:
             raise TypeError(f"register_sampler({name!r}) in {module}: example {example!r} is not an instance")
     return spec
+
+
+def _check_declaration(spec: SamplerSpec) -> None:
+    """Refuse a declaration whose arguments have the wrong type or contradict each other (TypeError, naming it)."""
+    where = f"register_sampler({spec.name!r}) in {spec.module}"
+    colours = spec.colour.values() if isinstance(spec.colour, dict) else [spec.colour]
+    problems = [
+        (spec.family not in FAMILIES, f"family must be one of {FAMILIES}, got {spec.family!r}"),
+        (not _int(spec.order), f"order must be an int, got {spec.order!r}"),
+        (not all(c is None or isinstance(c, str) for c in colours), f"colour must be a str or a dict of str, "
+                                                                     f"got {spec.colour!r}"),
+        (not isinstance(spec.exact, bool) or not isinstance(spec.in_groups, bool), "exact and in_groups are bools"),
+        (not set(spec.required) <= set(spec.options), f"required {spec.required} must be declared options"),
+        (bool(set(spec.options) & ({*spec.fields, *spec.fixed, *spec.target_args, "init", "step", "name"})),
+         "an option may not repeat a template field, a fixed or target argument, or shadow init, step or name"),
+        (spec.adapt is not None and (len(spec.adapt) != 2 or spec.adapt[1] not in ("log", "int")
+                                      or spec.adapt[0] not in {*spec.options, *spec.fields}),
+         f"adapt must be (an option or template field, 'log' or 'int'), got {spec.adapt!r}"),
+    ]
+    for bad, message in problems:
+        if bad:
+            raise TypeError(f"{where}: {message}")
 
 
 def register_sampler(name: str, **kwargs):
@@ -200,7 +247,7 @@ def register_sampler(name: str, **kwargs):
     """
     def decorate(cls):
         spec = _make_spec(name, cls.__module__, cls.__qualname__, kwargs)
-        if not cls.__module__.startswith("gradmc."):  # a plugin: never a row of the GWG paper's claims
+        if not cls.__module__.startswith(_BUILTIN_PREFIX):  # a plugin: never a row of the GWG paper's claims
             spec = SamplerSpec(**{**spec.__dict__, "family": "plugin"})
             _refuse_collision(spec)
         _RUNTIME[(name, spec.state)] = spec
@@ -211,10 +258,10 @@ def register_sampler(name: str, **kwargs):
 
 
 def _overlap(a: SamplerSpec, b: SamplerSpec) -> bool:
-    """Whether two templates of one state share a concrete name (checked on each one's instances and on its
-    template with every field at 1, 2 and 3)."""
+    """Whether two templates of one state share a concrete name, checked on each one's instances and on its
+    template with every field at the same value, 1 to 99 (names with other field values are not probed)."""
     def probes(s: SamplerSpec) -> set[str]:
-        filled = {_FIELD.sub(str(n), s.name) for n in (1, 2, 3)}
+        filled = {_FIELD.sub(str(n), s.name) for n in range(1, 100)} if s.fields else {s.name}
         return filled | set(s.instances)
 
     return a.state == b.state and (any(b.match(n) is not None for n in probes(a))
@@ -304,11 +351,10 @@ def load_plugins(modules: Iterable[str] = ()) -> tuple[str, ...]:
     Raises:
         InputError: a module that cannot be imported (the message names it and the import error).
     """
+    bad = [m for m in modules if not (isinstance(m, str) and m.strip())]
+    if bad:
+        raise InputError(f"sampler plugins must be module names (strings), got {bad!r}")
     names = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
-    extra = [m for m in modules if m not in names]
-    if extra:
-        names += extra
-        os.environ[PLUGINS_ENV] = ",".join(names)
     for point in _entry_points():
         if point.value not in _loaded:
             try:
@@ -317,7 +363,7 @@ def load_plugins(modules: Iterable[str] = ()) -> tuple[str, ...]:
                 raise InputError(f"sampler plugin {point.name!r} (entry point {point.value!r} of group "
                                  f"{ENTRY_POINT_GROUP!r}) failed to import: {err}") from err
             _loaded.add(point.value)
-    for name in names:
+    for name in [*names, *(m.strip() for m in modules)]:
         if name not in _loaded:
             try:
                 importlib.import_module(name)
@@ -325,6 +371,9 @@ def load_plugins(modules: Iterable[str] = ()) -> tuple[str, ...]:
                 raise InputError(f"sampler plugin module {name!r} (from {PLUGINS_ENV} or a config's plugins:) "
                                  f"failed to import: {err}") from err
             _loaded.add(name)
+        if name not in names:  # exported once imported, so a failed one does not haunt later loads
+            names.append(name)
+            os.environ[PLUGINS_ENV] = ",".join(names)
     return tuple(sorted(_loaded))
 
 
@@ -354,36 +403,46 @@ def parse(reference: str) -> tuple[str, dict]:
     name, args = m.group(1), m.group(2)
     if args is None or not args.strip():
         return name, {}
+    reference = reference if len(reference) <= 80 else reference[:77] + "..."  # as the messages show it
     hint = f"options are key=literal pairs, e.g. '{name}(step_size=0.1)'"
     try:
         call = ast.parse(f"f({args})", mode="eval").body
     except SyntaxError as err:
         raise InputError(f"sampler {reference!r}: {hint} ({err.msg})") from None
-    if not isinstance(call, ast.Call) or call.args or any(kw.arg is None for kw in call.keywords):
-        raise InputError(f"sampler {reference!r}: {hint}")
+    except (RecursionError, MemoryError, ValueError):
+        raise InputError(f"sampler {reference!r}: {hint} (too deeply nested or too long)") from None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "f") or call.args \
+            or any(kw.arg is None for kw in call.keywords):
+        raise InputError(f"sampler {reference!r}: {hint}, in one pair of parentheses")
     options = {}
     for kw in call.keywords:
         if kw.arg in options:
             raise InputError(f"sampler {reference!r}: option {kw.arg} is given twice")
         try:
-            options[kw.arg] = ast.literal_eval(kw.value)
-        except ValueError:
-            raise InputError(f"sampler {reference!r}: option {kw.arg} = {ast.unparse(kw.value)} is not a literal "
-                             "(a number, True/False, a quoted string or a tuple of them)") from None
+            value = ast.literal_eval(kw.value)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            value = _NOT_PLAIN
+        if not _plain(value):
+            raise InputError(f"sampler {reference!r}: option {kw.arg} = {_short(kw.value)} is not a plain literal "
+                             "(a number, True/False, None, a quoted string, or a tuple of them)")
+        options[kw.arg] = value
     return name, options
 
 
-def canonical(reference: str) -> str:
-    """The one spelling of a reference that its shards, rows and cache keys use: no spaces, options sorted by
-    name, values as Python writes them: "DMALA( step_size = 1e-1 )" -> "DMALA(step_size=0.1)".
+def canonical(reference: str, state: str = "binary") -> str:
+    """The one spelling of a reference that its shards, rows and cache keys use: options sorted by name and
+    separated by ", ", no other spaces, values as Python writes them, and a real-valued option (kinds "positive",
+    "real", "probability") as a float: "DMALA( step_size = 1 )" -> "DMALA(step_size=1.0)".
 
     Raises:
-        InputError: from :func:`parse`.
+        InputError: from :func:`resolve`.
     """
-    name, options = parse(reference)
+    spec, _, options = resolve(reference, state)
     if not options:
-        return name
-    return f"{name}({', '.join(f'{k}={v!r}' for k, v in sorted(options.items()))})"
+        return parse(reference)[0]
+    kinds = {**spec.options, **({ADAPT_OPTION: "count"} if spec.adapt else {})}
+    spelt = {k: (float(v) + 0.0 if kinds[k] in _REAL_KINDS else v) for k, v in options.items()}
+    return f"{parse(reference)[0]}({', '.join(f'{k}={v!r}' for k, v in sorted(spelt.items()))})"
 
 
 def _known(state: str | None) -> str:
@@ -422,6 +481,27 @@ def resolve(reference: str, state: str = "binary") -> tuple[SamplerSpec, dict, d
             return spec, fields, options
     prefix = "" if state == "binary" else f"{state} "
     raise InputError(f"unknown {prefix}sampler {name!r}; expected one of {_known(state)}")
+
+
+def check_buildable(reference: str, state: str = "binary", target_methods: Iterable[str] = ()) -> None:
+    """Refuse, when a config is read, a reference that ``make_sampler(reference, target=...)`` could not build in
+    an experiment that passes no other options and whose targets offer ``target_methods`` (a sampler list's
+    ``x-target-methods`` in its schema): a required option left out (R-MALA's step size), or a target method the
+    kernel needs (Block-HB's ``blocks``) that the experiment's targets lack.
+
+    Raises:
+        InputError: naming what is missing; or from :func:`resolve`.
+    """
+    spec, _, options = resolve(reference, state)
+    missing = [k for k in spec.required if k not in options]
+    if missing:
+        example = ", ".join(f"{k}=..." for k in spec.required)
+        raise InputError(f"sampler {reference!r} needs the options {missing}, e.g. '{spec.name}({example})'")
+    lacking = sorted(set(spec.target_args.values()) - set(target_methods))
+    if lacking:
+        needs = ", ".join(f"{m}()" for m in lacking)
+        raise InputError(f"sampler {reference!r} needs a target with {needs}, which this experiment's targets do not "
+                         "offer (a sampler list's schema names what they offer in x-target-methods)")
 
 
 def name_pattern() -> str:
@@ -478,6 +558,10 @@ def expand(entries: Iterable[str], state: str = "binary", *, empty_groups: bool 
     """
     out: list[str] = []
     for entry in entries:
+        bare = parse(entry)[0]
+        if bare in GROUPS and entry.strip() != bare:
+            raise InputError(f"sampler group {bare!r} takes no options, got {entry!r}")
+        entry = bare if bare in GROUPS else entry
         if entry in GROUPS:
             family = "plugin" if entry == "plugins" else entry
             members = [n for s in sorted(specs(state), key=lambda s: s.order) if s.family == family and s.grouped
@@ -487,7 +571,6 @@ def expand(entries: Iterable[str], state: str = "binary", *, empty_groups: bool 
                        "entry points" if entry == "plugins" else "")
                 raise InputError(f"the sampler group {entry!r} has no {state} sampler" + (f"; {how}" if how else ""))
         else:
-            resolve(entry, state)
-            members = [canonical(entry)]
+            members = [canonical(entry, state)]
         out.extend(m for m in members if m not in out)
     return out

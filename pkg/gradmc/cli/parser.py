@@ -243,7 +243,7 @@ def _add_samplers(sub) -> None:
     check.add_argument("names", nargs="+", metavar="NAME", help="sampler references, e.g. GWG 'DMALA(step_size=0.5)'")
     check.add_argument("--state", choices=("binary", "categorical"), default="binary",
                        help="state kind (default binary)")
-    check.add_argument("--chains", type=int, default=200_000, help="chains drawn from pi (default 200000)")
+    check.add_argument("--chains", type=positive_int, default=200_000, help="chains drawn from pi (default 200000)")
     check.add_argument(plugins[0], **plugins[1])
 
 
