@@ -32,7 +32,7 @@ SMK     := $(BIN)/snakemake --workflow-profile $(PROFILE) --cores $(CORES)
 # a CONFIG that names no file stops with one line, not a Snakemake traceback
 CHECK_CONFIG = @test -f config/$(CONFIG).yaml || { echo "make: config file config/$(CONFIG).yaml not found (CONFIG names a file in config/: $$(ls config | sed -n 's/\.yaml$$//p' | tr '\n' ' '))" >&2; exit 2; }
 
-.PHONY: help venv data test test-full lint reproduce why reproduce-paper reproduce-smoke plan-paper stage-times bench gpu-check report unlock clean-results
+.PHONY: help venv data test test-full lint reproduce why reproduce-paper reproduce-smoke plan-paper stage-times bench bench-peers gpu-check report unlock clean-results
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -97,8 +97,12 @@ reproduce-smoke: $(STAMP)  ## tiny end-to-end run (a few minutes, into results/s
 stage-times: $(STAMP)  ## per-stage wall times of the last pipeline run (from Snakemake's log) -> stdout
 	$(BIN)/python workflow/stage_times.py
 
-bench: $(STAMP)  ## benchmarks, written to results/bench/
-	$(BIN)/python -m gradmc.cli bench --out results/bench
+bench: $(STAMP)  ## benchmarks, written to results/bench/ (the DISCS comparison too when DISCS_PYTHON is set)
+	$(BIN)/python -m gradmc.cli bench --out results/bench $(if $(DISCS_PYTHON),--discs-python "$(DISCS_PYTHON)")
+
+bench-peers: $(STAMP)  ## gradmc against Google's DISCS: make bench-peers DISCS_PYTHON=<jax venv>/bin/python
+	$(BIN)/python -m gradmc.cli bench --suite peers --out results/bench $(if $(DISCS_PYTHON),--discs-python "$(DISCS_PYTHON)") \
+		$(if $(DISCS_HARNESS),--discs-harness "$(DISCS_HARNESS)")
 
 gpu-check: $(STAMP)  ## CUDA check, <= 5 min on one GPU: smoke DAG cpu vs cuda, GWG steps/s -> results/gpu-check/
 	$(BIN)/python -m gradmc.bench.gpu_check --out results/gpu-check --cores $(CORES)

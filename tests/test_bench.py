@@ -190,7 +190,8 @@ def test_unknown_suite_refused(tmp_path, capsys):
     assert main(["bench", "--out", str(tmp_path), "--suite", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown bench suite 'nope'" in err[0]
-    assert select_suites(None)[-1] == SCALING and select_suites([GPC_SUITE, RBM_SUITE]) == (RBM_SUITE, GPC_SUITE)
+    assert select_suites(None)[-3:] == (SCALING, "threads", "peers")
+    assert select_suites([GPC_SUITE, RBM_SUITE]) == (RBM_SUITE, GPC_SUITE)
 
 
 def test_bad_sizes_refused(tmp_path):
@@ -201,11 +202,16 @@ def test_bad_sizes_refused(tmp_path):
 
 
 def test_cli_passes_the_subset(tmp_path, monkeypatch):
+    import gradmc.bench.peers as peers_mod
     import gradmc.bench.samplers as samplers_mod
     import gradmc.bench.scaling as scaling_mod
+    import gradmc.bench.threads as threads_mod
 
     calls = []
+    monkeypatch.delenv("DISCS_PYTHON", raising=False)
     monkeypatch.setattr(samplers_mod, "run_benchmark", lambda out, **kw: calls.append(("samplers", out, kw)))
+    monkeypatch.setattr(threads_mod, "run_threads", lambda out, **kw: calls.append(("threads", out, kw)))
+    monkeypatch.setattr(peers_mod, "run_peers", lambda out, **kw: calls.append(("peers", out, kw)))
     monkeypatch.setattr(scaling_mod, "run_scaling", lambda out, **kw: calls.append(("scaling", out, kw)))
     monkeypatch.setattr(scaling_mod, "run_executors", lambda out, **kw: calls.append(("executors", out, kw)))
     assert main(["bench", "--out", str(tmp_path), "--suite", POTTS_SUITE, "--repeats", "7", "--steps", "3"]) == 0
@@ -214,9 +220,10 @@ def test_cli_passes_the_subset(tmp_path, monkeypatch):
     assert kind == "samplers" and out == tmp_path / "samplers.json"
     assert kw["suites"] == [POTTS_SUITE] and kw["repeats"] == 7 and kw["steps"] == 3
     calls.clear()
-    assert main(["bench", "--out", str(tmp_path)]) == 0  # everything: a fresh samplers.json, then scaling
-    assert [c[0] for c in calls] == ["samplers", "scaling", "executors"] and calls[0][2]["suites"] is None
-    assert calls[2][1] == tmp_path / "executors.json"
+    assert main(["bench", "--out", str(tmp_path)]) == 0  # everything: a fresh samplers.json, scaling, threads
+    assert [c[0] for c in calls] == ["samplers", "scaling", "executors", "threads"]  # peers: no JAX python
+    assert calls[0][2]["suites"] is None and calls[2][1] == tmp_path / "executors.json"
+    assert calls[3][1] == tmp_path / "threads.json"
     calls.clear()
     assert main(["bench", "--out", str(tmp_path), "--suite", "scaling"]) == 0
     assert [c[0] for c in calls] == ["scaling", "executors"]

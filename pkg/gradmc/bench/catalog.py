@@ -11,7 +11,8 @@ from gradmc import sampler_catalog
 from gradmc.errors import InputError
 
 __all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "TEXT_EBM_SUITE", "RBM_ESS_SUITE",
-           "KMC_SUITE", "GPC_SUITE", "COMPILE_SUITE", "OPT_IN_HELP", "SCALING", "SUITES_HELP", "SUITE_NAMES",
+           "KMC_SUITE", "GPC_SUITE", "COMPILE_SUITE", "OPT_IN_HELP", "SCALING", "THREADS", "PEERS", "PROCESS_BENCHES",
+           "SUITES_HELP", "SUITE_NAMES",
            "AUTHORS_REFERENCE", "TARGETS", "DEFAULT_STEPS", "DEFAULT_REPEATS", "DEFAULT_WARMUP", "DEFAULT_ESS_STEPS",
            "DEFAULT_ESS_BURN_IN", "MIN_REPEATS", "LATER_BINARY", "LATER_CATEGORICAL", "RBM_SAMPLERS", "select_suites"]
 
@@ -32,8 +33,20 @@ KMC_SUITE = "kmc_finite_banana8_m1000_L10-100"
 GPC_SUITE = "gpc_glass_estimate_100samples"
 #: opt-in (not run by a plain ``make bench``): eager against torch.compile'd GWG steps
 COMPILE_SUITE = "compile"
-#: not a suite of samplers.json: the Ray scaling benchmark (scaling.json), selectable with ``--suite scaling``
-SCALING = "scaling"
+#: not suites of samplers.json: benchmarks with their own files, selectable with ``--suite NAME``
+SCALING = "scaling"  # Ray scaling (scaling.json) and Ray tasks against actors (executors.json)
+THREADS = "threads"  # torch thread settings idle and beside a busy process (threads.json)
+PEERS = "peers"  # side by side with Google's DISCS, when a JAX venv is given (peers.json, peers.md)
+#: those benchmarks -> their help line, in the order they run (after the suites)
+PROCESS_BENCHES: dict[str, str] = {
+    SCALING: "Ray scaling of a sweep over 1 and 2 workers (OUT/scaling.json), and Ray tasks against actors: "
+             "start-up, cost per shard, throughput (OUT/executors.json)",
+    THREADS: "RBM GWG steps/s under torch's default threads, OMP_WAIT_POLICY=PASSIVE, a bounded spin, one "
+             "thread and gradmc's thread policy, each on an idle machine and beside a busy process "
+             "(OUT/threads.json)",
+    PEERS: "steps/s side by side with Google's DISCS (JAX) on the same targets and samplers, 1 and 2 threads "
+           "(OUT/peers.json, OUT/peers.md); needs --discs-python (or DISCS_PYTHON), else skipped with a note",
+}
 
 #: suite -> one line of ``gradmc bench --help``, in the order the suites run
 SUITES_HELP: dict[str, str] = {
@@ -82,23 +95,23 @@ MIN_REPEATS = 5  # fewer repeats are allowed (tests) but flagged: a spread needs
 
 
 def select_suites(names: Iterable[str] | None) -> tuple[str, ...]:
-    """The suites to run, in :data:`SUITE_NAMES` order (plus :data:`SCALING` last when asked for).
+    """The suites to run, in :data:`SUITE_NAMES` order (then those of :data:`PROCESS_BENCHES` asked for).
 
     Args:
         names: suite names as given to ``--suite`` (repeats allowed), or None / empty for all suites and
-            the scaling benchmark.
+            every benchmark of :data:`PROCESS_BENCHES`.
 
     Returns:
         Names from :data:`SUITE_NAMES`, the opt-in suites of :data:`OPT_IN_HELP` only when named, and
-        possibly "scaling", each once.
+        names of :data:`PROCESS_BENCHES`, each once.
 
     Raises:
         InputError: (a ValueError) for a name that is not a suite, listing the known ones.
     """
     if not names:
-        return (*SUITE_NAMES, SCALING)
+        return (*SUITE_NAMES, *PROCESS_BENCHES)
     names = list(names)
-    known = (*SUITE_NAMES, *OPT_IN_HELP, SCALING)
+    known = (*SUITE_NAMES, *OPT_IN_HELP, *PROCESS_BENCHES)
     if unknown := [n for n in names if n not in known]:
         raise InputError(f"unknown bench suite {', '.join(repr(n) for n in unknown)}; known suites: "
                          f"{', '.join(known)}")

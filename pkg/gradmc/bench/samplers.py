@@ -1,12 +1,15 @@
 """Sampler throughput benchmark (``make bench``): steps/s and ESS/s, written to samplers.json.
 
 The suites and their reference numbers are in :mod:`gradmc.bench.catalog` (the README's "Benchmarks" has
-the table); every suite runs on CPU with ``torch.set_num_threads(threads)``, 2 on the reference machine.
+the table); every suite runs on CPU with at most ``threads`` torch threads (2 on the reference machine), fewer
+when cores are busy at the start (:mod:`gradmc.threads`; ``threads_requested`` and ``busy_cores_at_start``
+record the choice).
 
 JSON layout (``samplers.json``)::
 
-    {"created_utc", "gradmc_version", "torch_version", "git_commit", "git_dirty", "threads", "cpu",
-     "cpu_count", "steps_per_run", "repeats", "warmup",          # settings of the latest invocation
+    {"created_utc", "gradmc_version", "torch_version", "git_commit", "git_dirty", "threads",
+     "threads_requested", "busy_cores_at_start", "cpu", "cpu_count", "steps_per_run", "repeats",
+     "warmup",                                                     # settings of the latest invocation
      "suites": {suite: {sampler: {"steps_per_s": median, "steps_per_s_runs": [...], "steps_per_s_min",
                                   "steps_per_s_max", "steps_per_s_rel_spread": (max - min) / median,
                                   "repeats", "ms_per_step", "ms_per_step_iqr", ...}}        # or "skipped: <reason>"
@@ -58,10 +61,10 @@ from gradmc.bench.catalog import (
     LATTICE_POTTS_SUITE,
     MIN_REPEATS,
     POTTS_SUITE,
+    PROCESS_BENCHES,
     RBM_ESS_SUITE,
     RBM_SAMPLERS,
     RBM_SUITE,
-    SCALING,
     SUITE_NAMES,
     TARGETS,
     TEXT_EBM_SUITE,
@@ -74,6 +77,7 @@ from gradmc.seeding import make_generator, seed_from
 from gradmc.targets.ising import LatticeIsing
 from gradmc.targets.potts import LatticePotts, Potts
 from gradmc.targets.rbm import RBM
+from gradmc.threads import apply_thread_policy
 
 __all__ = ["SamplerSuite", "SUITES", "build_rbm", "build_ising", "build_potts", "build_lattice_potts", "build_text_ebm",
            "kmc_finite_suite", "gpc_estimate_suite", "compile_suite", "run_benchmark"]
@@ -380,7 +384,8 @@ def run_benchmark(out_path: str | Path, *, threads: int = 2, steps: int = DEFAUL
 
     Args:
         out_path: the JSON file (``results/bench/samplers.json`` under ``make bench``).
-        threads: ``torch.set_num_threads`` (2 on the reference machine).
+        threads: the most torch threads (2 on the reference machine); fewer when cores are busy at start, by
+            the thread policy of :mod:`gradmc.threads` (the count used and the busy cores are recorded).
         steps: steps per timed run of the steps/s suites (KMC: steps // 5, at least 5).
         repeats: timed runs per sampler (>= 5 for a meaningful spread; fewer are allowed but
             flagged); the ESS suite splits its kept steps into this many timed segments.
@@ -404,7 +409,7 @@ def run_benchmark(out_path: str | Path, *, threads: int = 2, steps: int = DEFAUL
         ValueError: suite_params naming a suite that is not run, or parameters a suite does not take.
     """
     say = progress or (lambda line: None)
-    selected = [s for s in select_suites(suites) if s != SCALING]
+    selected = [s for s in select_suites(suites) if s not in PROCESS_BENCHES]
     for name, value, minimum in (("threads", threads, 1), ("steps", steps, 1), ("repeats", repeats, 1),
                                  ("warmup", warmup, 0), ("ess_steps", ess_steps, 1), ("ess_burn_in", ess_burn_in, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -418,15 +423,18 @@ def run_benchmark(out_path: str | Path, *, threads: int = 2, steps: int = DEFAUL
     if repeats < MIN_REPEATS:
         say(f"[bench] note: repeats {repeats} < {MIN_REPEATS}: the spread of so few runs says little")
     out_path = Path(out_path)
-    torch.set_num_threads(threads)
+    choice = apply_thread_policy(threads)
+    say(f"[bench] {choice.describe()}")
+    threads = choice.threads
     from gradmc.results.provenance import git_state
 
     commit, dirty = git_state()
     now = datetime.now(UTC).isoformat(timespec="seconds")
     header = {
         "created_utc": now, "gradmc_version": __version__, "torch_version": torch.__version__,
-        "git_commit": commit, "git_dirty": dirty, "threads": threads,
-        "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+        "git_commit": commit, "git_dirty": dirty, "threads": threads, "threads_requested": choice.requested,
+        "busy_cores_at_start": choice.busy, "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
         "steps_per_run": steps, "repeats": repeats, "warmup": warmup,
     }
     old = _existing(out_path, say) if suites else {}

@@ -14,7 +14,10 @@ import time
 
 from gradmc.cli.parser import IMAGE_DATASETS, build_parser
 
-__all__ = ["main", "build_parser", "IMAGE_DATASETS"]
+__all__ = ["main", "build_parser", "IMAGE_DATASETS", "THREADED_COMMANDS"]
+
+#: the commands that compute with torch, and so choose their threads by :mod:`gradmc.threads` first
+THREADED_COMMANDS = frozenset({"run", "check-sampler"})
 
 
 def interrupted_message(args) -> str:
@@ -55,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     start = time.perf_counter()
     try:
+        if args.command in THREADED_COMMANDS:
+            from gradmc.threads import apply_thread_policy
+
+            log(f"[gradmc] {apply_thread_policy().describe()}")  # torch threads for this process (gradmc.threads)
         COMMANDS[args.command](args)
     except UserError as err:
         print(f"gradmc: error: {err}", file=sys.stderr, flush=True)

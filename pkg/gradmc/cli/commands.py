@@ -45,10 +45,14 @@ def _stage_config(path: str, stage: str) -> tuple[dict, dict]:
 
 
 def _cmd_bench(args) -> None:
-    from gradmc.bench.catalog import SCALING, select_suites
+    from gradmc.bench.catalog import PEERS, PROCESS_BENCHES, SCALING, THREADS, select_suites
 
     selected = select_suites(args.suites)  # InputError for an unknown name, before any work
-    suites = [s for s in selected if s != SCALING]
+    suites = [s for s in selected if s not in PROCESS_BENCHES]
+    if PEERS in selected and args.suites:  # named: missing pieces are an error before any work
+        from gradmc.bench.peers import find_harness, resolve_discs_python
+
+        resolve_discs_python(args.discs_python), find_harness(args.discs_harness)
     if suites:
         from gradmc.bench.samplers import run_benchmark
 
@@ -66,6 +70,18 @@ def _cmd_bench(args) -> None:
         executors = Path(args.out) / "executors.json"
         run_executors(executors, progress=log)
         log(f"[bench] wrote {executors}")
+    if THREADS in selected:
+        from gradmc.bench.threads import run_threads
+
+        run_threads(Path(args.out) / "threads.json", progress=log)
+        log(f"[bench] wrote {Path(args.out) / 'threads.json'}")
+    if PEERS in selected:
+        from gradmc.bench.peers import HOW_TO_ENABLE, run_peers
+
+        if args.suites or args.discs_python or os.environ.get("DISCS_PYTHON"):
+            run_peers(args.out, discs_python=args.discs_python, harness=args.discs_harness, progress=log)
+        else:
+            log(f"[bench] peers skipped: {HOW_TO_ENABLE}")
 
 
 def _cmd_data(args) -> None:

@@ -252,6 +252,7 @@ def _add_bench(sub) -> None:
 
     every = {**catalog.SUITES_HELP, **catalog.OPT_IN_HELP}
     suites = "\n".join(f"  {name}\n      {text}" for name, text in every.items())
+    process = "\n".join(f"  {name}\n      {text}" for name, text in catalog.PROCESS_BENCHES.items())
     bench = sub.add_parser(
         "bench", help="benchmarks -> OUT/samplers.json (samplers, ESS/s, KMC, GPC), OUT/scaling.json, "
                       "OUT/executors.json",
@@ -260,17 +261,21 @@ def _add_bench(sub) -> None:
                     "on a trained RBM, one KMC-finite iteration, one GPC estimate -> OUT/samplers.json; Ray "
                     "scaling -> OUT/scaling.json; Ray tasks against actors -> OUT/executors.json. Layout: "
                     "suites.<suite>.<sampler>.steps_per_s.",
-        epilog=f"suites (--suite NAME, repeatable; all by default):\n{suites}\n  {catalog.SCALING}\n"
-               "      Ray scaling of a sweep over 1 and 2 workers (OUT/scaling.json), and Ray tasks against\n"
-               "      actors: start-up, cost per shard, throughput (OUT/executors.json)\n\n"
+        epilog=f"suites (--suite NAME, repeatable; all by default):\n{suites}\n{process}\n\n"
                "With --suite, only the named suites run and only their entries of an existing OUT/samplers.json are "
                "replaced (each suite's own settings: suite_settings.<suite>); scaling.json and executors.json are "
-               "rewritten only when 'scaling' is named. Example: gradmc bench --suite potts_48x21_100chains "
-               "--repeats 7")
+               "rewritten only when 'scaling' is named (threads.json, peers.json likewise). Example: gradmc bench "
+               "--suite potts_48x21_100chains --repeats 7")
     bench.add_argument("--out", default="results/bench", help="output folder (default results/bench)")
     bench.add_argument("--suite", action="append", dest="suites", metavar="NAME",
                        help="run only this suite (repeatable; names below); default: every suite and scaling")
-    bench.add_argument("--threads", type=int, default=2, help="torch threads (default 2, the reference machine)")
+    bench.add_argument("--threads", type=int, default=2,
+                       help="most torch threads (default 2, the reference machine); fewer when cores are busy at "
+                            "start (GRADMC_THREADS, see gradmc.threads)")
+    bench.add_argument("--discs-python", default=None, metavar="PYTHON",
+                       help="the python of a JAX venv for the peers benchmark (default $DISCS_PYTHON)")
+    bench.add_argument("--discs-harness", default=None, metavar="FOLDER",
+                       help="the DISCS comparison harness folder (default $DISCS_HARNESS, else ../shared/peers/discs)")
     bench.add_argument("--steps", type=int, default=catalog.DEFAULT_STEPS,
                        help=f"steps per timed run of the steps/s suites (default {catalog.DEFAULT_STEPS})")
     bench.add_argument("--repeats", type=int, default=catalog.DEFAULT_REPEATS,

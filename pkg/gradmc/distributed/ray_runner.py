@@ -91,10 +91,12 @@ def run_guarded(fn: Callable[[Any], Any], shard: Any) -> Any:
 
 def _setup_worker(threads: int) -> None:
     """Fix torch's intra-op threads (OMP_NUM_THREADS from Snakemake leaks into workers and would oversubscribe
-    cores) and the malloc thresholds (:mod:`gradmc.tuning`)."""
+    cores): ``threads`` at most, by the thread policy of :mod:`gradmc.threads`; and the malloc thresholds
+    (:mod:`gradmc.tuning`)."""
+    from gradmc.threads import apply_thread_policy
     from gradmc.tuning import tune_allocator
 
-    torch.set_num_threads(threads)
+    apply_thread_policy(threads)
     tune_allocator()
 
 

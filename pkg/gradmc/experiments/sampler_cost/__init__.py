@@ -21,6 +21,7 @@ from gradmc.experiments.rbm_model import data_mean_init, load_binary_data, load_
 from gradmc.samplers.discrete.registry import make_sampler
 from gradmc.seeding import make_generator, seed_from
 from gradmc.targets.ising import LatticeIsing
+from gradmc.threads import apply_thread_policy
 
 __all__ = ["EXPERIMENT", "META", "run_cost"]
 
@@ -44,7 +45,7 @@ def _time_one_process(config: dict, model_path, data_path, process: int) -> list
     """Every sampler's runs on every target, timed in alternation in this process; tidy rows ``ms_per_step_run``
     (seed = ``process``, chain = run index)."""
     spec = config[EXPERIMENT]
-    torch.set_num_threads(spec["threads"])
+    apply_thread_policy(spec["threads"])  # at most spec["threads"]: fewer when cores are busy (gradmc.threads)
     generator = make_generator(seed_from(EXPERIMENT, process), config["device"])
     rows = []
     for target_name, target, x0 in _targets(config, model_path, data_path, generator):
