@@ -53,8 +53,10 @@ rule train_ebm:
         "({params.iterations}, {params.steps} steps each)"
     threads: 2
     # before any AIS job: an AIS job (1 core) started while a training run waits for 2 would leave a core idle,
-    # and the two static-MNIST AIS jobs should run side by side (see ais_ebm)
-    priority: 20
+    # and the two static-MNIST AIS jobs should run side by side (see ais_ebm). Above twice the AIS jobs'
+    # priority: Snakemake weighs two 1-core jobs of priority 10 like one 2-core job of 20, and on a tie it ran
+    # the AIS pair first, leaving the last AIS job alone on 2 cores for its whole run (about 330 s, quick)
+    priority: 50
     shell:
         f"OMP_NUM_THREADS={{threads}} gradmc run train_ebm --config {CONFIG_FILE} --dataset {{wildcards.dataset}} "
         "--sampler {wildcards.sampler} --data {input.data} {params.budget} --out {output.model} "
