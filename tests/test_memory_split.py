@@ -58,7 +58,23 @@ def test_streams_draw_each_block_from_its_own_generator():
     p = torch.full((5, 3), 0.5)
     bits = bernoulli(p, ChainStreams(_gens(1, 2), [2, 3]))
     a, b = _gens(1, 2)
-    assert torch.equal(bits, torch.cat([torch.bernoulli(p[:2], generator=a), torch.bernoulli(p[2:], generator=b)]))
+    assert torch.equal(bits, torch.cat([bernoulli(p[:2], a), bernoulli(p[2:], b)]))
+    u = torch.cat([torch.rand((2, 3), generator=_gens(1)[0], dtype=torch.float64),
+                   torch.rand((3, 3), generator=_gens(2)[0], dtype=torch.float64)])
+    assert torch.equal(bits, (u < p).float())  # each block from its own generator: u < p, u in float64
+
+
+def test_bernoulli_has_the_law_and_the_errors_of_torch_bernoulli():
+    (g,) = _gens(3)
+    p = torch.tensor([0.0, 1e-3, 0.25, 0.5, 0.9, 1.0]).repeat(200_000, 1)
+    bits = bernoulli(p, g)
+    assert bits.dtype == p.dtype and set(bits.unique().tolist()) <= {0.0, 1.0}
+    assert bits[:, 0].sum() == 0 and bits[:, -1].sum() == 200_000  # p = 0 never, p = 1 always
+    se = (p[0] * (1 - p[0]) / 200_000).sqrt()
+    assert ((bits.mean(0) - p[0]).abs() <= 5 * se + 1e-12).all()
+    for bad in (torch.tensor([0.5, float("nan")]), torch.tensor([1.5]), torch.tensor([-0.1])):
+        with pytest.raises(RuntimeError, match=r"must lie in \[0, 1\]"):
+            bernoulli(bad, g)
 
 
 def test_plain_generator_gives_the_torch_call_it_replaces():
