@@ -85,6 +85,18 @@ def test_apply_modes(monkeypatch):
     assert apply_thread_policy(1).threads == 1 and not probes  # one thread: no probe
 
 
+def test_a_passing_load_is_forgiven(monkeypatch):
+    """A busy first probe is repeated: the least busy reading counts, and an idle machine probes once."""
+    monkeypatch.setenv(ENV, "auto")
+    monkeypatch.setattr("gradmc.threads._cpus", lambda: 2)
+    monkeypatch.setattr("gradmc.threads.time.sleep", lambda s: None)
+    for readings, threads, probes in (([1.0, 0.1], 2, 2), ([1.0, 1.0, 0.9], 1, 3), ([0.2], 2, 1)):
+        seen = iter(readings)
+        calls = []
+        monkeypatch.setattr("gradmc.threads.busy_cores", lambda: calls.append(1) or next(seen))
+        assert apply_thread_policy(2).threads == threads and len(calls) == probes
+
+
 @pytest.mark.parametrize("value", ["0", "two", "-1", "1.5"])
 def test_bad_setting(monkeypatch, value):
     monkeypatch.setenv(ENV, value)

@@ -9,7 +9,8 @@ threads`` measures all of these). One thread per process never waits on another 
 
 So the policy keeps torch's spinning threads but only as many as there are free cores when the process
 starts: it samples the machine's CPU use for :data:`PROBE_SECONDS` (``/proc/stat``, the CPUs this process
-may run on, minus its own use) and runs ``min(requested, round(free cores))`` threads, at least one. On an
+may run on, minus its own use; when that finds cores busy it looks again, :data:`RECHECKS` times, and keeps
+the least busy reading, so a load that ends within a second does not count) and runs ``min(requested, round(free cores))`` threads, at least one. On an
 idle machine that is the requested count (no cost); with a busy process on one of 2 cores it is one thread.
 A load that starts after the probe is not seen.
 
@@ -30,11 +31,14 @@ import torch
 
 from gradmc.errors import InputError
 
-__all__ = ["ENV", "PROBE_SECONDS", "ThreadChoice", "busy_cores", "choose_threads", "apply_thread_policy"]
+__all__ = ["ENV", "PROBE_SECONDS", "RECHECKS", "RECHECK_WAIT", "ThreadChoice", "busy_cores", "choose_threads", "apply_thread_policy"]
 
 ENV = "GRADMC_THREADS"
 #: seconds of CPU accounting the policy samples at start
 PROBE_SECONDS = 0.15
+#: when the first probe finds fewer free cores than requested: more probes, RECHECK_WAIT seconds apart, and the
+#: least busy reading counts (about 1 s at most, and only on a busy machine)
+RECHECKS, RECHECK_WAIT = 2, 0.3
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,12 @@ def apply_thread_policy(requested: int | None = None) -> ThreadChoice:
         return ThreadChoice(int(setting), int(setting), None, "fixed")
     cpus = _cpus()
     busy = busy_cores() if requested > 1 and cpus > 1 else None
+    for _ in range(RECHECKS):  # a load that ends within a second (the previous job's teardown) is forgiven
+        if busy is None or choose_threads(requested, busy, cpus) == requested:
+            break
+        time.sleep(RECHECK_WAIT)
+        again = busy_cores()
+        busy = busy if again is None else min(busy, again)
     threads = choose_threads(requested, busy, cpus)
     if threads != torch.get_num_threads():
         torch.set_num_threads(threads)
