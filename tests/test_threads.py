@@ -91,9 +91,13 @@ def test_a_passing_load_is_forgiven(monkeypatch):
     monkeypatch.setattr("gradmc.threads._cpus", lambda: 2)
     monkeypatch.setattr("gradmc.threads.time.sleep", lambda s: None)
     for readings, threads, probes in (([1.0, 0.1], 2, 2), ([1.0, 1.0, 0.9], 1, 3), ([0.2], 2, 1)):
-        seen = iter(readings)
-        calls = []
-        monkeypatch.setattr("gradmc.threads.busy_cores", lambda: calls.append(1) or next(seen))
+        seen, calls = iter(readings), []
+
+        def probe(seen=seen, calls=calls):
+            calls.append(1)
+            return next(seen)
+
+        monkeypatch.setattr("gradmc.threads.busy_cores", probe)
         assert apply_thread_policy(2).threads == threads and len(calls) == probes
 
 

@@ -10,8 +10,9 @@ threads`` measures all of these). One thread per process never waits on another 
 So the policy keeps torch's spinning threads but only as many as there are free cores when the process
 starts: it samples the machine's CPU use for :data:`PROBE_SECONDS` (``/proc/stat``, the CPUs this process
 may run on, minus its own use; when that finds cores busy it looks again, :data:`RECHECKS` times, and keeps
-the least busy reading, so a load that ends within a second does not count) and runs ``min(requested, round(free cores))`` threads, at least one. On an
-idle machine that is the requested count (no cost); with a busy process on one of 2 cores it is one thread.
+the least busy reading, so a load that ends within a second does not count) and runs
+``min(requested, round(free cores))`` threads, at least one. On an idle machine that is the requested count
+(no cost); with a busy process on one of 2 cores it is one thread.
 A load that starts after the probe is not seen.
 
 ``GRADMC_THREADS`` overrides it: ``auto`` (the default) is the policy above, an integer N >= 1 fixes N
@@ -31,7 +32,8 @@ import torch
 
 from gradmc.errors import InputError
 
-__all__ = ["ENV", "PROBE_SECONDS", "RECHECKS", "RECHECK_WAIT", "ThreadChoice", "busy_cores", "choose_threads", "apply_thread_policy"]
+__all__ = ["ENV", "PROBE_SECONDS", "RECHECKS", "RECHECK_WAIT", "ThreadChoice", "busy_cores", "choose_threads",
+           "apply_thread_policy"]
 
 ENV = "GRADMC_THREADS"
 #: seconds of CPU accounting the policy samples at start
