@@ -239,3 +239,25 @@ def test_pcd_trains_on_the_cached_M():
     buf, model = _pcd_run(lambda m: m, steps=3)
     with torch.no_grad():
         torch.testing.assert_close(model.M, _fresh_M(model), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_forward_paths_agree_in_value_and_parameter_gradient(dtype):
+    """The loss path (row sums of U = W * mask), the cached-M path (no grad) and the dense path (x requires grad)
+    give the same f; the loss path's gradient to W and h equals that of the dense form through M."""
+    model, x = _model(8, 5, dtype, seed=11), _states(32, 8, 5, dtype, seed=12)
+    tol = dict(rtol=1e-5, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-10)
+    weights = torch.randn(32, generator=torch.Generator().manual_seed(13), dtype=dtype)
+    f_loss = model(x)
+    (weights * f_loss).sum().backward()
+    gW, gh = model.W.grad.clone(), model.h.grad.clone()
+    model.zero_grad()
+    xf = x.reshape(32, -1)
+    f_dense = xf @ model.h.reshape(-1) + 0.5 * ((xf @ model.M) * xf).sum(-1)
+    (weights * f_dense).sum().backward()
+    torch.testing.assert_close(f_loss, f_dense, **tol)
+    torch.testing.assert_close(gW, model.W.grad, **tol)
+    torch.testing.assert_close(gh, model.h.grad, **tol)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), f_loss.detach(), **tol)
+    torch.testing.assert_close(model(x.clone().requires_grad_(True)).detach(), f_loss.detach(), **tol)
