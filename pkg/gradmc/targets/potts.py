@@ -16,7 +16,7 @@ from gradmc.core.incremental import Evaluation
 from gradmc.core.validation import check_square_symmetric, validate_onehot
 from gradmc.targets.lattice import MAX_DENSE_SIDE, check_side, lattice_adjacency, neighbour_sum, neighbour_table
 
-__all__ = ["Potts", "LatticePotts"]
+__all__ = ["Potts", "LatticePotts", "PottsEvaluations"]
 
 
 def _field(h, num_sites: int, num_states: int) -> torch.Tensor:
@@ -47,8 +47,14 @@ def _change_candidates(x: torch.Tensor, grad: torch.Tensor, f: torch.Tensor, sit
     return f[:, None] + g_site - current
 
 
-class _PottsEvaluations:
-    """What both Potts models share: the candidates of one site from the gradient, and the input check."""
+class PottsEvaluations:
+    """What the Potts models share (:class:`Potts`, :class:`LatticePotts` and the learnable
+    :class:`gradmc.training.potts_models.PottsModel`): the candidates of one site from the gradient, the
+    dense-coupling change of one site, and the input check.
+
+    A class using it has ``num_sites`` (D), ``num_states`` (K) and ``eval_state(x, grad) -> Evaluation``
+    whose ``grad`` is always set (grad f = h + M x; the candidates need it).
+    """
 
     @torch.no_grad()
     def eval_change_candidates(self, x: torch.Tensor, ev: Evaluation, site: torch.Tensor) -> torch.Tensor:
@@ -58,12 +64,22 @@ class _PottsEvaluations:
     def _grad_of(self, x: torch.Tensor, ev: Evaluation) -> torch.Tensor:
         return ev.grad if ev.grad is not None else self.eval_state(x).grad
 
+    def _dense_change(self, x: torch.Tensor, ev: Evaluation, site: torch.Tensor, value: torch.Tensor,
+                      M: torch.Tensor) -> Evaluation:
+        """The evaluation at x with site ``site`` set to ``value`` ((C,) int64 each) for the coupling matrix
+        M (D K, D K) symmetric with zero diagonal blocks: f' = f + grad_i[v] - grad_i[x_i] and
+        grad' = grad + M[(i, v)] - M[(i, x_i)] (rows are columns), O(C D K)."""
+        K = self.num_states
+        g, f, old = _changed_value(x, self._grad_of(x, ev), ev.log_prob, site, value)
+        g = g + M[site * K + value] - M[site * K + old]
+        return Evaluation(f, g.reshape(x.shape))
+
     def validate(self, x: torch.Tensor) -> None:
         """Full input check (shape and one-hot values); raises ValueError."""
         validate_onehot(x, self.num_sites, self.num_states, check_values=True)
 
 
-class Potts(_PottsEvaluations, nn.Module):
+class Potts(PottsEvaluations, nn.Module):
     """Potts model with dense fields h (D, K) and couplings J (D, D, K, K).
 
     Args:
@@ -138,14 +154,11 @@ class Potts(_PottsEvaluations, nn.Module):
                     grad: bool = True, known_log_prob: torch.Tensor | None = None) -> Evaluation:
         """The evaluation at x with site ``site`` set to ``value`` ((C,) int64 each): O(C D K), no product
         (``known_log_prob`` is accepted for the protocol; f' is one gather here)."""
-        K = self.num_states
-        g, f, old = _changed_value(x, self._grad_of(x, ev), ev.log_prob, site, value)
-        g = g + self.M[site * K + value] - self.M[site * K + old]  # M symmetric: rows are columns
-        return Evaluation(f, g.reshape(x.shape))
+        return self._dense_change(x, ev, site, value, self.M)
 
 
 
-class LatticePotts(_PottsEvaluations, nn.Module):
+class LatticePotts(PottsEvaluations, nn.Module):
     """Potts model on a side x side 2-D lattice: log p(x) = theta sum_{edges} [x_i == x_j] + sum_i h_i^T x_i.
 
     Each lattice edge counted once; on one-hot x, [x_i == x_j] = x_i^T x_j, so J_ij = theta * I_K on

@@ -18,7 +18,22 @@ Cost: on one-hot states without gradient in x (PCD losses, Gibbs candidates) ``f
 M[(j, x_j), :] of each chain (``embedding_bag``, O(C L Lq)) and reads x^T M x off them, instead of the dense
 O(C (Lq)^2) quadratic form (measured 3x faster for Gibbs-1 candidates at L = 48, q = 21; a gather of the
 L^2 entries is slower still); with ``x.requires_grad`` it uses the dense form (differentiable in x). Both
-give the same values.
+give the same values. When the result must be differentiable in W (the PCD loss) the row sums are of U instead,
+x^T U x = x^T M x / 2 (no M to build and differentiate: measured 2x faster for a 64 + 64 batch loss and
+backward at L = 56, q = 21); otherwise of the cached M (below).
+
+Samplers: the model offers the incremental evaluations of :mod:`gradmc.core.incremental` (shared with
+:class:`gradmc.targets.Potts` through :class:`gradmc.targets.potts.PottsEvaluations`): ``eval_state`` (f and
+grad f = h + M x by the row sums above), ``eval_change`` (one site changed: O(C L q), two rows of M) and
+``eval_change_candidates`` (the q values of one site: O(C q)), so a Gibbs-1 step costs O(C L q) instead of a
+forward pass on C q candidate states, O(C q L Lq).
+
+Cached M: building M from W costs O((Lq)^2) per call (1.4M entries at L = 56, q = 21), more than a sampler
+step. When no gradient to W can be taken (``torch.is_grad_enabled()`` false, as in PCD's sampling, or W not
+requiring grad) :attr:`PottsModel.M` returns a cached matrix, rebuilt whenever W or the mask buffer changed
+(optimiser step, ``load_state_dict``, ``.to(...)``: their version counter, storage or dtype differ) or the
+returned matrix was edited in place. With gradients enabled it is built afresh, differentiable in W (the PCD
+loss). As everywhere in torch, writes through ``W.data`` bypass the version counter and are not seen.
 """
 
 from __future__ import annotations
@@ -29,7 +44,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from gradmc.core.validation import validate_onehot
-from gradmc.targets.potts import Potts
+from gradmc.core.incremental import Evaluation
+from gradmc.targets.potts import Potts, PottsEvaluations
 
 __all__ = ["PottsModel", "profile_fields", "systematic_resample"]
 
@@ -37,7 +53,7 @@ __all__ = ["PottsModel", "profile_fields", "systematic_resample"]
 ROW_SUM_CHUNK = 2**24
 
 
-class PottsModel(nn.Module):
+class PottsModel(PottsEvaluations, nn.Module):
     """Potts model with learnable fields h (L, q) and couplings J (L, L, q, q), log p~ as above.
 
     Args:
@@ -49,7 +65,9 @@ class PottsModel(nn.Module):
         dtype: parameter dtype (default float32).
 
     ``model(x)`` with x (C, L, q) one-hot returns log p~(x), shape (C,), in the parameters' dtype,
-    differentiable in the parameters (and in x when x requires grad). Memory O((Lq)^2).
+    differentiable in the parameters (and in x when x requires grad). Memory O((Lq)^2) (W, the mask and,
+    outside autograd, the cached M). Incremental evaluations for the samplers: :meth:`eval_state`,
+    :meth:`eval_change`, :meth:`eval_change_candidates` (module docstring).
 
     Raises:
         ValueError: L < 2, q < 2, init_std < 0, or h of the wrong shape.
@@ -84,9 +102,34 @@ class PottsModel(nn.Module):
 
     @property
     def M(self) -> torch.Tensor:
-        """(Lq, Lq) symmetric coupling matrix with zero diagonal blocks, differentiable in ``W``."""
+        """(Lq, Lq) symmetric coupling matrix with zero diagonal blocks.
+
+        With ``torch.is_grad_enabled()`` and ``W.requires_grad``: built from W, differentiable in ``W``.
+        Otherwise the cached matrix (module docstring), rebuilt only when W or the mask changed.
+        """
+        W, upper = self.W, self.upper
+        if torch.is_grad_enabled() and W.requires_grad:
+            return self._build_M()
+        cached = self.__dict__.get("_cached_M")
+        if cached is not None and self._cache_valid(cached):
+            return cached
+        with torch.no_grad():
+            M = self._build_M()
+        if not torch.is_inference_mode_enabled():  # inference tensors have no version counter
+            # aliases hold the storages, so no new tensor can take their addresses while the cache lives
+            self._cached_M = M
+            self._cached_M_source = (W.detach(), W._version, upper.detach(), upper._version, M._version)
+        return M
+
+    def _build_M(self) -> torch.Tensor:
         upper = self.W * self.upper
         return upper + upper.T
+
+    def _cache_valid(self, M: torch.Tensor) -> bool:
+        """Whether the cached M is of the current W and mask, and unedited."""
+        w_alias, w_version, u_alias, u_version, m_version = self._cached_M_source
+        return all(_same(t, alias) for t, alias in ((self.W, w_alias), (self.upper, u_alias))) \
+            and self.W._version == w_version and self.upper._version == u_version and M._version == m_version
 
     @property
     def J(self) -> torch.Tensor:
@@ -105,35 +148,71 @@ class PottsModel(nn.Module):
         return (x @ values).long() + self.offsets
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Unnormalised log p(x): (C, L, q) one-hot -> (C,) (see the module docstring for the two paths)."""
+        """Unnormalised log p(x): (C, L, q) one-hot -> (C,) (see the module docstring for the two paths).
+
+        Raises:
+            ValueError: x not of shape (C, L, q).
+        """
         validate_onehot(x, self.num_sites, self.num_states)
-        M, h = self.M, self.h.reshape(-1)
+        h = self.h.reshape(-1)
         if x.requires_grad:
+            M = self.M
             xf = x.to(M.dtype).reshape(x.shape[0], -1)  # (C, Lq)
             return xf @ h + 0.5 * ((xf @ M) * xf).sum(-1)
+        if torch.is_grad_enabled() and self.W.requires_grad:
+            # x^T M x / 2 = x^T U x with U = W * mask: no U + U^T to build and differentiate (the PCD loss)
+            A, scale = self.W * self.upper, 1.0
+        else:
+            A, scale = self.M, 0.5  # the cached M
         idx = self._rows(x)  # (C, L)
-        chunk = max(1, ROW_SUM_CHUNK // M.shape[0])
-        pair = torch.cat([F.embedding_bag(r, M, mode="sum").gather(1, r).sum(1) for r in idx.split(chunk)])
-        return h[idx].sum(1) + 0.5 * pair
+        chunk = max(1, ROW_SUM_CHUNK // A.shape[0])
+        pair = torch.cat([F.embedding_bag(r, A, mode="sum").gather(1, r).sum(1) for r in idx.split(chunk)])
+        return h[idx].sum(1) + scale * pair
 
     log_prob = forward
+    closed_forms_for = forward  # the density the closed forms below are for (gradmc.core.gradients.own_method)
 
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """f(x) (C,) and grad_x f(x) = h + M x (C, L, q) in closed form, detached (used by GWG).
+        """f(x) (C,) and grad_x f(x) = h + M x (C, L, q) in closed form, detached (used by GWG)."""
+        ev = self.eval_state(x)
+        return ev.log_prob, ev.grad
+
+    # The incremental evaluations of gradmc.core.incremental, as for gradmc.targets.Potts (no aux: the
+    # gradient is enough); eval_change_candidates comes from PottsEvaluations.
+
+    @torch.no_grad()
+    def eval_state(self, x: torch.Tensor, grad: bool = True) -> Evaluation:
+        """f(x) (C,) and grad f(x) = h + M x (C, L, q) (always: the candidates need it), detached.
 
         M x sums the L rows M[(j, x_j), :] of each chain (``embedding_bag``), O(C L Lq).
+
+        Raises:
+            ValueError: x not of shape (C, L, q).
         """
         validate_onehot(x, self.num_sites, self.num_states)
         M, h = self.M, self.h.reshape(-1)
         idx = self._rows(x)  # (C, L)
         mx = F.embedding_bag(idx, M, mode="sum")  # (C, Lq): (M x)[c] since M is symmetric
         f = h[idx].sum(1) + 0.5 * mx.gather(1, idx).sum(1)
-        return f, (mx + h).reshape(x.shape[0], self.num_sites, self.num_states)
+        return Evaluation(f, (mx + h).reshape(x.shape[0], self.num_sites, self.num_states))
+
+    @torch.no_grad()
+    def eval_change(self, x: torch.Tensor, ev: Evaluation, site: torch.Tensor, value: torch.Tensor,
+                    grad: bool = True, known_log_prob: torch.Tensor | None = None) -> Evaluation:
+        """The evaluation at x with site ``site`` set to ``value`` ((C,) int64 each): O(C L q), two rows of M
+        (``known_log_prob`` is accepted for the protocol; f' is one gather here)."""
+        return self._dense_change(x, ev, site, value, self.M)
 
     def to_target(self) -> Potts:
         """A fixed :class:`gradmc.targets.Potts` with the current (detached) parameters."""
         return Potts(self.h.detach().clone(), self.J.detach().clone())
+
+
+def _same(t: torch.Tensor, alias: torch.Tensor) -> bool:
+    """Whether t still is the tensor ``alias`` was taken of: same storage address, dtype, device and shape."""
+    return (t.data_ptr() == alias.data_ptr() and t.dtype == alias.dtype and t.device == alias.device
+            and t.shape == alias.shape)
 
 
 def systematic_resample(weights, num: int | None = None, *, generator: torch.Generator) -> torch.Tensor:
