@@ -8,11 +8,15 @@ On the D = 8 RBM and pairwise model of test_sampler_exactness (float64, 256 stat
 (b) the real ``step`` from a fixed state reproduces the enumerated row (chi-square, fixed seed);
 (c) teeth: a reverse-path term dropped, scored with the gradient at the start instead of the end point,
     or at the wrong temperature, breaks pi P = pi by far more than 1e-4;
-(d) a cached step costs one function+gradient evaluation.
+(d) a cached step costs one function+gradient evaluation;
+(e) the fast path computations of ``step`` (O(C D) per step) equal the reference ones by definition
+    (O(C L D)): path log-probabilities forward and reverse, the draw from the same uniforms, and the draw's
+    path distribution (chi-square against the enumerated path probabilities), on random and extreme logits.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import pytest
@@ -20,7 +24,9 @@ import torch
 from _exact_targets import binary_exact_targets
 from test_sampler_exactness import P_MIN, STAT_TOL, TEETH_TOL, _chisquare_pvalue
 
+from gradmc.core.gradients import log_prob_and_grad
 from gradmc.samplers.discrete import GWG, PAS, make_sampler
+from gradmc.samplers.discrete.pas import _fast_draw_path, reference_draw_path, reference_log_path_probability
 from gradmc.samplers.enumerate import detailed_balance_error, state_index, stationarity_error, transition_matrix
 
 torch.set_num_threads(1)
@@ -186,3 +192,85 @@ def test_registry_and_arguments():
             PAS(path_length=bad)
     with pytest.raises(ValueError, match="temperature"):
         PAS(temperature=0.0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# (e) the fast path computations equal the reference ones
+
+
+def _random_logits(C, D, scale, dtype, gen):
+    """(C, D) logits: Gaussian of std ``scale``, with planted extremes +-80 and one dominant entry per row in
+    some rows (so a flipped-back site held nearly all the mass: the fast path's fallback rows)."""
+    logits = torch.randn(C, D, generator=gen, dtype=torch.float64) * scale
+    logits[::7, 3] = 80.0
+    logits[::11, 2] = -80.0
+    logits[1::5, 0] = 40.0
+    return logits.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("path_length", [1, 2, 3, 4])
+def test_fast_path_probabilities_match_reference(dtype, path_length):
+    gen = torch.Generator().manual_seed(700 + path_length)
+    kernel = PAS(path_length)
+    C, D = 3000, 8
+    for scale in (0.5, 5.0, 80.0):
+        logits = _random_logits(C, D, scale, dtype, gen)
+        sites = torch.randint(0, D, (C, path_length), generator=gen)
+        sites[::3, -1] = sites[::3, 0]  # repeated sites
+        sites[1::4, :] = sites[1::4, :1]
+        u = torch.rand(C, path_length, generator=gen, dtype=torch.float64)
+        drawn, log_drawn = _fast_draw_path(logits, u)
+        cases = [(sites, False, kernel.log_path_probability(logits, sites, False)),
+                 (sites, True, kernel.log_path_probability(logits, sites, True)),
+                 (drawn, False, log_drawn)]
+        for path, reverse, fast in cases:
+            assert fast.shape == (C,)
+            exact = reference_log_path_probability(logits.double(), path, reverse)
+            err = float(((fast.double() - exact).abs() / exact.abs().clamp(min=1.0)).max())
+            if dtype == torch.float64:
+                assert err < 1e-9, (scale, reverse, err)
+            else:  # no further from the float64 value than the float32 reference computation
+                ref32 = reference_log_path_probability(logits, path, reverse).double()
+                err32 = float(((ref32 - exact).abs() / exact.abs().clamp(min=1.0)).max())
+                assert err < 3 * err32 + 1e-6, (scale, reverse, err, err32)
+        same = (drawn == reference_draw_path(logits, u)).all(1)
+        if dtype == torch.float64:
+            assert bool(same.all())
+        else:  # float32 weights relative to different maxima round differently at interval boundaries
+            assert float(same.double().mean()) > 0.999
+
+
+def test_draw_path_uses_the_generator_like_the_reference(exact):
+    """draw_path takes one (C, L) float64 uniform draw from the generator and inverts like the reference."""
+    target, states, pi = exact["rbm"]
+    kernel = PAS(3)
+    x = states[torch.randint(0, len(states), (500,), generator=torch.Generator().manual_seed(6))]
+    _, grad = log_prob_and_grad(target, x)
+    gen, twin = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    sites = kernel.draw_path(x, grad, 3, gen)
+    u = torch.rand(500, 3, generator=twin, dtype=torch.float64)
+    assert torch.equal(sites, reference_draw_path(kernel.proposal_logits(x, grad), u))
+    assert torch.equal(gen.get_state(), twin.get_state())
+
+
+@pytest.mark.parametrize("path_length", [2, 3])
+@pytest.mark.parametrize("row", ["spread", "peaked"])
+def test_fast_draw_has_the_path_distribution(path_length, row):
+    """Chi-square of 200,000 fast draws against the enumerated path probabilities of one row; "peaked" has
+    a site of nearly all the mass, so the draws after it take the fast path's exact fallback."""
+    D, N = 5, 200_000
+    logits = {"spread": torch.tensor([0.3, -1.0, 1.2, 0.0, -0.4]),
+              "peaked": torch.tensor([20.0, 0.5, 0.0, -40.0, -1.0])}[row].double()
+    paths = torch.tensor(list(itertools.product(range(D), repeat=path_length)))  # (D ** L, L)
+    probs = reference_log_path_probability(logits.expand(len(paths), D), paths, False).exp()
+    assert abs(float(probs.sum()) - 1.0) < 1e-12
+    u = torch.rand(N, path_length, generator=torch.Generator().manual_seed(800 + path_length), dtype=torch.float64)
+    sites, log_prob = _fast_draw_path(logits.expand(N, D), u)
+    index = (sites * D ** torch.arange(path_length - 1, -1, -1)).sum(1)  # row of ``paths``
+    assert torch.allclose(log_prob, probs.log()[index], rtol=0, atol=1e-9)
+    counts = torch.bincount(index, minlength=len(paths)).double()
+    assert counts[probs == 0].sum() == 0
+    p_value = _chisquare_pvalue(counts, N * probs)
+    print(f"{row}/PAS-{path_length}: fast draw chi2 p={p_value:.3g}")
+    assert p_value > P_MIN
