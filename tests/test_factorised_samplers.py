@@ -32,7 +32,7 @@ from _exact_targets import PairwiseBinary, binary_exact_targets
 from scipy import stats
 from torch import nn
 
-from gradmc.samplers.discrete import make_sampler
+from gradmc.samplers.discrete import factorised, make_sampler
 from gradmc.samplers.discrete.factorised import (
     DLMC,
     DMALA,
@@ -495,8 +495,8 @@ def test_transition_probabilities_of_a_large_gradient_are_finite(binary_targets)
 def test_float32_flip_mask_follows_the_probabilities_the_ratio_uses():
     """A linear target f = b.x with b_i = -30 on 1000 bits, chains at the mode x = 0: DLMC (tau = 1) flips a
     bit with p ~ e^-30 ~ 9e-14 and its MH ratio is ~1, so 10 steps of 10,000 float32 chains expect 1e-5 moves
-    in all. Comparing a float32 uniform with p floored p at 2^-24 per bit and moved ~5 chains (review of
-    issue 17); the float64 log-space draw moves none."""
+    in all. Comparing a float32 uniform with p floored p at 2^-24 per bit and moved ~5 chains; the exact draw
+    (a 24-bit uniform refined by a second draw where its grid cannot decide) moves none."""
     D, C = 1000, 10_000
     b = torch.full((D,), -30.0)
 
@@ -511,6 +511,33 @@ def test_float32_flip_mask_follows_the_probabilities_the_ratio_uses():
         state, info = kernel.step(state, target, gen)
         moved += int((info.sites_changed > 0).sum())
     assert moved == 0 and not bool(state.x.any())
+
+
+@pytest.mark.parametrize("kernel", [DMALA(), DLMC(tau=0.5)], ids=["logits", "log_probabilities"])
+def test_flip_draw_refines_where_the_24_bit_grid_cannot_decide(monkeypatch, kernel):
+    """With every 24-bit uniform forced to 0, each bit whose rarer outcome has probability r < 2^-24 is undecided
+    and drawn by the second uniform: that outcome must come out with probability r 2^24 (a flip for p < 1/2, a
+    keep for p > 1/2), exactly the rate the grid alone cannot give."""
+    monkeypatch.setattr(factorised.streams, "random_words", lambda shape, generator, device=None:
+                        torch.zeros(shape, dtype=torch.int32))
+    C = 200_000
+    x = torch.zeros(C, 2, dtype=torch.float64)
+    # flip probabilities 0.3 * 2^-24 (bit 0) and 1 - 0.6 * 2^-24 (bit 1), whatever the kernel's parametrisation
+    p = torch.tensor([0.3 * 2.0 ** -24, 1.0 - 0.6 * 2.0 ** -24], dtype=torch.float64)
+    if isinstance(kernel, DMALA):  # logit g / 2 - 1 / (2 alpha) at x = 0
+        grad = 2.0 * (torch.logit(p) + 0.5 / kernel.step_size)
+    else:  # DLMC: p = sigmoid(g)(1 - exp(-tau (e^{g/2} + e^{-g/2}))); solve for g by bisection
+        lo, hi = torch.full((2,), -60.0, dtype=torch.float64), torch.full((2,), 60.0, dtype=torch.float64)
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            above = kernel.log_flip_probabilities(x[:1], mid[None])[0][0].exp() > p
+            lo, hi = torch.where(above, lo, mid), torch.where(above, mid, hi)
+        grad = (lo + hi) / 2
+    proposal = kernel._proposal(x, grad.expand(C, 2))
+    mask = kernel._draw(proposal, torch.Generator().manual_seed(1))
+    rate = mask.double().mean(0)
+    expected = torch.tensor([0.3, 1.0 - 0.6], dtype=torch.float64)
+    assert torch.allclose(rate, expected, atol=5 * math.sqrt(0.25 / C), rtol=0)
 
 
 def test_default_tau_scales_with_the_dimension():

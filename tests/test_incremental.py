@@ -104,6 +104,18 @@ def test_binary_incremental_methods_equal_full_evaluations(name):
     assert bool((flip_bits(x, sites, mask) != x).sum(1).eq(2).all())
 
 
+@pytest.mark.parametrize("density", [0.05, 0.9])  # the RBM's sparse column update, and its full evaluation
+def test_rbm_eval_flip_mask_equals_full_evaluation(density):
+    target = _rbm(d=40, h=6)
+    x = _bits(16, 40, 3)
+    ev = target.eval_state(x, True)
+    mask = torch.rand(16, 40, generator=torch.Generator().manual_seed(4)) < density
+    mask[0] = False  # a chain with no flip
+    x_new = torch.where(mask, 1.0 - x, x)
+    _assert_same(target.eval_flip_mask(x, ev, x_new, mask, True), target.eval_state(x_new, True))
+    _assert_same(target.eval_flip_mask(x, ev._replace(aux=None), x_new, mask, True), target.eval_state(x_new, True))
+
+
 @pytest.mark.parametrize("name", CATEGORICAL)
 def test_categorical_incremental_methods_equal_full_evaluations(name):
     target = CATEGORICAL[name]()
@@ -129,8 +141,9 @@ def test_categorical_incremental_methods_equal_full_evaluations(name):
     torch.testing.assert_close(target.eval_change_candidates(x, ev, site), torch.stack(want, 1))
 
 
-CHAIN_CASES = [("GWG", "rbm"), ("GWG", "ising"), ("GWG-3", "rbm"), ("GWG-3", "ising"), ("Gibbs-1", "rbm"),
-               ("Gibbs-2", "ising"), ("HB-3-1", "rbm"), ("HB-4-2", "ising"), ("Block-HB", "rbm")]
+CHAIN_CASES = [("GWG", "rbm"), ("GWG", "ising"), ("DMALA", "rbm"), ("DMALA", "ising"), ("GWG-3", "rbm"),
+               ("GWG-3", "ising"), ("Gibbs-1", "rbm"), ("Gibbs-2", "ising"), ("HB-3-1", "rbm"), ("HB-4-2", "ising"),
+               ("Block-HB", "rbm")]
 
 
 def _binary_sampler(name, D):

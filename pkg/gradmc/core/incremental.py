@@ -42,6 +42,8 @@ rounding; the targets' tests compare them):
   in a row where all but one of its entries are masked out);
   ``eval_flip_candidates(x, ev, sites, masks) -> (C, B)`` f at x with the bits of ``sites`` flipped
   where ``masks[c, b]`` (C, B, X) bool (Gibbs-X, Hamming-ball);
+  ``eval_flip_mask(x, ev, x_new, mask, grad) -> Evaluation`` at x_new = x with the bits of a dense (C, D) bool
+  ``mask`` flipped (the factorised kernels: DMALA, DLMC, ...);
 - one-hot states (C, D, K): ``eval_change(x, ev, site, value, grad, known_log_prob) -> Evaluation`` at x with site
   ``site[c]`` set to ``value[c]`` (C,) int64; ``eval_change_candidates(x, ev, site) -> (C, K)`` f at x
   with site ``site[c]`` set to each of the K values (categorical Gibbs-1).
@@ -65,7 +67,7 @@ from gradmc.core.gradients import log_prob_and_grad, own_method
 
 __all__ = ["REFRESH_EVERY", "DERIVED_PREFIX", "Evaluation", "Fingerprint", "CacheKey", "bind_state", "cache_key",
            "fingerprint", "current_evaluation",
-           "evaluate", "eval_flips", "eval_flip_candidates", "eval_change", "eval_change_candidates",
+           "evaluate", "eval_flips", "eval_flip_candidates", "eval_flip_mask", "eval_change", "eval_change_candidates",
            "select", "flip_bits", "flip_deltas", "offers"]
 
 #: A kernel re-evaluates its cached f, grad f and aux from x every this many steps (bounds the rounding
@@ -302,6 +304,23 @@ def eval_flips(log_prob, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor, m
         return own(x, ev, sites, mask, grad, known_log_prob)
     new = evaluate(log_prob, flip_bits(x, sites, mask), grad)
     return new if known_log_prob is None else new._replace(log_prob=known_log_prob)
+
+
+def eval_flip_mask(log_prob, x: torch.Tensor, ev: Evaluation, x_new: torch.Tensor, mask: torch.Tensor,
+                   grad: bool = True) -> Evaluation:
+    """The evaluation at x_new, x with the bits of ``mask`` flipped (every bit may flip).
+
+    Args:
+        x, x_new: (C, D) binary; ev: the evaluation at x; mask: (C, D) bool, x_new = x XOR mask.
+
+    Returns:
+        :class:`Evaluation` at x_new: ``log_prob.eval_flip_mask`` when offered (e.g. the RBM updates its
+        pre-activations by the flipped bits only, when few flip), else a full evaluation of x_new.
+    """
+    own = own_method(log_prob, "eval_flip_mask")
+    if own is not None:
+        return own(x, ev, x_new, mask, grad)
+    return evaluate(log_prob, x_new, grad)
 
 
 def eval_flip_candidates(log_prob, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor,

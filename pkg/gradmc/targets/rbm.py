@@ -86,6 +86,29 @@ class RBM(nn.Module):
             visible = x @ self.b + (delta * self.b[sites]).sum(-1)  # b^T x'
             return self._from_preactivation(pre, visible, grad)
 
+    def eval_flip_mask(self, x: torch.Tensor, ev: Evaluation, x_new: torch.Tensor, mask: torch.Tensor,
+                       grad: bool = True) -> Evaluation:
+        """The evaluation at x_new = x with the bits of ``mask`` (C, D) bool flipped. When at most
+        :attr:`SPARSE_FLIP_FRACTION` of the bits flip: W x' + c = W x + c + sum_{flipped k} (x'_k - x_k) W[:, k]
+        from ev.aux (one ``embedding_bag`` over the flipped columns, O(flips H)), then the (C, H) x (H, D)
+        product for the gradient; otherwise the full evaluation of x_new (:meth:`eval_state`)."""
+        C, D = x.shape
+        flat = mask.reshape(-1).nonzero().squeeze(1)  # (F,) flipped entries, chain-major
+        if flat.numel() > self.SPARSE_FLIP_FRACTION * C * D or ev.aux is None:
+            return self.eval_state(x_new, grad)
+        with torch.no_grad():
+            x = x.to(self.W.dtype)
+            delta = 1.0 - 2.0 * x.reshape(-1).index_select(0, flat)  # (F,) x'_k - x_k
+            counts = mask.sum(1)
+            offsets = counts.cumsum(0).sub_(counts)  # (C,) each chain's first entry in flat
+            change = nn.functional.embedding_bag(flat.remainder(D), self._weight_rows(), offsets, mode="sum",
+                                                 per_sample_weights=delta)  # (C, H)
+            return self._from_preactivation(ev.aux + change, x_new.to(self.W.dtype) @ self.b, grad)
+
+    #: :meth:`eval_flip_mask` updates the pre-activations by the flipped columns when at most this fraction of
+    #: the bits flip (the gathered-column sum then costs less than the dense (C, D) x (D, H) product).
+    SPARSE_FLIP_FRACTION = 0.2
+
     def eval_flip_candidates(self, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor,
                              masks: torch.Tensor) -> torch.Tensor:
         """(C, B) f at x with bits ``sites`` (C, X) flipped where ``masks`` (C, B, X), from ev.aux:

@@ -43,8 +43,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gradmc.core.validation import validate_onehot
 from gradmc.core.incremental import Evaluation
+from gradmc.core.validation import validate_onehot
 from gradmc.targets.potts import Potts, PottsEvaluations
 
 __all__ = ["PottsModel", "profile_fields", "systematic_resample"]

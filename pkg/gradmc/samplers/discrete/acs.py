@@ -68,12 +68,11 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import torch
-import torch.nn.functional as F
 
 from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.adaptation import Adapted, AdaptedState
 from gradmc.samplers.base import Info
-from gradmc.samplers.discrete.factorised import IndependentFlipMH
+from gradmc.samplers.discrete.factorised import LogitFlipMH
 
 __all__ = ["ACS", "ACSKernel", "ACSState", "cyclical_step_size", "balancing_constant", "ACS_CYCLE_LENGTH",
            "ACS_ALPHA_MAX", "ACS_ALPHA_MIN", "ACS_BETA_MAX", "ACS_TARGET_ACCEPTANCE", "ACS_BURN_IN"]
@@ -139,7 +138,7 @@ def balancing_constant(alpha: float, alpha_max: float, alpha_min: float, beta_ma
 
 
 @dataclass(frozen=True)
-class ACSKernel(IndependentFlipMH):
+class ACSKernel(LogitFlipMH):
     """The ACS kernel at one schedule position: p_i = sigmoid(beta d_i(x) - 1 / (2 alpha)), MH-corrected
     (module docstring; the reverse move uses the same alpha and beta at x'). beta = 1/2 is DMALA.
 
@@ -166,15 +165,14 @@ class ACSKernel(IndependentFlipMH):
         """"ACS" (so non-finite errors name the registry sampler)."""
         return "ACS"
 
-    def log_flip_probabilities(self, x: torch.Tensor, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(log p_i, log(1 - p_i)), each (N, D), logit beta d_i - 1 / (2 alpha), d = (1 - 2x) grad, via logsigmoid.
+    def flip_logits(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        """(N, D) logits beta d_i - 1 / (2 alpha), d = (1 - 2x) grad, of the flip probabilities.
 
         Args:
             x: (N, D) binary states; grad: (N, D) grad f(x).
         """
         d = torch.addcmul(grad, x.to(grad.dtype), grad, value=-2.0)
-        logit = d.mul_(self.balance).sub_(0.5 / self.step_size)
-        return F.logsigmoid(logit), F.logsigmoid(-logit)
+        return d.mul_(self.balance).sub_(0.5 / self.step_size)
 
 
 class ACSState(NamedTuple):

@@ -38,9 +38,12 @@ infeasible for 256 grey levels); at K = 2 it is the binary DLMC's two-state solu
 reference implementation in google-research/discs raises for categorical DLMC.
 
 The kernel machinery (:class:`IndependentFlipMH`, :class:`IndependentSiteMH`) is shared: subclasses
-give only the per-coordinate log-probabilities; ``step`` and ``transition_probabilities`` run the same
-helpers (``log_proposal``, ``log_reverse``, ``log_acceptance``, ``_log_alpha``), so a mistake in any of
-them shows in the exact-matrix tests.
+give only the per-coordinate log-probabilities (or, :class:`LogitFlipMH`, the flip logits); ``step`` and
+``transition_probabilities`` run the same helpers (``_proposal``, ``_log_q``, ``log_reverse``, ``log_acceptance``,
+``_log_alpha``), so a mistake in any of them shows in the exact-matrix tests. The flip mask is drawn exactly
+(:func:`_bernoulli`: P(flip) is the p the ratio uses, not p rounded to a uniform's grid), and the proposal is
+evaluated through the target's ``eval_flip_mask`` when it has one (:mod:`gradmc.core.incremental`; the RBM then
+updates its pre-activations by the flipped columns only).
 
 Cost per step: ONE function+gradient evaluation, at x' (energy_evals = grad_evals = 1); f and grad f at x
 come from the state's cache (:mod:`gradmc.core.incremental`), so a changed target (AIS, PCD), an
@@ -70,6 +73,7 @@ from gradmc.core.incremental import (
     bind_state,
     cache_key,
     current_evaluation,
+    eval_flip_mask,
     evaluate,
     select,
 )
@@ -85,8 +89,9 @@ from gradmc.samplers.base import (
 )
 from gradmc.samplers.discrete.onehot import check_onehot, enumerate_onehot
 
-__all__ = ["FactorisedState", "IndependentFlipMH", "IndependentSiteMH", "DMALA", "DULA", "DLMC", "DLMCEuler",
-           "DMALACategorical", "DULACategorical", "DLMCCategorical", "log1mexp", "DMALA_STEP_SIZE", "DLMC_TAU_SCALE"]
+__all__ = ["FactorisedState", "IndependentFlipMH", "LogitFlipMH", "IndependentSiteMH", "DMALA", "DULA", "DLMC",
+           "DLMCEuler", "DMALACategorical", "DULACategorical", "DLMCCategorical", "log1mexp", "DMALA_STEP_SIZE",
+           "DLMC_TAU_SCALE"]
 
 #: alpha of DMALA / DULA: the authors' code default (``step_size=0.2``, used for their RBM / Ising sampling).
 DMALA_STEP_SIZE = 0.2
@@ -124,8 +129,40 @@ class FactorisedState(NamedTuple):
 
 
 def _rows_finite(t: torch.Tensor) -> torch.Tensor:
-    """(N, ...) -> (N,) bool: every entry of the row finite."""
-    return torch.isfinite(t).flatten(1).all(1)
+    """(N, ...) -> (N,) bool: every entry of the row finite. t * 0 is 0 for a finite entry and NaN for an
+    infinite or NaN one, so the row sum is 0 exactly when the row is finite (one product and one sum instead of
+    isfinite's several passes; no overflow, whatever the magnitudes)."""
+    return t.mul(0).flatten(1).sum(1) == 0
+
+
+#: the uniforms of :func:`_bernoulli` are k / 2^24, k the low 24 bits of a random word
+_GRID_BITS = 24
+
+
+def _bernoulli(q: torch.Tensor, generator) -> torch.Tensor:
+    """Bernoulli(q) draws, (N, D) bool, with P(True) = q EXACTLY (not rounded to a grid), q (N, D) in [0, 1],
+    float32 or float64 (pass the rarer outcome's probability min(p, 1 - p): accurate in relative terms, never
+    rounded to 1).
+
+    A uniform u = k 2^-24 (k the low 24 bits of a :func:`~gradmc.core.streams.random_words` word, cheaper than
+    ``rand``) decides u < q unless q lies in (u, u + 2^-24), where the grid cannot tell; those entries
+    (probability 2^-24 each: one step in about 200 on 100 x 784 bits) are decided by a second, float64 draw v of
+    the same shape, True iff v < (q - u) 2^24, so that u + 2^-24 v < q has probability q to within 2^-77. (A
+    24-bit comparison alone would flip bits of q < 6e-8 about 6e-8 of the time, while the Metropolis-Hastings
+    ratio uses the exact q.) In units of the grid: t = q 2^24 (exact), True iff k < t; undecided iff
+    0 < t - k < 1, where t - k is exact (Sterbenz: t <= 2k there unless k = 0).
+    """
+    if q.dtype not in (torch.float32, torch.float64):
+        q = q.float()
+    k = streams.random_words(q.shape, generator, device=q.device).bitwise_and((1 << _GRID_BITS) - 1)
+    t = q * float(2 ** _GRID_BITS)
+    gap = t - k  # exact (float) where it matters
+    hit = gap > 0
+    part = gap.clamp(0.0, 1.0)  # in (0, 1) exactly where undecided (float passes: cheaper than bool ones)
+    if float((part.ceil() - part).max()) > 0:
+        v = streams.rand(q.shape, generator, device=q.device, dtype=torch.float64)
+        hit = torch.where((part > 0) & (part < 1), v < gap.double(), hit)
+    return hit
 
 
 class _FactorisedMH:
@@ -159,8 +196,13 @@ class _FactorisedMH:
 class IndependentFlipMH(_FactorisedMH):
     """Metropolis-Hastings with a proposal that flips every bit independently (module docstring).
 
-    Subclasses (frozen dataclasses) implement :meth:`log_flip_probabilities` and ``name``. States are
-    (C, D) floats in {0, 1}; the target is a callable (N, D) -> (N,), differentiable in x.
+    Subclasses (frozen dataclasses) implement :meth:`log_flip_probabilities` and ``name``; kernels whose p_i is
+    sigmoid(z_i) of a logit implement :meth:`flip_logits` instead (:class:`LogitFlipMH`, the cheaper path). States
+    are (C, D) floats in {0, 1}; the target is a callable (N, D) -> (N,), differentiable in x.
+
+    ``step`` and ``transition_probabilities`` work on a proposal ``P`` = :meth:`_proposal` (x, grad f(x)), a tuple
+    of (N, D) tensors (here (log p, log(1 - p)); logits for :class:`LogitFlipMH`), through :meth:`_draw` and
+    :meth:`_log_q`.
     """
 
     @property
@@ -177,6 +219,21 @@ class IndependentFlipMH(_FactorisedMH):
         and the (N, D) bool flip mask (a where, not a product: log p may be -inf where m_i = 0)."""
         return torch.where(mask, log_p, log_keep).sum(-1)
 
+    def _proposal(self, x: torch.Tensor, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The proposal at x given grad f(x), both (N, D): (log p, log(1 - p)), each (N, D)."""
+        return self.log_flip_probabilities(x, grad)
+
+    def _log_q(self, proposal: tuple[torch.Tensor, ...], mask: torch.Tensor) -> torch.Tensor:
+        """log q(mask), (N,), under a :meth:`_proposal`, mask (N, D) bool."""
+        return self.log_proposal(*proposal, mask)
+
+    def _draw(self, proposal: tuple[torch.Tensor, ...], generator) -> torch.Tensor:
+        """The flip mask, (N, D) bool, P(m_i) = p_i exactly: the rarer of flip and keep is drawn (:func:`_bernoulli`
+        with q = min(p, 1 - p)), so neither a tiny p nor a tiny 1 - p is rounded."""
+        log_p, log_keep = proposal
+        flip_rare = log_p <= log_keep  # p <= 1/2 (to rounding): draw the flip; else draw the keep
+        return _bernoulli(torch.minimum(log_p, log_keep).exp(), generator) == flip_rare
+
     def log_reverse(self, x: torch.Tensor, grad_x: torch.Tensor, x_new: torch.Tensor, grad_new: torch.Tensor,
                     mask: torch.Tensor) -> torch.Tensor:
         """log q(x | x'), (N,): the same mask flipped from x', with the probabilities at x' (grad f(x')).
@@ -185,16 +242,16 @@ class IndependentFlipMH(_FactorisedMH):
             x, grad_x: (N, D) the current states and grad f there (unused here; mutation tests override
                 this method); x_new, grad_new: (N, D) the proposals and grad f there; mask: (N, D) bool.
         """
-        return self.log_proposal(*self.log_flip_probabilities(x_new, grad_new), mask)
+        return self._log_q(self._proposal(x_new, grad_new), mask)
 
     @staticmethod
     def _flip(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """x with the bits in mask flipped, (N, D)."""
         return torch.where(mask, 1.0 - x, x)
 
-    def _score(self, x, ev: Evaluation, log_p, log_keep, mask, ev_new: Evaluation, x_new):
+    def _score(self, x, ev: Evaluation, proposal, mask, ev_new: Evaluation, x_new):
         """Shared by :meth:`step` and :meth:`transition_probabilities`: (log q(x'|x), log alpha), each (N,)."""
-        log_fwd = self.log_proposal(log_p, log_keep, mask)
+        log_fwd = self._log_q(proposal, mask)
         log_rev = self.log_reverse(x, ev.grad, x_new, ev_new.grad, mask)
         return log_fwd, self._log_alpha(ev.log_prob, ev_new.log_prob, ev_new.grad, log_fwd, log_rev)
 
@@ -228,15 +285,11 @@ class IndependentFlipMH(_FactorisedMH):
         x = state.x  # (C, D)
         ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
         check_current_gradient(self.name, state, ev.log_prob, ev.grad)
-        log_p, log_keep = self.log_flip_probabilities(x, ev.grad)  # (C, D) each
-        # compared in logs and float64 whatever x's dtype: a float32 uniform has steps of 2^-24, so u < p would
-        # flip bits of p < 6e-8 about 6e-8 of the time and never keep bits of p > 1 - 2^-25, while the MH
-        # ratio uses the exact p (a DLMC chain then left a mode of e^-30 flip odds at rate 2^-24 per bit)
-        u = streams.rand(x.shape, generator, device=x.device, dtype=torch.float64)
-        mask = u.log() < log_p.double()  # (C, D) bool: P(flip bit i) = p_i (u = 0 flips unless p = 0)
+        proposal = self._proposal(x, ev.grad)  # tuple of (C, D)
+        mask = self._draw(proposal, generator)  # (C, D) bool: P(flip bit i) = p_i
         x_new = self._flip(x, mask)
-        ev_new = evaluate(log_prob, x_new, grad=True)
-        _, log_alpha = self._score(x, ev, log_p, log_keep, mask, ev_new, x_new)
+        ev_new = eval_flip_mask(log_prob, x, ev, x_new, mask, grad=True)
+        _, log_alpha = self._score(x, ev, proposal, mask, ev_new, x_new)
         accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
         x_out = torch.where(accepted[:, None], x_new, x)
         out = select(accepted, ev_new, ev)
@@ -268,22 +321,55 @@ class IndependentFlipMH(_FactorisedMH):
         masks = enumerate_binary(D, dtype=x.dtype).to(x.device).bool()  # (M, D)
         M = masks.shape[0]
         ev = evaluate(log_prob, x, grad=True)
-        log_p, log_keep = self.log_flip_probabilities(x, ev.grad)  # (C, D)
+        proposal = self._proposal(x, ev.grad)  # tuple of (C, D)
         rep = Evaluation(*(None if t is None else t.repeat_interleave(M, 0) for t in ev))
         x_rep, mask = x.repeat_interleave(M, 0), masks.repeat(C, 1)  # (C * M, D), chain-major
         x_new = self._flip(x_rep, mask)
         ev_new = evaluate(log_prob, x_new, grad=True)
-        log_fwd, log_alpha = self._score(x_rep, rep, log_p.repeat_interleave(M, 0), log_keep.repeat_interleave(M, 0),
-                                         mask, ev_new, x_new)
+        log_fwd, log_alpha = self._score(x_rep, rep, tuple(t.repeat_interleave(M, 0) for t in proposal), mask,
+                                         ev_new, x_new)
         move = (log_fwd.exp() * acceptance_probability(log_alpha, ev_new.log_prob)).reshape(C, M)
         stay = 1.0 - move.sum(1, keepdim=True)
         return torch.cat([x_new.reshape(C, M, D), x[:, None, :]], 1), torch.cat([move, stay], 1)
 
 
-def _dlp_binary(x: torch.Tensor, grad: torch.Tensor, step_size: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """DLP flip log-probabilities: logit d / 2 - 1 / (2 alpha), d = (1 - 2x) grad (DLP on bits: x' - x = +-1)."""
-    logit = torch.addcmul(grad, x.to(grad.dtype), grad, value=-2.0).mul_(0.5).sub_(0.5 / step_size)
-    return F.logsigmoid(logit), F.logsigmoid(-logit)
+class LogitFlipMH(IndependentFlipMH):
+    """:class:`IndependentFlipMH` for flip probabilities p_i = sigmoid(z_i) given by logits (DMALA, DULA, ACS).
+
+    Subclasses implement :meth:`flip_logits`. With s_i = +1 for a flipped bit and -1 for a kept one,
+    log q(mask) = sum_i logsigmoid(s_i z_i): one pass per direction, where (log p, log(1 - p)) would need two;
+    the draw compares a uniform with sigmoid(-|z_i|), the rarer outcome's probability (:func:`_bernoulli`).
+    :meth:`log_flip_probabilities` stays (logsigmoid(z), logsigmoid(-z)), for callers and tests.
+    """
+
+    def flip_logits(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        """(N, D) logits z of the flip probabilities p = sigmoid(z), from x and grad f(x), both (N, D)."""
+        raise NotImplementedError
+
+    def log_flip_probabilities(self, x, grad):
+        """(log p_i, log(1 - p_i)) = (logsigmoid(z_i), logsigmoid(-z_i)), each (N, D), z = :meth:`flip_logits`."""
+        z = self.flip_logits(x, grad)
+        return F.logsigmoid(z), F.logsigmoid(-z)
+
+    def _proposal(self, x, grad):
+        """(z,): the (N, D) flip logits at x."""
+        return (self.flip_logits(x, grad),)
+
+    def _log_q(self, proposal, mask):
+        """sum_i logsigmoid(s_i z_i), (N,): s_i = +1 where mask (flipped), -1 where kept."""
+        (z,) = proposal
+        return F.logsigmoid(torch.where(mask, z, z.neg())).sum(-1)
+
+    def _draw(self, proposal, generator):
+        """(N, D) bool: the rarer outcome drawn with probability sigmoid(-|z|) (:func:`_bernoulli`), a flip
+        where z <= 0, a keep where z > 0."""
+        (z,) = proposal
+        return _bernoulli(torch.sigmoid(z.abs().neg_()), generator) != (z > 0)
+
+
+def _dlp_binary(x: torch.Tensor, grad: torch.Tensor, step_size: float) -> torch.Tensor:
+    """DLP flip logits, (N, D): d / 2 - 1 / (2 alpha), d = (1 - 2x) grad (DLP on bits: x' - x = +-1); x, grad (N, D)."""
+    return torch.addcmul(grad, x.to(grad.dtype), grad, value=-2.0).mul_(0.5).sub_(0.5 / step_size)
 
 
 @dataclass(frozen=True)
@@ -305,7 +391,7 @@ class _DLPStepSize:
                   adapt=("step_size", "log"), colour="darkgreen", order=61,
                   doc="discrete Metropolis-adjusted Langevin (Zhang et al. 2022), alpha = 0.2")
 @dataclass(frozen=True)
-class DMALA(_DLPStepSize, IndependentFlipMH):
+class DMALA(_DLPStepSize, LogitFlipMH):
     """Discrete Metropolis-adjusted Langevin algorithm, binary (Zhang, Liu & Liu 2022, DLP + MH correction).
 
     Flip probability p_i = sigmoid(d_i(x) / 2 - 1 / (2 alpha)), then MH correction.
@@ -322,8 +408,8 @@ class DMALA(_DLPStepSize, IndependentFlipMH):
         """"DMALA"."""
         return "DMALA"
 
-    def log_flip_probabilities(self, x, grad):
-        """(log p_i, log(1 - p_i)), each (N, D), with logit d_i / 2 - 1 / (2 alpha), via logsigmoid."""
+    def flip_logits(self, x, grad):
+        """(N, D) logits d_i / 2 - 1 / (2 alpha) from x and grad f(x), both (N, D)."""
         return _dlp_binary(x, grad, self.step_size)
 
 
