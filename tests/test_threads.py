@@ -48,7 +48,7 @@ def _stat(tmp_path, rows):
 def test_busy_cores_reads_the_affinity_cpus(tmp_path, monkeypatch):
     """Two snapshots of a fake /proc/stat: cpu0 fully busy, cpu1 idle over the window -> 1 busy core; a CPU
     outside the affinity mask does not count."""
-    snaps = iter([[(5, 5, 10), (5, 5, 10), (5, 5, 10)], [(95, 15, 10), (5, 5, 110), (105, 5, 10)]])
+    snaps = iter([[(5, 5, 10), (5, 5, 10), (5, 5, 10)], [(9005, 1005, 10), (5, 5, 10010), (10005, 5, 10)]])
     path = tmp_path / "stat"
 
     def fake_sleep(_):
