@@ -38,6 +38,8 @@ __all__ = ["ENV", "PROBE_SECONDS", "RECHECKS", "RECHECK_WAIT", "ThreadChoice", "
 ENV = "GRADMC_THREADS"
 #: seconds of CPU accounting the policy samples at start
 PROBE_SECONDS = 0.15
+#: the :class:`ThreadChoice` this process made last (None before the first), for the logs and the self-tests
+last_choice: ThreadChoice | None = None
 #: when the first probe finds fewer free cores than requested: more probes, RECHECK_WAIT seconds apart, and the
 #: least busy reading counts (about 1 s at most, and only on a busy machine)
 RECHECKS, RECHECK_WAIT = 2, 0.3
@@ -46,18 +48,20 @@ RECHECKS, RECHECK_WAIT = 2, 0.3
 @dataclass(frozen=True)
 class ThreadChoice:
     """What :func:`apply_thread_policy` did: ``threads`` set, out of ``requested``; ``busy`` cores used by
-    other processes during the probe (None: not probed); ``mode`` "auto", "fixed" or "torch"."""
+    other processes during the probe (None: not probed); ``mode`` "auto", "fixed" or "torch"; ``cpus`` the
+    cores this process may use."""
 
     threads: int
     requested: int
     busy: float | None
     mode: str
+    cpus: int = 1
 
     def describe(self) -> str:
         """One line for the logs, e.g. ``threads 1 of 2 (1.0 of 2 cores busy at start)``."""
         if self.busy is None:
             return f"threads {self.threads} ({self.mode})"
-        return f"threads {self.threads} of {self.requested} ({self.busy:.1f} of {_cpus()} cores busy at start)"
+        return f"threads {self.threads} of {self.requested} ({self.busy:.1f} of {self.cpus} cores busy at start)"
 
 
 def _cpus() -> int:
@@ -148,13 +152,17 @@ def apply_thread_policy(requested: int | None = None) -> ThreadChoice:
     Raises:
         InputError: ``GRADMC_THREADS`` is not auto, torch or an integer >= 1.
     """
-    setting = _setting()
-    requested = torch.get_num_threads() if requested is None else int(requested)
+    global last_choice
+    last_choice = _apply(_setting(), torch.get_num_threads() if requested is None else int(requested))
+    return last_choice
+
+
+def _apply(setting: str, requested: int) -> ThreadChoice:
     if setting == "torch":
-        return ThreadChoice(torch.get_num_threads(), requested, None, "torch")
+        return ThreadChoice(torch.get_num_threads(), requested, None, "torch", _cpus())
     if setting != "auto":
         torch.set_num_threads(int(setting))
-        return ThreadChoice(int(setting), int(setting), None, "fixed")
+        return ThreadChoice(int(setting), int(setting), None, "fixed", _cpus())
     cpus = _cpus()
     busy = busy_cores() if requested > 1 and cpus > 1 else None
     for _ in range(RECHECKS):  # a load that ends within a second (the previous job's teardown) is forgiven
@@ -166,4 +174,4 @@ def apply_thread_policy(requested: int | None = None) -> ThreadChoice:
     threads = choose_threads(requested, busy, cpus)
     if threads != torch.get_num_threads():
         torch.set_num_threads(threads)
-    return ThreadChoice(threads, requested, busy, "auto")
+    return ThreadChoice(threads, requested, busy, "auto", cpus)

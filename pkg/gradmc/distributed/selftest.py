@@ -8,6 +8,7 @@ a task's function by module name and ``tests/`` is not on their ``sys.path``)::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import time
@@ -20,6 +21,7 @@ import ray
 import torch
 
 import gradmc
+from gradmc import threads
 from gradmc.seeding import make_generator, seed_from
 
 __all__ = ["SharedInputShard", "ToyShard", "shared_input_shard", "toy_shard", "worker_info"]
@@ -108,7 +110,8 @@ def toy_shard(shard: ToyShard) -> pd.DataFrame:
 
 
 def worker_info(shard: object) -> dict[str, object]:
-    """Where and how a shard ran: Ray node id (hex; None outside Ray), host, pid, torch threads,
+    """Where and how a shard ran: Ray node id (hex; None outside Ray), host, pid, torch threads (and the thread
+    policy's last choice in that process, :data:`gradmc.threads.last_choice`, as a dict),
     visible GPUs, gradmc/torch versions. ``shard`` is only echoed (its repr); a ToyShard's sleep_s is
     slept first, so that shards overlap in time and spread over the nodes."""
     if isinstance(shard, ToyShard) and shard.sleep_s > 0:
@@ -119,6 +122,7 @@ def worker_info(shard: object) -> dict[str, object]:
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "torch_threads": torch.get_num_threads(),
+        "thread_choice": None if threads.last_choice is None else dataclasses.asdict(threads.last_choice),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "gradmc_version": gradmc.__version__,
         "torch_version": torch.__version__,
