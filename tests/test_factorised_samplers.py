@@ -540,6 +540,25 @@ def test_flip_draw_refines_where_the_24_bit_grid_cannot_decide(monkeypatch, kern
     assert torch.allclose(rate, expected, atol=5 * math.sqrt(0.25 / C), rtol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_logit_step_log_proposals_equal_the_shared_helpers(dtype):
+    """The terms LogitFlipMH.step computes from its draw, log q(x'|x) = sum log(1 - q) - sum r |z| and
+    log q(x|x') = -sum softplus((1 - 2m) z'), equal the helper the enumeration uses, sum logsigmoid(s z)."""
+    gen = torch.Generator().manual_seed(7)
+    z = torch.randn(50, 30, generator=gen, dtype=dtype) * 6
+    z[0, :3] = torch.tensor([0.0, 80.0, -80.0], dtype=dtype)
+    rare = (torch.rand(50, 30, generator=gen, dtype=dtype) < 0.3).to(dtype)
+    mask = (rare - z.sign().clamp(min=0.0)).abs()
+    kernel = DMALA()
+    tol = {"rtol": 1e-5, "atol": 1e-4} if dtype == torch.float32 else {"rtol": 1e-12, "atol": 1e-10}
+    rare_p = torch.sigmoid(-z.abs())
+    log_fwd = torch.log1p(-rare_p).sum(-1) - (rare * z.abs()).sum(-1)
+    torch.testing.assert_close(log_fwd, kernel._log_q((z,), mask != 0), **tol)
+    z_new = torch.randn(50, 30, generator=gen, dtype=dtype) * 6
+    log_rev = -torch.nn.functional.softplus((1 - 2 * mask) * z_new).sum(-1)
+    torch.testing.assert_close(log_rev, kernel._log_q((z_new,), mask != 0), **tol)
+
+
 def test_default_tau_scales_with_the_dimension():
     """tau = None is e / D: at a flat gradient (d = 0) DLMC flips each bit with (1 - exp(-2 tau)) / 2 and DLMC-Euler
     with tau, so about e bits flip whatever D (a fixed tau = 1 flips 43% of them)."""

@@ -16,7 +16,7 @@ import torch
 from scipy.stats import chisquare
 
 from gradmc.core.exact import exact_distribution
-from gradmc.core.incremental import REFRESH_EVERY, Evaluation, cache_key, flip_bits
+from gradmc.core.incremental import REFRESH_EVERY, Evaluation, cache_key, flip_bits, flipped_entries, select_rows
 from gradmc.samplers.discrete import make_sampler
 from gradmc.samplers.discrete.hamming_ball import BlockHammingBall
 from gradmc.targets import RBM
@@ -114,6 +114,34 @@ def test_rbm_eval_flip_mask_equals_full_evaluation(density):
     x_new = torch.where(mask, 1.0 - x, x)
     _assert_same(target.eval_flip_mask(x, ev, x_new, mask, True), target.eval_state(x_new, True))
     _assert_same(target.eval_flip_mask(x, ev._replace(aux=None), x_new, mask, True), target.eval_state(x_new, True))
+    # the same mask as 0/1 floats, as the logit kernels pass it (a -0.0 entry is not a flip)
+    floats = mask.float()
+    floats[1, ~mask[1]] = -0.0
+    _assert_same(target.eval_flip_mask(x, ev, x_new, floats, True), target.eval_state(x_new, True))
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.float32, torch.float64])
+def test_flipped_entries_are_the_nonzero_entries_in_row_major_order(dtype):
+    mask = torch.rand(7, 13, generator=torch.Generator().manual_seed(5)) < 0.3
+    expected = mask.reshape(-1).nonzero().squeeze(1)
+    given = mask.to(dtype)
+    if dtype.is_floating_point:
+        given[~mask] = -0.0  # a negative zero is zero
+    assert torch.equal(flipped_entries(given), expected)
+
+
+@pytest.mark.parametrize("shape", [(100, 784), (5, 3), (100,), (64, 10, 8)])
+def test_select_rows_equals_where(shape):
+    gen = torch.Generator().manual_seed(6)
+    new, old = torch.randn(shape, generator=gen), torch.randn(shape, generator=gen)
+    new[0] = float("nan")  # values are copied, never compared
+    accepted = torch.rand(shape[0], generator=gen) < 0.9
+    accepted[0] = False
+    expected = torch.where(accepted.reshape(-1, *([1] * (len(shape) - 1))), new, old)
+    got = select_rows(accepted, new, old)
+    assert torch.equal(got.nan_to_num(), expected.nan_to_num())
+    assert torch.equal(got.isnan(), expected.isnan())
+    assert got.data_ptr() not in (new.data_ptr(), old.data_ptr())
 
 
 @pytest.mark.parametrize("name", CATEGORICAL)

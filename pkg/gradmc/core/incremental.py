@@ -42,8 +42,8 @@ rounding; the targets' tests compare them):
   in a row where all but one of its entries are masked out);
   ``eval_flip_candidates(x, ev, sites, masks) -> (C, B)`` f at x with the bits of ``sites`` flipped
   where ``masks[c, b]`` (C, B, X) bool (Gibbs-X, Hamming-ball);
-  ``eval_flip_mask(x, ev, x_new, mask, grad) -> Evaluation`` at x_new = x with the bits of a dense (C, D) bool
-  ``mask`` flipped (the factorised kernels: DMALA, DLMC, ...);
+  ``eval_flip_mask(x, ev, x_new, mask, grad) -> Evaluation`` at x_new = x with the bits of a dense (C, D) mask
+  ``mask`` (bool, or 0/1 floats) flipped (the factorised kernels: DMALA, DLMC, ...);
 - one-hot states (C, D, K): ``eval_change(x, ev, site, value, grad, known_log_prob) -> Evaluation`` at x with site
   ``site[c]`` set to ``value[c]`` (C,) int64; ``eval_change_candidates(x, ev, site) -> (C, K)`` f at x
   with site ``site[c]`` set to each of the K values (categorical Gibbs-1).
@@ -68,7 +68,7 @@ from gradmc.core.gradients import log_prob_and_grad, own_method
 __all__ = ["REFRESH_EVERY", "DERIVED_PREFIX", "Evaluation", "Fingerprint", "CacheKey", "bind_state", "cache_key",
            "fingerprint", "current_evaluation",
            "evaluate", "eval_flips", "eval_flip_candidates", "eval_flip_mask", "eval_change", "eval_change_candidates",
-           "select", "flip_bits", "flip_deltas", "offers"]
+           "select", "select_rows", "flipped_entries", "flip_bits", "flip_deltas", "offers"]
 
 #: A kernel re-evaluates its cached f, grad f and aux from x every this many steps (bounds the rounding
 #: drift of incremental updates; costs 1 / REFRESH_EVERY of an evaluation per step).
@@ -306,12 +306,25 @@ def eval_flips(log_prob, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor, m
     return new if known_log_prob is None else new._replace(log_prob=known_log_prob)
 
 
+_SAME_SIZE_INT = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32,
+                  torch.float64: torch.int64}
+
+
+def flipped_entries(mask: torch.Tensor) -> torch.Tensor:
+    """The flat indices (F,) int64, in row-major order, of the nonzero entries of a flip mask (C, D), bool or 0/1
+    floats. A float mask is read through its bits (|m| viewed as an integer of its size: zero exactly where
+    m = 0), which ``nonzero`` scans about twice as fast as the floats themselves on the CPU."""
+    if mask.is_floating_point():
+        mask = mask.abs().view(_SAME_SIZE_INT[mask.dtype])
+    return mask.reshape(-1).nonzero().squeeze(1)
+
+
 def eval_flip_mask(log_prob, x: torch.Tensor, ev: Evaluation, x_new: torch.Tensor, mask: torch.Tensor,
                    grad: bool = True) -> Evaluation:
     """The evaluation at x_new, x with the bits of ``mask`` flipped (every bit may flip).
 
     Args:
-        x, x_new: (C, D) binary; ev: the evaluation at x; mask: (C, D) bool, x_new = x XOR mask.
+        x, x_new: (C, D) binary; ev: the evaluation at x; mask: (C, D) bool or 0/1 floats, x_new = x XOR mask.
 
     Returns:
         :class:`Evaluation` at x_new: ``log_prob.eval_flip_mask`` when offered (e.g. the RBM updates its
@@ -385,11 +398,34 @@ def eval_change_candidates(log_prob, x: torch.Tensor, ev: Evaluation, site: torc
         return log_prob(candidates.reshape(C * K, D, K)).reshape(C, K)
 
 
+#: :func:`select_rows` copies the rejected rows into a copy of ``new`` on the CPU from this many entries on
+#: (a bool-conditioned ``torch.where`` there costs several times a plain copy)
+_ROW_COPY_MIN = 4096
+
+
+def select_rows(accepted: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    """Per chain (row), ``new`` where accepted, else ``old``: a new tensor, (C, ...) like ``new``.
+
+    Args:
+        accepted: (C,) bool; new, old: (C, ...) of one shape (``old`` may broadcast against ``new``).
+
+    Same values as ``torch.where(accepted[:, None, ...], new, old)``; on the CPU, for tensors of at least
+    :data:`_ROW_COPY_MIN` entries, a copy of ``new`` with the rejected rows copied in (no bool pass over the
+    entries), which neither input shares.
+    """
+    if (new.device.type == "cpu" and new.numel() >= _ROW_COPY_MIN and new.shape == old.shape
+            and new.dtype == old.dtype):
+        rejected = (~accepted).nonzero().squeeze(1)
+        return new.index_copy(0, rejected, old.index_select(0, rejected))
+    return torch.where(accepted.reshape(-1, *([1] * (new.dim() - 1))), new, old)
+
+
 def select(accepted: torch.Tensor, new: Evaluation, old: Evaluation) -> Evaluation:
-    """Per chain, ``new`` where accepted (C,) bool, else ``old`` (fields that are None stay None)."""
+    """Per chain, ``new`` where accepted (C,) bool, else ``old`` (fields that are None stay None;
+    :func:`select_rows` per field)."""
     def pick(a, b):
         if a is None or b is None:
             return None
-        return torch.where(accepted.reshape(-1, *([1] * (a.dim() - 1))), a, b)
+        return select_rows(accepted, a, b)
 
     return Evaluation(pick(new.log_prob, old.log_prob), pick(new.grad, old.grad), pick(new.aux, old.aux))

@@ -12,7 +12,7 @@ from torch import nn
 
 import gradmc.core.streams as streams
 from gradmc.core.exact import enumerate_binary
-from gradmc.core.incremental import Evaluation, flip_deltas
+from gradmc.core.incremental import Evaluation, flip_deltas, flipped_entries
 from gradmc.core.validation import check_binary
 
 __all__ = ["RBM"]
@@ -88,18 +88,18 @@ class RBM(nn.Module):
 
     def eval_flip_mask(self, x: torch.Tensor, ev: Evaluation, x_new: torch.Tensor, mask: torch.Tensor,
                        grad: bool = True) -> Evaluation:
-        """The evaluation at x_new = x with the bits of ``mask`` (C, D) bool flipped. When at most
+        """The evaluation at x_new = x with the bits of ``mask`` (C, D) (bool or 0/1 floats) flipped. When at most
         :attr:`SPARSE_FLIP_FRACTION` of the bits flip: W x' + c = W x + c + sum_{flipped k} (x'_k - x_k) W[:, k]
         from ev.aux (one ``embedding_bag`` over the flipped columns, O(flips H)), then the (C, H) x (H, D)
         product for the gradient; otherwise the full evaluation of x_new (:meth:`eval_state`)."""
         C, D = x.shape
-        flat = mask.reshape(-1).nonzero().squeeze(1)  # (F,) flipped entries, chain-major
+        flat = flipped_entries(mask)  # (F,) flipped entries, chain-major
         if flat.numel() > self.SPARSE_FLIP_FRACTION * C * D or ev.aux is None:
             return self.eval_state(x_new, grad)
         with torch.no_grad():
             x = x.to(self.W.dtype)
             delta = 1.0 - 2.0 * x.reshape(-1).index_select(0, flat)  # (F,) x'_k - x_k
-            counts = mask.sum(1)
+            counts = mask.sum(1).long()
             offsets = counts.cumsum(0).sub_(counts)  # (C,) each chain's first entry in flat
             change = nn.functional.embedding_bag(flat.remainder(D), self._weight_rows(), offsets, mode="sum",
                                                  per_sample_weights=delta)  # (C, H)

@@ -76,6 +76,7 @@ from gradmc.core.incremental import (
     eval_flip_mask,
     evaluate,
     select,
+    select_rows,
 )
 from gradmc.core.validation import check_binary
 from gradmc.sampler_catalog import register_sampler
@@ -140,28 +141,35 @@ _GRID_BITS = 24
 
 
 def _bernoulli(q: torch.Tensor, generator) -> torch.Tensor:
-    """Bernoulli(q) draws, (N, D) bool, with P(True) = q EXACTLY (not rounded to a grid), q (N, D) in [0, 1],
-    float32 or float64 (pass the rarer outcome's probability min(p, 1 - p): accurate in relative terms, never
-    rounded to 1).
+    """:func:`_bernoulli_float` as (N, D) bool."""
+    return _bernoulli_float(q, generator) != 0
+
+
+def _bernoulli_float(q: torch.Tensor, generator) -> torch.Tensor:
+    """Bernoulli(q) draws, (N, D) 0/1 floats in q's dtype, with P(1) = q EXACTLY (not rounded to a grid);
+    q (N, D) in [0, 1], float32 or float64 (pass the rarer outcome's probability min(p, 1 - p): accurate in
+    relative terms, never rounded to 1).
 
     A uniform u = k 2^-24 (k the low 24 bits of a :func:`~gradmc.core.streams.random_words` word, cheaper than
     ``rand``) decides u < q unless q lies in (u, u + 2^-24), where the grid cannot tell; those entries
     (probability 2^-24 each: one step in about 200 on 100 x 784 bits) are decided by a second, float64 draw v of
-    the same shape, True iff v < (q - u) 2^24, so that u + 2^-24 v < q has probability q to within 2^-77. (A
+    the same shape, 1 iff v < (q - u) 2^24, so that u + 2^-24 v < q has probability q to within 2^-77. (A
     24-bit comparison alone would flip bits of q < 6e-8 about 6e-8 of the time, while the Metropolis-Hastings
-    ratio uses the exact q.) In units of the grid: t = q 2^24 (exact), True iff k < t; undecided iff
-    0 < t - k < 1, where t - k is exact (Sterbenz: t <= 2k there unless k = 0).
+    ratio uses the exact q.) In units of the grid: t = q 2^24 (exact), 1 iff k < t; undecided iff
+    0 < t - k < 1, where t - k is exact (Sterbenz: t <= 2k there unless k = 0), so clamping t - k to [0, 1]
+    gives the draw where it is decided and a fraction where it is not.
     """
     if q.dtype not in (torch.float32, torch.float64):
         q = q.float()
     k = streams.random_words(q.shape, generator, device=q.device).bitwise_and((1 << _GRID_BITS) - 1)
-    t = q * float(2 ** _GRID_BITS)
-    gap = t - k  # exact (float) where it matters
-    hit = gap > 0
-    part = gap.clamp(0.0, 1.0)  # in (0, 1) exactly where undecided (float passes: cheaper than bool ones)
-    if float((part.ceil() - part).max()) > 0:
+    gap = q * float(2 ** _GRID_BITS) - k  # exact (float) where it matters
+    # 1 where k < t by at least 1, 0 where k >= t, in (0, 1) exactly where undecided: float passes only (an op
+    # that makes or reads a bool tensor costs several float passes on the CPU)
+    hit = gap.clamp_(0.0, 1.0)
+    if float(hit.frac().max()) > 0:
         v = streams.rand(q.shape, generator, device=q.device, dtype=torch.float64)
-        hit = torch.where((part > 0) & (part < 1), v < gap.double(), hit)
+        undecided = (hit > 0) & (hit < 1)
+        hit = torch.where(undecided, (v < (q.double() * float(2 ** _GRID_BITS) - k)).to(hit.dtype), hit)
     return hit
 
 
@@ -365,6 +373,45 @@ class LogitFlipMH(IndependentFlipMH):
         where z <= 0, a keep where z > 0."""
         (z,) = proposal
         return _bernoulli(torch.sigmoid(z.abs().neg_()), generator) != (z > 0)
+
+    def step(self, state: FactorisedState, log_prob, generator: torch.Generator) -> tuple[FactorisedState, Info]:
+        """One transition for every chain, as :meth:`IndependentFlipMH.step` (same arguments, returns and errors),
+        computed with 0/1 float masks and the draw's own probabilities:
+
+        - the rarer outcome r_i ~ Bernoulli(q_i), q_i = sigmoid(-|z_i|) (:func:`_bernoulli_float`); the flip mask is
+          m_i = |r_i - [z_i > 0]|;
+        - log q(x' | x) = sum_i log(1 - q_i) - sum_i r_i |z_i| (log(q / (1 - q)) = -|z|), from the q of the draw;
+        - log q(x | x') = -sum_i softplus((1 - 2 m_i) z'_i) = sum_i logsigmoid(s_i z'_i), z' the logits at x'.
+
+        The same law as the shared helpers that :meth:`transition_probabilities` enumerates (tests compare a step
+        with the enumerated row). A subclass that overrides :meth:`log_reverse` gets it called with the bool mask.
+        """
+        x = state.x  # (C, D)
+        ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
+        check_current_gradient(self.name, state, ev.log_prob, ev.grad)
+        z = self.flip_logits(x, ev.grad)  # (C, D)
+        size = z.abs()
+        rare_p = torch.sigmoid(size.neg())  # probability of the rarer outcome: a flip where z <= 0, a keep where z > 0
+        rare = _bernoulli_float(rare_p, generator)  # (C, D) 0/1
+        mask = (rare - z.sign().clamp_(min=0.0)).abs_()  # (C, D) 0/1 flip mask: rare XOR (z > 0)
+        log_fwd = torch.log1p(rare_p.neg_()).sum(-1) - (rare * size).sum(-1)  # (C,)
+        x_new = (x - mask.to(x.dtype)).abs_()  # x XOR mask
+        ev_new = eval_flip_mask(log_prob, x, ev, x_new, mask, grad=True)
+        if type(self).log_reverse is IndependentFlipMH.log_reverse:
+            keep_sign = mask.mul(-2.0).add_(1.0)  # -1 where flipped, +1 where kept
+            log_rev = F.softplus(keep_sign.mul_(self.flip_logits(x_new, ev_new.grad))).sum(-1).neg_()
+        else:
+            log_rev = self.log_reverse(x, ev.grad, x_new, ev_new.grad, mask != 0)
+        log_alpha = self._log_alpha(ev.log_prob, ev_new.log_prob, ev_new.grad, log_fwd, log_rev)
+        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
+        x_out = select_rows(accepted, x_new, x)
+        out = select(accepted, ev_new, ev)
+        sites = torch.where(accepted, mask.sum(1).long(), 0)
+        evals = 1 + billed
+        info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=sites,
+                    energy_evals=evals, grad_evals=evals)
+        return bind_state(FactorisedState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
+                                          cache=out if key is not None else None, cache_key=key)), info
 
 
 def _dlp_binary(x: torch.Tensor, grad: torch.Tensor, step_size: float) -> torch.Tensor:
