@@ -1,7 +1,9 @@
-"""`gradmc docs RUN`: the results page of a finished run, built here from a tiny fake results tree."""
+"""The documentation: `gradmc docs RUN` (the results page of a finished run, built here from a tiny fake results
+tree); the README's Python snippet runs as printed; its test commands are the ones CI runs."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +14,7 @@ from gradmc.errors import InputError
 from gradmc.results import provenance, write_parquet
 from gradmc.results.page import captions, results_page, stage_times, write_results_page
 
+REPO = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"  # the page links images; it never opens them
 
 
@@ -110,3 +113,22 @@ def test_cli_writes_the_page_beside_the_run(run, tmp_path, capsys):
 def test_write_is_atomic_and_returns_the_path(run, tmp_path):
     path = write_results_page(run, tmp_path / "x.md")
     assert path == tmp_path / "x.md" and not list(tmp_path.glob("*.tmp*"))
+
+
+def _readme_block(heading: str, language: str) -> str:
+    """The first fenced ``language`` block of the README section ``## heading``."""
+    section = (REPO / "README.md").read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.search(rf"```{language}\n(.*?)```", section, re.S).group(1)
+
+
+def test_readme_snippet_runs(capsys):
+    exec(compile(_readme_block("A sampler on your own energy", "python"), "README.md", "exec"), {})
+    value = float(capsys.readouterr().out.rsplit(":", 1)[1])
+    assert 100 < value < 64 * 800 * 5  # pooled ESS of 64 chains x 800 kept draws: positive, finite
+
+
+def test_ci_runs_the_readme_test_commands():
+    commands = [line.split("#")[0].strip() for line in _readme_block("Tests", "bash").splitlines() if line.strip()]
+    ci = [line.split("#")[0].strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    assert commands == [c for c in ci if c.startswith("make ")]
+    assert {"make test", "make test-full", "make docs"} <= set(commands)

@@ -160,8 +160,8 @@ def config_page(main: dict, parts: dict[str, dict]) -> str:
         if "properties" in sub:
             lines.append(schema_table(sub, f"{key}."))
     for key, sub in parts.items():
-        lines += [f"## `{key}`", "", _cell(sub.get("description", "")) + f" ([experiment page](../experiments/{key}.md))",
-                  "", schema_table(sub, f"{key}.")]
+        page = f" ([experiment page](../experiments/{key}.md))"
+        lines += [f"## `{key}`", "", _cell(sub.get("description", "")) + page, "", schema_table(sub, f"{key}.")]
     for key, sub in main.get("$defs", {}).items():
         lines += [f"## Definition `{key}`", "", f"Type: {_type(sub)}. {_cell(sub.get('description', ''))}", ""]
     return "\n".join(lines)
