@@ -26,13 +26,14 @@ endif
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.gradmc-installed
+DOCS_STAMP := $(VENV)/.gradmc-docs-installed
 PROFILE ?= workflow/profiles/default
 CONFIG  ?= quick
 SMK     := $(BIN)/snakemake --workflow-profile $(PROFILE) --cores $(CORES)
 # a CONFIG that names no file stops with one line, not a Snakemake traceback
 CHECK_CONFIG = @test -f config/$(CONFIG).yaml || { echo "make: config file config/$(CONFIG).yaml not found (CONFIG names a file in config/: $$(ls config | sed -n 's/\.yaml$$//p' | tr '\n' ' '))" >&2; exit 2; }
 
-.PHONY: help venv data test test-full lint reproduce why reproduce-paper reproduce-smoke plan-paper stage-times bench bench-peers gpu-check report unlock clean-results
+.PHONY: help venv data test test-full docs lint reproduce why reproduce-paper reproduce-smoke plan-paper stage-times bench bench-peers gpu-check report unlock clean-results
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -68,6 +69,14 @@ test: $(STAMP)  ## the default suite: unit, exactness and CLI tests, slow ones e
 
 test-full: $(STAMP)  ## every test, the slow ones too (the smoke pipeline, interrupts, multi-node, cache resume)
 	$(BIN)/python -m pytest -q -m '' --durations=15
+
+# the docs extra (mkdocs, material, mkdocstrings), pinned by constraints.txt like the rest
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,docs]'
+	@touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)  ## the documentation site -> site/ (mkdocs --strict, offline; reference pages generated from the code)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 lint: $(STAMP)  ## ruff and snakemake --lint (less its conda/container lint: workflow/lint.py)
 	$(BIN)/ruff check .

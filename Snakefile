@@ -1,7 +1,7 @@
 # gradmc pipeline: data -> training -> sampling (Ray) -> figures and tables.
 #   snakemake --cores 2                                  # quick config (default)
 #   snakemake --cores 2 --configfile config/paper.yaml   # the papers' settings
-# See README.md. Rules live in workflow/rules/; the config schema in workflow/schemas/.
+# See README.md and docs/. Rules live in workflow/rules/; the config schema in workflow/schemas/.
 from pathlib import Path
 
 from snakemake.utils import min_version

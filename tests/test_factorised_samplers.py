@@ -1,5 +1,5 @@
 """The factorised gradient samplers (DMALA, DULA, DLMC, DLMC-Euler; categorical DMALA / DULA) are exact,
-or, for the unadjusted DULA, visibly biased (EXPERIMENTS.md A0, "Exactness"; issue 17).
+or, for the unadjusted DULA, visibly biased (EXPERIMENTS.md A0, "Exactness").
 
 Targets small enough to enumerate, as in test_sampler_exactness.py: an RBM (8 visible, 5 hidden) and a
 dense pairwise binary model (D = 8, 256 states, float64); a random pairwise Potts model on one-hot states

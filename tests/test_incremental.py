@@ -1,4 +1,4 @@
-"""Cached and incremental evaluations (gradmc.core.incremental, issue 14).
+"""Cached and incremental evaluations (gradmc.core.incremental).
 
 (a) every structured target's incremental methods equal a full evaluation of the changed states;
 (b) a cached kernel follows the same chain as the generic, uncached path on the same generator stream,

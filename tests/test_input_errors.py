@@ -1,4 +1,5 @@
-"""Bad inputs a user plausibly gives get a specific error naming the file or name (issue 8 fault list)."""
+"""Bad inputs a user plausibly gives get a specific error naming the file or name (the fault list of
+docs/scale-out.md: bad config, missing or corrupt inputs, unknown names)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Driver interruption (issue 8): Ctrl-C on a running pipeline, then a rerun finishes only what was unfinished.
+"""Driver interruption: Ctrl-C on a running pipeline, then a rerun finishes only what was unfinished.
 
 The smoke workflow is copied to a temporary folder and asked for the RBM reference samples (three chained jobs:
 prepare_mnist -> train_rbm -> rbm_reference). Snakemake is interrupted with SIGINT (what Ctrl-C on

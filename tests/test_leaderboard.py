@@ -1,4 +1,4 @@
-"""The sampler leaderboard (issue 17): per-seed replicates under both ESS protocols, against hand-computed values,
+"""The sampler leaderboard: per-seed replicates under both ESS protocols, against hand-computed values,
 and t intervals over seeds against scipy."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`snakemake --lint` less its "Specify a conda environment or container for each rule" lint (`make lint`, tests).
 
 The rules deliberately name no conda environment or container: environment.yml is for creating a conda env by
-hand (see README, "Environment"). Every other lint still counts; the exit status is snakemake's.
+hand (see docs/environment.md). Every other lint still counts; the exit status is snakemake's.
 Usage: python workflow/lint.py [snakemake options, e.g. -s Snakefile --directory .]
 """
 

@@ -400,7 +400,12 @@ def _cmd_figure(args) -> None:
     log("[figure] wrote " + ", ".join(str(p) for p in paths))
 
 
-#: subcommand -> handler(args)
+def _cmd_docs(args) -> None:
+    from gradmc.results.page import write_results_page
+
+    log(f"[docs] wrote {write_results_page(args.run, args.out)}")
+
+
 def _cmd_plan(args) -> None:
     from gradmc.plan.cli import plan_command
 
@@ -438,5 +443,6 @@ def _cmd_check_sampler(args) -> None:
         raise SystemExit(1)
 
 
-COMMANDS = {"data": _cmd_data, "run": _cmd_run, "figure": _cmd_figure, "claims": _cmd_claims, "bench": _cmd_bench,
-            "plan": _cmd_plan, "samplers": _cmd_samplers, "check-sampler": _cmd_check_sampler}
+#: subcommand -> handler(args)
+COMMANDS = {"data": _cmd_data, "run": _cmd_run, "figure": _cmd_figure, "claims": _cmd_claims, "docs": _cmd_docs,
+            "bench": _cmd_bench, "plan": _cmd_plan, "samplers": _cmd_samplers, "check-sampler": _cmd_check_sampler}

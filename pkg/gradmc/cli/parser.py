@@ -194,11 +194,13 @@ def _add_figures(fig) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full ``gradmc`` parser (subcommands data, run, figure, claims, bench, plan)."""
+    """The full ``gradmc`` parser (subcommands data, run, figure, claims, docs, bench, plan, samplers,
+    check-sampler)."""
     parser = argparse.ArgumentParser(prog="gradmc", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="store_true", help="print the gradmc version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="{data,run,figure,claims,bench,plan,samplers,check-sampler}")
+    sub = parser.add_subparsers(dest="command",
+                                metavar="{data,run,figure,claims,docs,bench,plan,samplers,check-sampler}")
     _add_data(sub)
     standard = list(experiments())
     run = sub.add_parser("run", help="run one experiment stage").add_subparsers(
@@ -224,6 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
     claims.add_argument("--dashboard", default=None, metavar="PREFIX",
                         help="also draw the claims dashboard (forest plot of every effect and its 95%% interval) "
                              "to PREFIX.pdf and PREFIX.png; claims.md links the PNG")
+    docs = sub.add_parser("docs", help="results page of a finished run: claims table and dashboard, every figure "
+                          "with its paper caption, stage times, versions and provenance -> RUN/results.md")
+    docs.add_argument("run", metavar="RUN", help="results folder of a finished run, e.g. results/quick")
+    docs.add_argument("--out", default=None, help="markdown file to write (default RUN/results.md; its links to "
+                                                  "figures and tables are relative to RUN)")
     _add_bench(sub)
     add_plan_parser(sub)
     _add_samplers(sub)

@@ -4,7 +4,7 @@ In at most ``--time-limit`` seconds: both DAGs run at once from copies of ``conf
 only in name and device (:mod:`.cli`); every per-chain statistic must have the same mean on both devices
 within Monte Carlo error (a two-sample t test per statistic, Bonferroni over the run: :mod:`.compare`);
 GWG is timed on the ``make bench`` RBM; one markdown table is printed and written with the JSON
-(:mod:`.report`). The README's "Checking a GPU machine" has the details. Exit status: 0 all passed; 1 a
+(:mod:`.report`). docs/scale-out.md ("Checking a GPU machine") has the details. Exit status: 0 all passed; 1 a
 DAG, a comparison or the time limit failed; 2 refused (no CUDA, see :func:`cuda_problem`).
 """
 

@@ -1,0 +1,212 @@
+"""The results page of a finished pipeline run: one markdown file a reader opens first.
+
+``gradmc docs results/<config>`` writes ``results/<config>/results.md`` from what the run left there:
+
+- the claims summary and table (``claims.parquet``) with the claims dashboard (``figures/claims_dashboard.png``);
+- every figure under ``figures/``, headed by the paper figure it reproduces and captioned with the report
+  caption of its experiment folder (the same ``.rst`` text ``make report`` shows), with a link to its table;
+- the stage times, read from each job's log (``logs/<job>.log``, whose last ``[gradmc] ... done in Ns`` line
+  the ``gradmc`` command prints when it ends);
+- versions and provenance, from the Parquet footers (:func:`gradmc.results.read_provenance`): commit, config
+  hash, gradmc, torch and Python versions, when each file was written.
+
+Image and table links are relative, so the page renders beside the files it shows (a markdown viewer, or a
+documentation site that copies the folder). A folder that is not a finished run is refused with an
+:class:`~gradmc.errors.InputError` naming what is missing.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+import gradmc
+from gradmc.atomic import atomic_path
+from gradmc.errors import InputError
+from gradmc.registry import EXPERIMENTS_DIR, experiments
+from gradmc.results.parquet import read_parquet, read_provenance
+
+__all__ = ["FINISHED_MARKERS", "captions", "stage_times", "results_page", "write_results_page"]
+
+#: Files every finished run holds (the claims rule runs last, after every metrics file exists).
+FINISHED_MARKERS = ("claims.md", "claims.parquet", "figures/claims_dashboard.png")
+#: Captions of the figures no experiment folder owns (the claims dashboard, the leaderboard).
+REPORT_DIR = Path(gradmc.__file__).resolve().parents[2] / "workflow" / "report"
+
+_DONE = re.compile(r"\[gradmc\] (\S+) done in ([0-9.]+)s")
+_JINJA = re.compile(r"\{\{\s*snakemake\.config\[\"name\"\]\s*\}\}")
+_VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "NOT DECIDABLE AT THIS SCALE", "NOT DECIDABLE ON THIS HARDWARE", "NOT RUN")
+
+
+def _rst_to_markdown(text: str, config_name: str) -> str:
+    """A report caption (reST with Snakemake's Jinja) as markdown paragraphs: the config name filled in,
+    ``literal`` as `literal`, lines of a paragraph joined."""
+    text = _JINJA.sub(config_name, text).replace("``", "`")
+    paragraphs = [" ".join(line.strip() for line in block.splitlines()) for block in re.split(r"\n\s*\n", text)]
+    return "\n\n".join(p for p in paragraphs if p)
+
+
+def captions() -> dict[str, Path]:
+    """Figure stem -> its report caption file: a standard experiment's ``caption.rst`` for its figure and extra
+    figures, a hand-written stage's ``<stem>.rst`` in its folder, ``workflow/report/<stem>.rst`` for the rest."""
+    found = {path.stem: path for path in sorted(REPORT_DIR.glob("*.rst"))}
+    found.update({path.stem: path for path in sorted(EXPERIMENTS_DIR.glob("*/*.rst")) if path.stem != "caption"})
+    for exp in experiments().values():
+        if exp.figure and exp.caption_path.is_file():
+            for stem in (exp.figure, *(f"{exp.figure}_{suffix}" for suffix in exp.extra_figures)):
+                found[stem] = exp.caption_path
+    return found
+
+
+def _caption_for(stem: str, known: dict[str, Path]) -> Path | None:
+    """The caption of ``stem``, or of the longest known stem it extends (``fig6_ising_pcd_vs_steps``)."""
+    if stem in known:
+        return known[stem]
+    prefixes = [k for k in known if stem.startswith(f"{k}_")]
+    return known[max(prefixes, key=len)] if prefixes else None
+
+
+def stage_times(run_dir: str | Path) -> pd.DataFrame:
+    """Wall seconds of each job of the run, from the last ``[gradmc] <command> done in <s>s`` line of its log.
+
+    Returns:
+        One row per job log that has such a line: ``job`` (the log's name), ``command`` and ``seconds``,
+        slowest first. Jobs whose command prints no time (data fetches) are left out.
+    """
+    rows = []
+    for log in sorted((Path(run_dir) / "logs").glob("*.log")):
+        matches = _DONE.findall(log.read_text(errors="replace"))
+        if matches:
+            command, seconds = matches[-1]
+            rows.append({"job": log.stem, "command": command, "seconds": float(seconds)})
+    frame = pd.DataFrame(rows, columns=["job", "command", "seconds"])
+    return frame.sort_values("seconds", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _check_finished(run: Path) -> None:
+    if not run.is_dir():
+        raise InputError(f"{run} is not a folder: give the results folder of a run, e.g. results/quick")
+    missing = [name for name in FINISHED_MARKERS if not (run / name).is_file()]
+    if missing:
+        raise InputError(f"{run} is not a finished run (missing {', '.join(missing)}): run "
+                         f"`make reproduce CONFIG={run.name}` to the end first")
+
+
+def _escape(value) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _fmt(x) -> str:
+    return "" if pd.isna(x) else f"{x:.3g}"
+
+
+def _claims_section(claims: pd.DataFrame) -> list[str]:
+    counts = claims["status"].value_counts()
+    lines = ["## Claims", "", "| origin | " + " | ".join(_VERDICTS) + " |", "|:--|" + "--:|" * len(_VERDICTS)]
+    for origin, part in claims.groupby("origin", sort=False):
+        per = part["status"].value_counts()
+        lines.append(f"| {origin} | " + " | ".join(str(int(per.get(v, 0))) for v in _VERDICTS) + " |")
+    lines += ["", f"{len(claims)} claims, {int(counts.get('PASS', 0))} PASS. Only decidable claims (PASS, FAIL, "
+              "INCONCLUSIVE) count; [`claims.md`](claims.md) has each claim's quote, test, margin, needs and "
+              "notes.", "",
+              "![claims dashboard](figures/claims_dashboard.png)", "",
+              "| experiment | figure | claim | effect [95% interval] | verdict |", "|:--|:--|:--|:--|:--|"]
+    for row in claims.itertuples(index=False):
+        interval = "" if pd.isna(row.effect) else f"{_fmt(row.effect)} [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}]"
+        lines.append(f"| {_escape(row.experiment)} | {_escape(row.paper)} | {_escape(row.claim)} | {interval} | "
+                     f"{row.status} |")
+    return [*lines, ""]
+
+
+def _figures_section(run: Path, config_name: str) -> list[str]:
+    known = captions()
+    lines = ["## Figures", ""]
+    for png in sorted((run / "figures").glob("*.png")):
+        if png.stem == "claims_dashboard":
+            continue
+        caption = _caption_for(png.stem, known)
+        text = _rst_to_markdown(caption.read_text(), config_name) if caption else ""
+        title = text.split(":", 1)[0] if text and ":" in text.split("\n", 1)[0][:60] else png.stem
+        lines += [f"### {title} (`{png.stem}`)", "", f"![{png.stem}](figures/{png.name})", ""]
+        if text:
+            lines += [text, ""]
+        tables = [t for t in (run / "tables" / f"{png.stem}.md",) if t.is_file()]
+        lines += [f"Table: [`tables/{t.name}`](tables/{t.name})" for t in tables] + ([""] if tables else [])
+    others = [t for t in sorted((run / "tables").glob("*.md")) if not (run / "figures" / f"{t.stem}.png").is_file()]
+    if others:
+        lines += ["### Tables without a figure", ""] + [f"- [`tables/{t.name}`](tables/{t.name})" for t in others]
+        lines.append("")
+    return lines
+
+
+def _stage_times_section(run: Path) -> list[str]:
+    times = stage_times(run)
+    if times.empty:
+        return ["## Stage times", "", "No job log under `logs/` records its time.", ""]
+    lines = ["## Stage times", "", f"Each job's own time (its `gradmc` command, from `logs/<job>.log`); jobs run in "
+             f"parallel, so the sum ({times['seconds'].sum():.0f} s) exceeds the run's wall time, which "
+             "`make stage-times` reads from Snakemake's log.", "", "| job | command | seconds |", "|:--|:--|--:|"]
+    lines += [f"| {row.job} | {row.command} | {row.seconds:.0f} |" for row in times.itertuples(index=False)]
+    return [*lines, ""]
+
+
+def _provenance_section(run: Path, claims_prov: dict) -> list[str]:
+    keys = ("git_commit", "git_dirty", "config_hash", "package_version", "torch_version", "python_version",
+            "created_utc")
+    lines = ["## Versions and provenance", "", "Of the claims table (it is written last):", "",
+             "| key | value |", "|:--|:--|"]
+    lines += [f"| {key} | `{claims_prov.get(key, '')}` |" for key in keys]
+    lines += ["", "Of each metrics file (the full provenance, config included, is the JSON under `gradmc.provenance` "
+              "in its Parquet footer: `gradmc.results.read_provenance(path)`):", "",
+              "| file | commit | dirty | config hash | gradmc | torch | written (UTC) |",
+              "|:--|:--|:--|:--|:--|:--|:--|"]
+    for path in sorted(run.glob("*/metrics.parquet")) + sorted(run.glob("*/*/*/metrics.parquet")):
+        try:
+            prov = read_provenance(path)
+        except InputError as err:
+            lines.append(f"| `{path.relative_to(run)}` | unreadable: {_escape(err)} | | | | | |")
+            continue
+        cells = (f"`{str(prov.get('git_commit', ''))[:12]}`", prov.get("git_dirty", ""),
+                 f"`{prov.get('config_hash', '')}`", prov.get("package_version", ""), prov.get("torch_version", ""),
+                 prov.get("created_utc", ""))
+        lines.append(f"| `{path.relative_to(run)}` | " + " | ".join(str(c) for c in cells) + " |")
+    return [*lines, ""]
+
+
+def results_page(run_dir: str | Path) -> str:
+    """The markdown results page of the finished run in ``run_dir`` (``results/<config>``).
+
+    Raises:
+        gradmc.errors.InputError: ``run_dir`` is not a folder, or not a finished run (no claims table or
+            dashboard), or its ``claims.parquet`` is unreadable.
+    """
+    run = Path(run_dir)
+    _check_finished(run)
+    claims, prov = read_parquet(run / "claims.parquet")
+    config_name = str((prov.get("config") or {}).get("name") or run.name)
+    lines = [f"# Results of the `{config_name}` config", "",
+             f"Written by `gradmc docs {run}` from the files of the run. The quick and smoke configs use reduced "
+             "sizes: their numbers are not the papers'.", ""]
+    lines += _claims_section(claims)
+    lines += _figures_section(run, config_name)
+    lines += _stage_times_section(run)
+    lines += _provenance_section(run, prov)
+    return "\n".join(lines)
+
+
+def write_results_page(run_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Write :func:`results_page` of ``run_dir`` to ``out`` (default ``<run_dir>/results.md``) atomically.
+
+    Returns:
+        The path written.
+
+    Raises:
+        gradmc.errors.InputError: as :func:`results_page`.
+    """
+    path = Path(out) if out is not None else Path(run_dir) / "results.md"
+    text = results_page(run_dir)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return path

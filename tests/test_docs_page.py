@@ -1,0 +1,134 @@
+"""The documentation: `gradmc docs RUN` (the results page of a finished run, built here from a tiny fake results
+tree); the README's Python snippet runs as printed; its test commands are the ones CI runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gradmc.cli import main
+from gradmc.errors import InputError
+from gradmc.results import provenance, write_parquet
+from gradmc.results.page import captions, results_page, stage_times, write_results_page
+
+REPO = Path(__file__).resolve().parents[1]
+PNG = b"\x89PNG\r\n\x1a\n"  # the page links images; it never opens them
+
+
+def _claims() -> pd.DataFrame:
+    return pd.DataFrame({
+        "experiment": ["rbm_sampling", "kmc_banana", "rbm_sampling"],
+        "origin": ["GWG", "KMC", "other"],
+        "paper": ["Fig. 3", "Fig. 3", "-"],
+        "claim": ["GWG mixes faster | than Gibbs-1", "KMC accepts more", "sanity"],
+        "effect": [1.5, 0.2, float("nan")],
+        "ci_low": [1.1, -0.1, float("nan")],
+        "ci_high": [1.9, 0.5, float("nan")],
+        "status": ["PASS", "INCONCLUSIVE", "NOT DECIDABLE AT THIS SCALE"],
+    })
+
+
+@pytest.fixture()
+def run(tmp_path: Path) -> Path:
+    """A finished quick run as the pipeline leaves it, shrunk to one file of each kind."""
+    run = tmp_path / "results" / "quick"
+    for folder in ("figures", "tables", "logs", "rbm_sampling", "ebm/frey/GWG"):
+        (run / folder).mkdir(parents=True)
+    write_parquet(_claims(), run / "claims.parquet", provenance({"name": "quick"}))
+    (run / "claims.md").write_text("# Claims of the papers, measured (quick config)\n")
+    for stem in ("claims_dashboard", "fig3_rbm_sampling", "sampler_leaderboard", "fig6_ising_pcd_vs_steps"):
+        (run / "figures" / f"{stem}.png").write_bytes(PNG)
+    (run / "tables" / "fig3_rbm_sampling.md").write_text("| a |\n|--|\n| 1 |\n")
+    (run / "tables" / "sampler_cost.md").write_text("| b |\n|--|\n| 2 |\n")
+    (run / "logs" / "rbm_sampling.log").write_text("[gradmc] threads: 1\n[gradmc] run done in 12.5s (pid 7)\n")
+    (run / "logs" / "ais_ebm_frey_GWG.log").write_text("[gradmc] run done in 99.0s (pid 8)\n")
+    (run / "logs" / "fetch_glass.log").write_text("downloading glass.data\n")
+    metrics = pd.DataFrame({"metric": ["ess"], "value": [1.0]})
+    write_parquet(metrics, run / "rbm_sampling" / "metrics.parquet", provenance({"name": "quick", "x": 1}))
+    write_parquet(metrics, run / "ebm" / "frey" / "GWG" / "metrics.parquet", provenance({"name": "quick"}))
+    return run
+
+
+def test_page_holds_claims_figures_times_and_provenance(run):
+    page = results_page(run)
+    assert page.startswith("# Results of the `quick` config")
+    assert "![claims dashboard](figures/claims_dashboard.png)" in page
+    assert "| GWG | 1 | 0 | 0 | 0 | 0 | 0 |" in page  # one row of counts per origin, verdicts in order
+    assert "| KMC | 0 | 0 | 1 | 0 | 0 | 0 |" in page
+    assert "GWG mixes faster \\| than Gibbs-1" in page  # a "|" in a cell does not split the table
+    assert "| 1.5 [1.1, 1.9] | PASS |" in page
+    # each figure under its paper name, with the experiment folder's caption, the config name filled in
+    assert "### GWG Fig. 3 / 9 (`fig3_rbm_sampling`)" in page
+    assert "![fig3_rbm_sampling](figures/fig3_rbm_sampling.png)" in page
+    assert "Config: `quick` (`config/quick.yaml`)" in page and "snakemake.config" not in page
+    assert "Table: [`tables/fig3_rbm_sampling.md`](tables/fig3_rbm_sampling.md)" in page
+    assert "(`sampler_leaderboard`)" in page and "(`fig6_ising_pcd_vs_steps`)" in page
+    assert "GWG Fig. 6" in page  # an extra figure takes its experiment's caption
+    assert "- [`tables/sampler_cost.md`](tables/sampler_cost.md)" in page
+    # stage times, slowest first; a job that prints no time is left out
+    assert page.index("| ais_ebm_frey_GWG | run | 99 |") < page.index("| rbm_sampling | run | 12 |")
+    assert "fetch_glass" not in page
+    assert "| package_version |" in page
+    assert "`rbm_sampling/metrics.parquet`" in page and "`ebm/frey/GWG/metrics.parquet`" in page
+
+
+def test_stage_times_reads_the_last_done_line(run):
+    (run / "logs" / "train_ebm.log").write_text("[gradmc] run done in 3.0s\nresumed\n[gradmc] run done in 4.5s\n")
+    times = stage_times(run)
+    assert list(times["job"]) == ["ais_ebm_frey_GWG", "rbm_sampling", "train_ebm"]
+    assert times.set_index("job").loc["train_ebm", "seconds"] == 4.5
+
+
+def test_every_figure_of_the_registry_has_a_caption():
+    known = captions()
+    for stem in ("fig3_rbm_sampling", "kmc_fig3_banana", "gwg_fig14_ais", "sampler_leaderboard", "claims_dashboard"):
+        assert known[stem].is_file(), stem
+
+
+@pytest.mark.parametrize("missing", ["claims.parquet", "figures/claims_dashboard.png"])
+def test_unfinished_run_is_refused_naming_what_is_missing(run, missing):
+    (run / missing).unlink()
+    with pytest.raises(InputError, match=rf"not a finished run \(missing {missing}\).*make reproduce CONFIG=quick"):
+        results_page(run)
+
+
+def test_not_a_folder(tmp_path):
+    with pytest.raises(InputError, match="is not a folder"):
+        results_page(tmp_path / "nowhere")
+
+
+def test_cli_writes_the_page_beside_the_run(run, tmp_path, capsys):
+    assert main(["docs", str(run)]) == 0
+    assert (run / "results.md").read_text() == results_page(run)
+    out = tmp_path / "page.md"
+    assert main(["docs", str(run), "--out", str(out)]) == 0 and out.is_file()
+    (run / "claims.md").unlink()
+    assert main(["docs", str(run)]) == 2
+    assert "not a finished run (missing claims.md)" in capsys.readouterr().err
+
+
+def test_write_is_atomic_and_returns_the_path(run, tmp_path):
+    path = write_results_page(run, tmp_path / "x.md")
+    assert path == tmp_path / "x.md" and not list(tmp_path.glob("*.tmp*"))
+
+
+def _readme_block(heading: str, language: str) -> str:
+    """The first fenced ``language`` block of the README section ``## heading``."""
+    section = (REPO / "README.md").read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.search(rf"```{language}\n(.*?)```", section, re.S).group(1)
+
+
+def test_readme_snippet_runs(capsys):
+    exec(compile(_readme_block("A sampler on your own energy", "python"), "README.md", "exec"), {})
+    value = float(capsys.readouterr().out.rsplit(":", 1)[1])
+    assert 100 < value < 64 * 800 * 5  # pooled ESS of 64 chains x 800 kept draws: positive, finite
+
+
+def test_ci_runs_the_readme_test_commands():
+    commands = [line.split("#")[0].strip() for line in _readme_block("Tests", "bash").splitlines() if line.strip()]
+    ci = [line.split("#")[0].strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    assert commands == [c for c in ci if c.startswith("make ")]
+    assert {"make test", "make test-full", "make docs"} <= set(commands)
