@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
+from _localdata import serve
 
 from gradmc.cli import main
 
@@ -58,3 +60,40 @@ def test_hand_written_stage_with_an_unknown_sampler_creates_no_out_folder(tmp_pa
     line = one_line_error(capsys, code)
     assert "unknown sampler 'GWK'" in line
     assert not (tmp_path / "models").exists()
+
+
+def _folders(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*")}
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:  # bound, never listening, then closed: nothing answers there
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.usefixtures("download_env")
+@pytest.mark.parametrize("server", ["closed port", "404", "checksum mismatch"])
+def test_failed_fetch_leaves_no_new_empty_folders(tmp_path, capsys, server):
+    mirror = tmp_path / "mirror"
+    (mirror / "protein" / "persistent-vi").mkdir(parents=True)
+    if server == "checksum mismatch":
+        for name in ("PF00018.a2m", "PF00018_summary.txt"):
+            (mirror / "protein" / "persistent-vi" / name).write_text("not the registered file\n")
+    elif server == "404":
+        (mirror / "protein" / "persistent-vi").rmdir()
+    data = tmp_path / "data"
+    (data / "protein").mkdir(parents=True)  # a folder that was there before: it stays
+    (data / "notes.txt").write_text("the user's own file\n")
+    before = _folders(data)
+    with serve(mirror) as url:
+        url = f"http://127.0.0.1:{_closed_port()}" if server == "closed port" else url
+        code = main(["data", "fetch", "pf00018", "--data-dir", str(data / "cache"), "--base-url", url])
+        code2 = main(["data", "fetch", "pf00018", "--data-dir", str(data), "--base-url", url])
+    err = capsys.readouterr().err
+    assert code == code2 == 2, err
+    assert "could not be fetched" in err and "Traceback" not in err
+    assert _folders(data) == before  # neither cache/ nor protein/persistent-vi/ is left behind
+    assert (data / "notes.txt").read_text() == "the user's own file\n"
