@@ -97,3 +97,21 @@ def test_failed_fetch_leaves_no_new_empty_folders(tmp_path, capsys, server):
     assert "could not be fetched" in err and "Traceback" not in err
     assert _folders(data) == before  # neither cache/ nor protein/persistent-vi/ is left behind
     assert (data / "notes.txt").read_text() == "the user's own file\n"
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n# and another\n", "null\n", "---\n", "~\n"])
+def test_an_empty_config_file_is_called_empty(tmp_path, capsys, text):
+    config = tmp_path / "mine.yaml"
+    config.write_text(text)
+    out = tmp_path / "results" / "metrics.parquet"
+    line = one_line_error(capsys, main(["run", "ising_sampling", "--config", str(config), "--out", str(out)]))
+    assert f"config file {config} is empty" in line and "required property" not in line
+    assert not (tmp_path / "results").exists()
+
+
+def test_an_empty_base_config_is_called_empty(tmp_path, capsys):
+    (tmp_path / "base.yaml").write_text("# nothing yet\n")
+    (tmp_path / "mine.yaml").write_text("extends: base.yaml\nname: mine\n")
+    code = main(["data", "fetch", "--config", str(tmp_path / "mine.yaml"), "--data-dir", str(tmp_path / "d")])
+    assert f"config file {tmp_path / 'base.yaml'} is empty" in one_line_error(capsys, code)
+    assert not (tmp_path / "d").exists()

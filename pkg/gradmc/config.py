@@ -310,12 +310,16 @@ def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"config path {path} is not a file (expected a YAML file, e.g. config/quick.yaml)")
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
     except UnicodeDecodeError as err:
         raise ConfigError(f"config file {path} is not UTF-8 text ({err.reason} at byte {err.start}); expected a "
                           "YAML file, e.g. config/quick.yaml") from None
+    if config is None:  # no text, only comments, or a lone null / ---
+        raise ConfigError(f"config file {path} is empty (no settings, at most comments); expected a YAML mapping "
+                          "such as 'name: mine' and 'device: cpu', or 'extends: quick.yaml' and the settings that "
+                          "differ from it (see config/quick.yaml)")
     if not isinstance(config, dict):
         raise ConfigError(f"config file {path} must hold a mapping, got {type(config).__name__}")
     return config
