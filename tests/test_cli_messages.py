@@ -115,3 +115,31 @@ def test_an_empty_base_config_is_called_empty(tmp_path, capsys):
     code = main(["data", "fetch", "--config", str(tmp_path / "mine.yaml"), "--data-dir", str(tmp_path / "d")])
     assert f"config file {tmp_path / 'base.yaml'} is empty" in one_line_error(capsys, code)
     assert not (tmp_path / "d").exists()
+
+
+def test_a_misspelt_key_is_named_before_missing_required_keys(tmp_path, capsys):
+    config = tmp_path / "mine.yaml"
+    config.write_text(f"extends: {SMOKE}\nfhmm_sampling: {{num_chain: 4}}\n")
+    code = main(["data", "fetch", "--config", str(config), "--data-dir", str(tmp_path / "d")])
+    line = one_line_error(capsys, code)
+    assert "unknown key 'num_chain' in 'fhmm_sampling' — did you mean 'num_chains'? valid keys: K, L, " in line
+    config.write_text("name: mine\ndevce: cpu\n")  # 'device' has no default: it is missing too
+    line = one_line_error(capsys, main(["data", "fetch", "--config", str(config), "--data-dir", str(tmp_path / "d")]))
+    assert line.startswith("gradmc: error: unknown key 'devce' at the top level of the config — did you mean "
+                           "'device'? valid keys: data, device, ")
+    assert "required property" not in line  # the misspelt key is the missing one: said once
+    config.write_text("devce: cpu\n")  # 'name' is missing as well: named after the unknown key
+    line = one_line_error(capsys, main(["data", "fetch", "--config", str(config), "--data-dir", str(tmp_path / "d")]))
+    assert line.index("unknown key 'devce'") < line.index("'name' is a required property")
+    assert not (tmp_path / "d").exists()
+
+
+def test_unknown_keys_without_a_close_match_list_the_valid_ones():
+    from gradmc.config import ConfigError, validate_config
+
+    config = yaml.safe_load(SMOKE.read_text())
+    config["ising_sampling"]["colour"] = "red"
+    with pytest.raises(ConfigError) as err:
+        validate_config(config)
+    assert str(err.value).startswith("unknown key 'colour' in 'ising_sampling'; valid keys: ")
+    assert "did you mean" not in str(err.value)
