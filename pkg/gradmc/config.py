@@ -27,7 +27,7 @@ import jsonschema
 import yaml
 
 from gradmc import sampler_catalog
-from gradmc.errors import ConfigError, MissingInputError, UserError, closest
+from gradmc.errors import ConfigError, MissingInputError, UserError, closest, unknown_name
 from gradmc.specs.ebm_samplers import SAMPLERS as _EBM_SAMPLERS
 
 __all__ = ["ConfigError", "ConfigPart", "EXPERIMENTS_DIR", "SCHEMA_PATH", "fill_defaults", "for_dataset", "load_config",
@@ -69,6 +69,7 @@ def _sampler_names(schema: dict) -> None:
     pattern = sampler_catalog.name_pattern()
     groups = "|".join(sampler_catalog.GROUPS)
     schema["$defs"]["binary_sampler"]["pattern"] = pattern.replace("^(", f"^({groups}|", 1)
+    schema["$defs"]["binary_sampler"]["x-sampler"] = True  # _describe names the samplers, never the pattern
 
 
 def _sampler_lists(schema: dict, config, path: tuple = ()):
@@ -206,7 +207,15 @@ def _describe(error: jsonschema.ValidationError, prefix: tuple = ()) -> str:
                          + f" valid keys: {valid}" for name, guess in _unknown_keys(error).items())
     if error.validator == "required":
         return f"config key '{key}': {error.message}"
-    shown = ("description", "items", "properties", "default", "x-target-methods")
+    if error.validator == "pattern" and schema.get("x-sampler"):  # unreached while _expand_samplers runs first
+        try:
+            sampler_catalog.resolve(error.instance)
+        except UserError as err:
+            return f"config key '{key}': {err}"
+    if error.validator == "enum" and isinstance(error.instance, (str, int, float, bool)):
+        text = f"config key '{key}': " + unknown_name("value", error.instance, map(str, schema.get("enum", ())))
+        return text + (f" ({schema['description'].strip()})" if "description" in schema else "")
+    shown = ("description", "items", "properties", "default", "x-target-methods", "x-sampler")
     expected = {k: v for k, v in schema.items() if k not in shown}
     text = f"config key '{key}': got {error.instance!r}, expected {json.dumps(expected)}"
     if "description" in schema:
