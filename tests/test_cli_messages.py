@@ -143,3 +143,48 @@ def test_unknown_keys_without_a_close_match_list_the_valid_ones():
         validate_config(config)
     assert str(err.value).startswith("unknown key 'colour' in 'ising_sampling'; valid keys: ")
     assert "did you mean" not in str(err.value)
+
+
+def test_an_unknown_sampler_gets_the_closest_name_and_the_valid_ones(tmp_path, capsys):
+    config = _smoke_with(tmp_path, "bad.yaml", lambda c: c["ising_sampling"].__setitem__("samplers", ["GWG", "GWK"]))
+    out = tmp_path / "results" / "metrics.parquet"
+    line = one_line_error(capsys, main(["run", "ising_sampling", "--config", str(config), "--out", str(out)]))
+    assert "config key 'ising_sampling.samplers.1': unknown sampler 'GWK' — did you mean 'GWG'? valid: ACS, " in line
+    assert "Gibbs-{block_size}, " in line and "^(" not in line  # the declared names, never the schema's pattern
+    assert not (tmp_path / "results").exists()
+    line = one_line_error(capsys, main(["check-sampler", "gibs-1"]))
+    assert "unknown sampler 'gibs-1' — did you mean 'Gibbs-1'? valid: " in line
+
+
+def test_the_sampler_pattern_of_the_schema_is_never_shown():
+    """Were a sampler to reach the schema's generated pattern, its error names the samplers too."""
+    import jsonschema
+
+    from gradmc.config import _describe, _load_schema
+
+    config = yaml.safe_load(SMOKE.read_text())
+    config["ising_sampling"]["samplers"] = ["GWK"]
+    validator = jsonschema.Draft202012Validator(_load_schema())
+    errors = [e for e in validator.iter_errors(config) if e.validator == "pattern"]
+    assert errors
+    text = _describe(errors[0])
+    assert "unknown sampler 'GWK' — did you mean 'GWG'?" in text and "^(" not in text
+
+
+def test_other_unknown_names_get_the_closest_one(tmp_path, capsys):
+    config = _smoke_with(tmp_path, "bad.yaml", lambda c: c["ebm"].__setitem__("samplers", ["GWK"]))
+    line = one_line_error(capsys, main(["data", "fetch", "--config", str(config), "--data-dir", str(tmp_path / "d")]))
+    assert "config key 'ebm.samplers.0': unknown value 'GWK' — did you mean 'GWG'? valid: GWG, Gibbs-1" in line
+    line = one_line_error(capsys, main(["data", "fetch", "glas", "--data-dir", str(tmp_path / "d")]))
+    assert "unknown data set or file 'glas' — did you mean 'glass'? data sets: all, static_mnist, " in line
+    assert not (tmp_path / "d").exists()
+    with pytest.raises(SystemExit):  # argparse's own usage error, status 2
+        main(["run", "ising_samplin", "--config", str(SMOKE), "--out", str(tmp_path / "r" / "m.parquet")])
+    err = capsys.readouterr().err
+    assert "unknown experiment 'ising_samplin' — did you mean 'ising_sampling'? valid: train_rbm, " in err
+    assert not (tmp_path / "r").exists()
+    metrics = tmp_path / "m.parquet"
+    metrics.write_text("")
+    line = one_line_error(capsys, main(["claims", "--metrics", f"kmc_bananna={metrics}", "--config", str(SMOKE),
+                                        "--out", str(tmp_path / "c" / "claims")]))
+    assert "unknown experiment 'kmc_bananna' — did you mean 'kmc_banana'?" in line

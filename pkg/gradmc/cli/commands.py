@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from gradmc.cli.parser import IMAGE_DATASETS
-from gradmc.errors import InputError, check_output_file, check_readable, check_writable_folder
+from gradmc.errors import InputError, check_output_file, check_readable, check_writable_folder, unknown_name
 
 __all__ = ["COMMANDS", "log"]
 
@@ -279,7 +279,7 @@ def _named_metrics(items: list[str], allowed: tuple[str, ...] = ()) -> dict[str,
             raise InputError(f"--metrics takes EXPERIMENT=PATH, got {item!r}"
                              + (f" (EXPERIMENT: one of {', '.join(allowed)})" if allowed else ""))
         if allowed and name not in allowed:
-            raise InputError(f"--metrics {item!r}: unknown experiment {name!r}; expected one of {', '.join(allowed)}")
+            raise InputError(f"--metrics {item!r}: " + unknown_name("experiment", name, allowed))
         if name in metrics:
             raise InputError(f"--metrics names {name!r} twice ({metrics[name]} and {path}); give each experiment once")
         metrics[name] = str(check_readable(path, f"--metrics {name}="))
@@ -304,9 +304,10 @@ def _cmd_claims(args) -> None:
     import os
 
     from gradmc.claims import claims_frame, summary, write_claims
+    from gradmc.claims.base import claims_modules
     from gradmc.config import load_config
 
-    metrics = _named_metrics(args.metrics)
+    metrics = _named_metrics(args.metrics, tuple(claims_modules()))  # a misspelt experiment before its file
     for what, prefix in (("--out", args.out), ("--dashboard", args.dashboard)):
         if prefix and (prefix.endswith(("/", os.sep)) or os.path.isdir(prefix) or not os.path.basename(prefix)):
             raise InputError(f"{what} {prefix} is a folder; {what} is a file prefix (PREFIX.md, PREFIX.csv, ... are "
