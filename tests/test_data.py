@@ -357,7 +357,7 @@ def test_catalog_names_what_each_config_reads(tmp_path):
     assert [f.relpath for f in catalog.dataset_files("frey", tmp_path)] == ["frey_faces_uint8.npz"]
     with pytest.raises(InputError, match="unknown data set or file 'nope'; data sets: all, static_mnist"):
         catalog.resolve_names(["nope"], tmp_path)
-    with pytest.raises(InputError, match="unknown data set 'nope'; known: static_mnist"):
+    with pytest.raises(InputError, match="unknown data set 'nope'; valid: static_mnist"):
         catalog.dataset_files("nope", tmp_path)
     every = catalog.fetchable_files()
     assert all(r.urls for r in every) and len({r.name for r in every}) == len(every)

@@ -29,7 +29,7 @@ def _metrics(tmp_path, experiment: str):
 
 def test_claims_reject_unknown_experiment_and_foreign_metrics(tmp_path):
     path = _metrics(tmp_path, "kmc_abc")
-    with pytest.raises(ValueError, match="known: .*kmc_banana"):
+    with pytest.raises(ValueError, match="did you mean 'kmc_banana'[?] experiments with claims: .*kmc_banana"):
         claims_frame({"kmc_bananna": path})
     with pytest.raises(ValueError, match=r"holds metrics of \['kmc_abc'\], not of 'kmc_banana'"):
         claims_frame({"kmc_banana": path})

@@ -249,7 +249,7 @@ def test_config_lists_expand_groups_and_name_the_key_of_a_bad_sampler():
     config = _smoke()
     config["ising_sampling"]["samplers"] = ["later", "GWG", "DMALA(step_size=0.1)"]
     assert validate_config(config)["ising_sampling"]["samplers"][-2:] == ["GWG", "DMALA(step_size=0.1)"]
-    for bad, message in (("Nope", "unknown sampler 'Nope'; expected one of ACS"),
+    for bad, message in (("Nope", "unknown sampler 'Nope'; valid: ACS"),
                          ("DMALA(foo=1)", "takes only the options")):
         config = _smoke()
         config["ising_sampling"]["samplers"] = [bad]

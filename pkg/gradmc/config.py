@@ -27,7 +27,7 @@ import jsonschema
 import yaml
 
 from gradmc import sampler_catalog
-from gradmc.errors import ConfigError, MissingInputError, UserError
+from gradmc.errors import ConfigError, MissingInputError, UserError, closest, unknown_name
 from gradmc.specs.ebm_samplers import SAMPLERS as _EBM_SAMPLERS
 
 __all__ = ["ConfigError", "ConfigPart", "EXPERIMENTS_DIR", "SCHEMA_PATH", "fill_defaults", "for_dataset", "load_config",
@@ -69,6 +69,7 @@ def _sampler_names(schema: dict) -> None:
     pattern = sampler_catalog.name_pattern()
     groups = "|".join(sampler_catalog.GROUPS)
     schema["$defs"]["binary_sampler"]["pattern"] = pattern.replace("^(", f"^({groups}|", 1)
+    schema["$defs"]["binary_sampler"]["x-sampler"] = True  # _describe names the samplers, never the pattern
 
 
 def _sampler_lists(schema: dict, config, path: tuple = ()):
@@ -188,15 +189,33 @@ def select(config: dict, keys) -> ConfigPart:
     return out
 
 
+def _unknown_keys(error: jsonschema.ValidationError) -> dict[str, str | None]:
+    """Unknown key -> the allowed key it most likely misspells (or None), of an ``additionalProperties`` error."""
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    allowed = schema.get("properties", {})
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    return {str(k): closest(str(k), allowed) for k in instance if k not in allowed}
+
+
 def _describe(error: jsonschema.ValidationError, prefix: tuple = ()) -> str:
     key = ".".join(str(p) for p in (*prefix, *error.absolute_path)) or "<top level>"
     schema = error.schema if isinstance(error.schema, dict) else {}
     if error.validator == "additionalProperties":
-        allowed = sorted(schema.get("properties", {}))
-        return f"config key '{key}': {error.message}; allowed keys: {', '.join(allowed)}"
+        where = "at the top level of the config" if key == "<top level>" else f"in '{key}'"
+        valid = ", ".join(sorted(schema.get("properties", {})))
+        return "; ".join(f"unknown key {name!r} {where}" + (f" — did you mean {guess!r}?" if guess else ";")
+                         + f" valid keys: {valid}" for name, guess in _unknown_keys(error).items())
     if error.validator == "required":
         return f"config key '{key}': {error.message}"
-    shown = ("description", "items", "properties", "default", "x-target-methods")
+    if error.validator == "pattern" and schema.get("x-sampler"):  # unreached while _expand_samplers runs first
+        try:
+            sampler_catalog.resolve(error.instance)
+        except UserError as err:
+            return f"config key '{key}': {err}"
+    if error.validator == "enum" and isinstance(error.instance, (str, int, float, bool)):
+        text = f"config key '{key}': " + unknown_name("value", error.instance, map(str, schema.get("enum", ())))
+        return text + (f" ({schema['description'].strip()})" if "description" in schema else "")
+    shown = ("description", "items", "properties", "default", "x-target-methods", "x-sampler")
     expected = {k: v for k, v in schema.items() if k not in shown}
     text = f"config key '{key}': got {error.instance!r}, expected {json.dumps(expected)}"
     if "description" in schema:
@@ -205,6 +224,16 @@ def _describe(error: jsonschema.ValidationError, prefix: tuple = ()) -> str:
         text += (f"; YAML reads {error.instance} as a string: write numbers in exponent form with a decimal "
                  f"point and a signed exponent, e.g. 1.0e-3")
     return text
+
+
+def _misspelt_required(error: jsonschema.ValidationError, meant: set) -> bool:
+    """Whether ``error`` is a missing required key that an unknown key beside it misspells (``meant``: (path,
+    allowed key) of each unknown key), so that the unknown key's message already says it."""
+    if error.validator != "required" or not isinstance(error.instance, dict):
+        return False
+    # one error per missing key; jsonschema names it only in the message
+    missing = [k for k in error.validator_value if k not in error.instance and error.message.startswith(repr(k))]
+    return bool(missing) and all((tuple(error.absolute_path), k) in meant for k in missing)
 
 
 def _looks_numeric(text: str) -> bool:
@@ -280,8 +309,9 @@ def validate_config(config: dict) -> dict:
     constraints; return it.
 
     Raises:
-        ConfigError: naming the most relevant violation (key, value, expectation), followed by any
-            unknown keys (a misspelt key otherwise shows up only as a missing required one).
+        ConfigError: naming every unknown key first (with the allowed key it most likely misspells: a misspelt
+            key otherwise shows up as a missing required one), then the most relevant other violation (key,
+            value, expectation); a required key that an unknown key misspells is not named twice.
     """
     if isinstance(config, dict) and isinstance(config.get("plugins"), list):
         sampler_catalog.load_plugins(config["plugins"])
@@ -293,9 +323,12 @@ def validate_config(config: dict) -> dict:
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), e.message))
     if errors:
-        best = jsonschema.exceptions.best_match(errors)
-        lines = [_describe(best)]
-        lines += [_describe(e) for e in errors if e.validator == "additionalProperties" and e is not best]
+        unknown = [e for e in errors if e.validator == "additionalProperties"]
+        lines = [_describe(e) for e in unknown]
+        meant = {(tuple(e.absolute_path), guess) for e in unknown for guess in _unknown_keys(e).values()}
+        rest = [e for e in errors if e.validator != "additionalProperties" and not _misspelt_required(e, meant)]
+        if rest:
+            lines.append(_describe(jsonschema.exceptions.best_match(rest)))
         raise ConfigError("; ".join(lines))
     semantic = _semantic_errors(config) + _override_errors(schema, config)
     if semantic:
@@ -310,12 +343,16 @@ def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"config path {path} is not a file (expected a YAML file, e.g. config/quick.yaml)")
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
     except UnicodeDecodeError as err:
         raise ConfigError(f"config file {path} is not UTF-8 text ({err.reason} at byte {err.start}); expected a "
                           "YAML file, e.g. config/quick.yaml") from None
+    if config is None:  # no text, only comments, or a lone null / ---
+        raise ConfigError(f"config file {path} is empty (no settings, at most comments); expected a YAML mapping "
+                          "such as 'name: mine' and 'device: cpu', or 'extends: quick.yaml' and the settings that "
+                          "differ from it (see config/quick.yaml)")
     if not isinstance(config, dict):
         raise ConfigError(f"config file {path} must hold a mapping, got {type(config).__name__}")
     return config

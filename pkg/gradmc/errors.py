@@ -16,15 +16,17 @@ expect (``ValueError``, ``FileNotFoundError``, ``ConnectionError``), so ``except
 
 from __future__ import annotations
 
+import difflib
 import os
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = ["UserError", "ConfigError", "InputError", "MissingInputError", "OutputError", "DataError",
            "MissingDataError", "DownloadError", "DataFolderError", "ClusterError", "ClusterResourceError",
-           "check_readable"]
+           "check_readable", "closest", "unknown_name"]
 
 
 class UserError(Exception):
@@ -76,6 +78,38 @@ class ClusterResourceError(ClusterError, RuntimeError):
     """A Ray cluster that answers but where no node offers the CPUs/GPUs one shard asks for (e.g. GPU shards
     on a CPU-only cluster); the message names what was asked, what the nodes offer and how to fix it. Also a
     ``RuntimeError``, as before."""
+
+
+def closest(name: object, candidates: Iterable[str]) -> str | None:
+    """The candidate ``name`` most likely misspells (:func:`difflib.get_close_matches`, ignoring case), or None
+    when none is close."""
+    if not isinstance(name, str):
+        return None
+    by_lower = {}
+    for candidate in candidates:
+        by_lower.setdefault(str(candidate).lower(), str(candidate))
+    match = difflib.get_close_matches(name.lower(), list(by_lower), n=1)
+    return by_lower[match[0]] if match else None
+
+
+def unknown_name(what: str, name: object, valid: Iterable[str], *, candidates: Iterable[str] | None = None,
+                 label: str = "valid") -> str:
+    """The message for a name that is not one of ``valid``: ``unknown sampler 'GWK' — did you mean 'GWG'? valid:
+    ACS, ..., RWM`` (without the question when nothing in ``valid`` is close).
+
+    Args:
+        what: what the name names ("sampler", "data set").
+        name: the name given.
+        valid: the names to list.
+        candidates: the names to suggest from (default: ``valid``), e.g. concrete names where ``valid`` lists
+            templates.
+        label: the word before the list.
+    """
+    valid = [str(v) for v in valid]
+    guess = closest(name, valid if candidates is None else candidates)
+    text = f"unknown {what} {name!r}"
+    text += f" — did you mean {guess!r}? " if guess is not None else "; "
+    return text + f"{label}: {', '.join(valid)}"
 
 
 def check_readable(path: str | Path, what: str) -> Path:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from gradmc.errors import InputError
+from gradmc.errors import InputError, unknown_name
 
 __all__ = ["SamplerSpec", "register_sampler", "parse", "canonical", "resolve", "specs", "builtin_modules",
            "name_pattern", "is_later", "colour", "order_key", "expand", "load_plugins", "check_buildable", "STATES",
@@ -445,9 +445,17 @@ def canonical(reference: str, state: str = "binary") -> str:
     return f"{parse(reference)[0]}({', '.join(f'{k}={v!r}' for k, v in sorted(spelt.items()))})"
 
 
-def _known(state: str | None) -> str:
-    names = sorted({s.name for s in specs(state)})
-    return ", ".join(names)
+def _unknown(name: str, state: str) -> str:
+    """The message for a sampler name no kernel of ``state`` answers to: the closest name (a declared name or
+    example, so "GWK" -> "GWG") and every declared name."""
+    known = specs(state)
+    names = sorted({s.name for s in known})
+    candidates = {n for s in known for n in (s.name, *s.instances) if not s.fields or n != s.name}
+    text = unknown_name(f"{'' if state == 'binary' else state + ' '}sampler", name, names, candidates=candidates)
+    example = next((s for s in known if s.fields and s.examples), None)
+    if example is not None:
+        text += f" (a {{field}} is a whole number >= 1: {example.name} answers {', '.join(example.examples)}, ...)"
+    return text
 
 
 def resolve(reference: str, state: str = "binary") -> tuple[SamplerSpec, dict, dict]:
@@ -479,8 +487,7 @@ def resolve(reference: str, state: str = "binary") -> tuple[SamplerSpec, dict, d
                 if test is not None and not test(value):
                     raise InputError(f"sampler {reference!r}: option {key} must be {expected}, got {value!r}")
             return spec, fields, options
-    prefix = "" if state == "binary" else f"{state} "
-    raise InputError(f"unknown {prefix}sampler {name!r}; expected one of {_known(state)}")
+    raise InputError(_unknown(name, state))
 
 
 def check_buildable(reference: str, state: str = "binary", target_methods: Iterable[str] = ()) -> None:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from gradmc.atomic import atomic_path
 from gradmc.claims.stats import Interval, Verdict, decide
-from gradmc.errors import InputError
+from gradmc.errors import InputError, unknown_name
 from gradmc.results import PROVENANCE_COLUMNS, provenance, read_parquet, write_parquet
 from gradmc.results.schema import validate_metrics
 
@@ -317,7 +317,7 @@ def claims_frame(metrics: dict[str, str | Path], config: dict | None = None,
     known = _known()
     for experiment, path in metrics.items():
         if experiment not in known:
-            raise InputError(f"no claims for experiment {experiment!r}; known: {', '.join(known)}")
+            raise InputError(unknown_name("experiment", experiment, known, label="experiments with claims"))
         module = importlib.import_module(known[experiment])
         df, prov = read_parquet(path)
         found = sorted(set(df["experiment"].astype(str))) if "experiment" in df else []

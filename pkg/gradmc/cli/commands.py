@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from gradmc.cli.parser import IMAGE_DATASETS
-from gradmc.errors import InputError, check_output_file, check_readable, check_writable_folder
+from gradmc.errors import InputError, check_output_file, check_readable, check_writable_folder, unknown_name
 
 __all__ = ["COMMANDS", "log"]
 
@@ -128,10 +128,10 @@ def _prepare_ptb(args) -> None:
         raise InputError("--opt and --allow-pickle do not apply to ptb (set text_ebm.data in the config)")
     from gradmc.data.ptb import prepare_from_config
 
-    check_output_file(args.out, "--out")
-
-    manifest = prepare_from_config(_full_config(args.config, needs_device=False), args.out, data_dir=args.data_dir,
-                             allow_download=args.download, progress=log)
+    config = _full_config(args.config, needs_device=False)
+    check_output_file(args.out, "--out")  # after the config: a refused command creates no folder
+    manifest = prepare_from_config(config, args.out, data_dir=args.data_dir, allow_download=args.download,
+                                   progress=log)
     log(f"[data] wrote {args.out}: PTB, vocabulary {manifest['vocabulary_size']}, "
         f"L = {manifest['max_length']}")
 
@@ -176,6 +176,11 @@ def _run_hand_written(args) -> None:
             check_readable(getattr(args, what), f"--{what.replace('_', '-')}")
     stage = args.experiment
     config, described = _stage_config(args.config, stage)
+    if stage == "train_ebm":
+        from gradmc.specs.ebm_samplers import feasible
+
+        feasible(args.sampler, args.dataset)  # an unknown --sampler is refused before any folder is made
+    check_output_file(args.out, "--out")  # after the config: a refused command creates no folder
     if stage == "train_rbm":
         from gradmc.experiments.rbm_train import train_stage
 
@@ -225,10 +230,8 @@ def _run_hand_written(args) -> None:
 def _cmd_run(args) -> None:
     from gradmc.registry import experiments
 
-    check_writable_folder(os.path.dirname(os.path.abspath(args.out)), "--out")  # before hours of work
     entry = experiments().get(args.experiment)
     if entry is None:
-        check_output_file(args.out, "--out")
         _run_hand_written(args)
         return
     from gradmc.experiments.standard import job_config, run_experiment
@@ -259,6 +262,8 @@ def _cmd_run(args) -> None:
             raise InputError(f"--out {args.out} is also {what}; give another --out or --shard-cache")
         if os.path.lexists(cache) and not cache.is_dir():
             raise InputError(f"{what} is a file, not a folder; give a folder (--shard-cache DIR) or --no-shard-cache")
+    # last of the checks, first of the work: it creates the folder, so only once everything else passed
+    check_writable_folder(os.path.dirname(os.path.abspath(args.out)), "--out")
     df = run_experiment(entry.name, config, inputs, workers=args.workers, progress=log, shard_cache=cache,
                         executor=executor, memory_budget=budget, memory_source=source)
     _write_metrics(df, args.out, {"name": config["name"], **job_config(entry.name, config)}, entry.name)
@@ -274,7 +279,7 @@ def _named_metrics(items: list[str], allowed: tuple[str, ...] = ()) -> dict[str,
             raise InputError(f"--metrics takes EXPERIMENT=PATH, got {item!r}"
                              + (f" (EXPERIMENT: one of {', '.join(allowed)})" if allowed else ""))
         if allowed and name not in allowed:
-            raise InputError(f"--metrics {item!r}: unknown experiment {name!r}; expected one of {', '.join(allowed)}")
+            raise InputError(f"--metrics {item!r}: " + unknown_name("experiment", name, allowed))
         if name in metrics:
             raise InputError(f"--metrics names {name!r} twice ({metrics[name]} and {path}); give each experiment once")
         metrics[name] = str(check_readable(path, f"--metrics {name}="))
@@ -299,9 +304,10 @@ def _cmd_claims(args) -> None:
     import os
 
     from gradmc.claims import claims_frame, summary, write_claims
+    from gradmc.claims.base import claims_modules
     from gradmc.config import load_config
 
-    metrics = _named_metrics(args.metrics)
+    metrics = _named_metrics(args.metrics, tuple(claims_modules()))  # a misspelt experiment before its file
     for what, prefix in (("--out", args.out), ("--dashboard", args.dashboard)):
         if prefix and (prefix.endswith(("/", os.sep)) or os.path.isdir(prefix) or not os.path.basename(prefix)):
             raise InputError(f"{what} {prefix} is a folder; {what} is a file prefix (PREFIX.md, PREFIX.csv, ... are "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from gradmc.argtypes import positive_int, positive_number
+from gradmc.errors import unknown_name
 from gradmc.plan.cli import add_plan_parser
 from gradmc.registry import experiments
 
@@ -193,11 +194,22 @@ def _add_figures(fig) -> None:
     tc.add_argument("--out", required=True, help="table prefix; writes PREFIX.csv and PREFIX.md")
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose refusal of a value outside ``choices`` names the closest choice (a misspelt
+    experiment, figure or data set); its subparsers are of this class too."""
+
+    def _check_value(self, action, value):
+        if action.choices is not None and value not in action.choices:
+            what = "choice" if action.dest in (None, argparse.SUPPRESS) else action.dest.replace("_", " ")
+            what = {"dataset": "data set"}.get(what, what)
+            named = action if action.option_strings else None  # a positional's metavar lists every choice already
+            raise argparse.ArgumentError(named, unknown_name(what, value, map(str, action.choices)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full ``gradmc`` parser (subcommands data, run, figure, claims, docs, bench, plan, samplers,
     check-sampler)."""
-    parser = argparse.ArgumentParser(prog="gradmc", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="gradmc", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="store_true", help="print the gradmc version and exit")
     sub = parser.add_subparsers(dest="command",
                                 metavar="{data,run,figure,claims,docs,bench,plan,samplers,check-sampler}")

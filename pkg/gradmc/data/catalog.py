@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gradmc.data.registry import REGISTRY, RemoteFile, data_dir
-from gradmc.errors import InputError
+from gradmc.errors import InputError, unknown_name
 
 __all__ = ["DataSet", "DATASETS", "resolve_names", "dataset_files", "config_files", "config_datasets",
            "image_datasets", "fetchable_files"]
@@ -82,7 +82,7 @@ def dataset_files(name: str, folder: str | os.PathLike | None = None) -> list[Re
         gradmc.errors.InputError: (a ValueError) unknown data set, naming the known ones.
     """
     if name not in DATASETS:
-        raise InputError(f"unknown data set {name!r}; known: {', '.join(DATASETS)}")
+        raise InputError(unknown_name("data set", name, DATASETS))
     reg, ds = _registry(), DATASETS[name]
     where = data_dir() if folder is None else Path(folder)
     if ds.alternatives and all((where / reg[a].relpath).exists() for a in ds.alternatives):
@@ -109,8 +109,10 @@ def resolve_names(names: list[str], folder: str | os.PathLike | None = None) -> 
         elif by_path := [r for r in reg.values() if name in (r.relpath, r.filename)]:
             found = by_path
         else:
-            raise InputError(f"unknown data set or file {name!r}; data sets: all, {', '.join(DATASETS)}; files: "
-                           "their registry names or paths, as `gradmc data list` shows them")
+            files = [n for r in reg.values() for n in (r.name, r.relpath, r.filename)]
+            raise InputError(unknown_name("data set or file", name, ["all", *DATASETS], candidates=[
+                "all", *DATASETS, *files], label="data sets") + "; files: their registry names or paths, as "
+                "`gradmc data list` shows them")
         out += [f for f in found if f not in out]
     return out
 

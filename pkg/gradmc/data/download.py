@@ -245,6 +245,36 @@ def fetch(
         return path
     if not allow_download or not urls:
         raise MissingDataError(missing_file_message(remote, folder, urls[0] if urls else None))
+    created = _missing_folders(path.parent)  # removed again, if still empty, when the fetch fails
+    try:
+        return _download(remote, path, folder, urls, base_url, timeout, say)
+    except BaseException:
+        _remove_empty(created)
+        raise
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """The folders that do not exist yet on the way to ``folder``, deepest first (``folder`` included)."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove each of ``folders`` (deepest first) that is empty; a folder holding anything stays."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (a file arrived meanwhile), gone already, or not ours to remove
+            pass
+
+
+def _download(remote: RemoteFile, path: Path, folder: Path, urls: tuple[str, ...], base_url: str | None,
+              timeout: float, say: Callable[[str], object]) -> Path:
+    """Download ``remote`` to ``path`` from the first of ``urls`` that gives the registered file (for
+    :func:`fetch`, which has checked that ``path`` is missing)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         for stale in path.parent.glob(f".{remote.filename}.*.partial"):  # left by a killed earlier fetch

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from gradmc.claims.stats import MIN_T_REPLICATES, t_interval
-from gradmc.errors import InputError, check_writable_folder
+from gradmc.errors import InputError, check_writable_folder, unknown_name
 from gradmc.figures.style import plt, sampler_color, save_figure, save_table
 from gradmc.results import read_parquet
 from gradmc.specs.leaderboard import SOURCES
@@ -53,7 +53,7 @@ def checked_metrics(name: str, df: pd.DataFrame, path: str | Path = "") -> pd.Da
     """
     where = f"{path} ({name})" if path else name
     if name not in SOURCES:
-        raise InputError(f"leaderboard: unknown experiment {name!r}; expected one of {', '.join(SOURCES)}")
+        raise InputError("leaderboard: " + unknown_name("experiment", name, SOURCES))
     missing = [c for c in _REQUIRED if c not in df.columns]
     if missing:
         raise InputError(f"leaderboard: {where} lacks the column(s) {', '.join(missing)}; expected the metrics "

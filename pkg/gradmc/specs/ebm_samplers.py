@@ -25,7 +25,7 @@ count below which its Gibbs models "quickly diverged" (Sec. 5.5), so Gibbs-1 nee
 
 from __future__ import annotations
 
-from gradmc.errors import InputError
+from gradmc.errors import InputError, unknown_name
 
 __all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "CATEGORICAL_DATASETS", "BINARY_DATASETS", "LATER_PAPERS", "feasible",
            "sampler_steps"]
@@ -51,8 +51,7 @@ def _levels(data: int | str) -> int:
             return 256
         if data in BINARY_DATASETS:
             return 2
-        raise InputError(f"ebm: unknown data set {data!r}; expected one of "
-                         f"{', '.join(BINARY_DATASETS + CATEGORICAL_DATASETS)}")
+        raise InputError("ebm: " + unknown_name("data set", data, BINARY_DATASETS + CATEGORICAL_DATASETS))
     if isinstance(data, bool) or not isinstance(data, int) or data < 2:
         raise InputError(f"ebm: levels must be an int >= 2 (2: binary, 256: grey levels), got {data!r}")
     return data
@@ -75,7 +74,7 @@ def feasible(sampler: str, data: int | str) -> bool:
         InputError: a name not in :data:`SAMPLERS`, an unknown data set name, or levels not an int >= 2.
     """
     if sampler not in SAMPLERS:
-        raise InputError(f"ebm: unknown sampler {sampler!r}; the EBM training samplers are {', '.join(SAMPLERS)}")
+        raise InputError("ebm: " + unknown_name("sampler", sampler, SAMPLERS, label="the EBM training samplers"))
     return _levels(data) == 2 or sampler in CATEGORICAL_SAMPLERS
 
 
@@ -93,7 +92,7 @@ def sampler_steps(train: dict, sampler: str) -> int:
             not, or whose count is not an int >= 1 (the schema says the same before any job starts).
     """
     if sampler not in SAMPLERS:
-        raise InputError(f"ebm: unknown sampler {sampler!r}; the EBM training samplers are {', '.join(SAMPLERS)}")
+        raise InputError("ebm: " + unknown_name("sampler", sampler, SAMPLERS, label="the EBM training samplers"))
     by = train.get("steps_by_sampler") or {}
     unknown = sorted(set(by) - set(SAMPLERS))
     if unknown:

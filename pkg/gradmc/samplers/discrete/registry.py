@@ -25,7 +25,7 @@ import dataclasses
 import importlib
 
 from gradmc import sampler_catalog as catalog
-from gradmc.errors import InputError
+from gradmc.errors import InputError, unknown_name
 from gradmc.samplers.recording import UndeclaredSamplerError, note, recording_samplers
 
 __all__ = ["SAMPLERS", "CATEGORICAL_SAMPLERS", "UndeclaredSamplerError", "is_later_sampler", "make_sampler",
@@ -64,7 +64,7 @@ def sampler_modules(name: str) -> tuple[str, ...]:
         if catalog.ADAPT_OPTION in options:
             modules.add("gradmc.samplers.adaptation")
     if not modules:
-        raise InputError(f"unknown sampler {name!r}; expected one of {', '.join(SAMPLERS)}")
+        raise InputError(unknown_name("sampler", name, SAMPLERS))
     return tuple(sorted(modules))
 
 
