@@ -89,7 +89,10 @@ rule ais_ebm:
     # other); training (timed: equal_time) keeps 2 threads, so on 2 cores it never shares the machine with
     # them (on more cores it may run beside other jobs, as every job may)
     threads: 1
-    priority: 10
+    # the long AIS jobs (thousands of levels: static MNIST) above the other 1-core jobs of priority 10 (the short
+    # Frey AIS, the text EBM's evaluation), so the long ones start side by side as soon as training ends and the
+    # short ones fill the other core beside whatever runs last
+    priority: lambda wildcards: 15 if ebm_setting("ais", wildcards.dataset, "num_intermediate") > 1000 else 10
     shell:
         f"OMP_NUM_THREADS={{threads}} gradmc run ais_ebm --config {CONFIG_FILE} --dataset {{wildcards.dataset}} "
         "--sampler {wildcards.sampler} --data {input.data} --model {input.model} --out {output} "

@@ -1,9 +1,8 @@
 """Sampler throughput benchmark (``make bench``): steps/s and ESS/s, written to samplers.json.
 
-The suites and their reference numbers are in :mod:`gradmc.bench.catalog` (docs/measured-runs.md has
-the table); every suite runs on CPU with at most ``threads`` torch threads (2 on the reference machine), fewer
-when cores are busy at the start (:mod:`gradmc.threads`; ``threads_requested`` and ``busy_cores_at_start``
-record the choice).
+The suites and their reference numbers are in :mod:`gradmc.bench.catalog`; every suite runs on CPU with at
+most ``threads`` torch threads (2 on the reference machine), fewer when cores are busy at the start
+(:mod:`gradmc.threads`; ``threads_requested`` and ``busy_cores_at_start`` record the choice).
 
 JSON layout (``samplers.json``)::
 
