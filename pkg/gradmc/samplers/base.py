@@ -33,7 +33,7 @@ import gradmc.core.streams as streams
 
 __all__ = ["Info", "NonFiniteError", "check_finite", "check_current_gradient", "check_conditional",
            "acceptance_probability", "metropolis_hastings_accept", "hamiltonian_accept", "sample_categorical",
-           "EXP_FLOOR", "exp_below_max", "log_normaliser", "log_softmax"]
+           "EXP_FLOOR", "exp_below_max", "draw_from_weights", "log_normaliser", "log_softmax"]
 
 #: How many affected chain indices a :class:`NonFiniteError` message lists.
 MAX_LISTED_CHAINS = 8
@@ -246,19 +246,31 @@ def sample_categorical(logits: torch.Tensor, generator: torch.Generator, return_
     """
     top = logits.amax(-1, keepdim=True)  # (..., 1)
     weights = exp_below_max(logits, top)  # unnormalised, max term 1
-    draws = 1 if num_samples is None else num_samples
-    u = streams.rand((*logits.shape[:-1], draws), generator, device=logits.device, dtype=torch.float64)
-    if logits.shape[-1] > BLOCKED_DRAW_MIN and num_samples is None:
-        idx, total = _invert_blocked(weights, u)
-    else:
-        cdf = weights.cumsum(-1, dtype=torch.float64)
-        total = cdf[..., -1:].contiguous()
-        idx = _invert(cdf, u * total, total)
+    idx, total = draw_from_weights(weights, generator, num_samples)
     shape = (lambda t: t.squeeze(-1)) if num_samples is None else (lambda t: t)
     if return_log_prob:  # log softmax at idx = logit - max - log(sum exp(logits - max))
         log_prob = logits.gather(-1, idx) - top - torch.log(total).to(logits.dtype)
         return shape(idx), shape(log_prob)
     return shape(idx)
+
+
+def draw_from_weights(weights: torch.Tensor, generator: torch.Generator, num_samples: int | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The inverse-CDF draw of :func:`sample_categorical` from (..., K) nonnegative weights (the row maximum 1, as
+    :func:`exp_below_max` gives them): one float64 uniform per draw, the CDF accumulated in float64 (in two levels
+    for single draws from rows longer than :data:`BLOCKED_DRAW_MIN`, :func:`_invert_blocked`).
+
+    Returns:
+        idx: (..., N) int64, N = num_samples or 1, never an entry of weight 0; total: (..., 1) float64, the row's
+        sum of weights (P(k) = weights[k] / total).
+    """
+    draws = 1 if num_samples is None else num_samples
+    u = streams.rand((*weights.shape[:-1], draws), generator, device=weights.device, dtype=torch.float64)
+    if weights.shape[-1] > BLOCKED_DRAW_MIN and num_samples is None:
+        return _invert_blocked(weights, u)
+    cdf = weights.cumsum(-1, dtype=torch.float64)
+    total = cdf[..., -1:].contiguous()
+    return _invert(cdf, u * total, total), total
 
 
 #: Rows longer than this are drawn from by :func:`_invert_blocked` (one categorical GWG proposal over a text

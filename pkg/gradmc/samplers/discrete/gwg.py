@@ -25,18 +25,19 @@ from gradmc.core.incremental import (
     eval_flips,
     evaluate,
     select,
+    select_rows,
 )
 from gradmc.core.validation import check_binary
 from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import (
+    EXP_FLOOR,
     Info,
     acceptance_probability,
     check_current_gradient,
     check_finite,
-    log_normaliser,
+    draw_from_weights,
     log_softmax,
     metropolis_hastings_accept,
-    sample_categorical,
 )
 from gradmc.samplers.discrete.flips import (
     apply_flips,
@@ -47,7 +48,7 @@ from gradmc.samplers.discrete.flips import (
 )
 from gradmc.samplers.enumerate import multisets
 
-__all__ = ["GWG", "GWGState", "GradientFlipMH"]
+__all__ = ["GWG", "GWGState", "FlipProposal", "GradientFlipMH"]
 
 
 class GWGState(NamedTuple):
@@ -61,6 +62,18 @@ class GWGState(NamedTuple):
     num_steps: int = 0
     cache: Evaluation | None = None
     cache_key: CacheKey | None = None
+    proposal: FlipProposal | None = None
+
+
+class FlipProposal(NamedTuple):
+    """GWG's proposal at a state, kept with the state's cache so the next step need not rebuild it (the reverse
+    proposal of an accepted move is the next forward one): temperature T; logits (C, D) = d(x) / T; top (C, 1)
+    their row maxima; weights (C, D) = exp(max(logits - top, EXP_FLOOR)), the unnormalised q(i | x)."""
+
+    temperature: float
+    logits: torch.Tensor
+    top: torch.Tensor
+    weights: torch.Tensor
 
 
 class GradientFlipMH:
@@ -220,22 +233,39 @@ class GWG(GradientFlipMH):
         rows = torch.arange(x.shape[0], device=x.device)
         ev, key, billed = current_evaluation(state, log_prob, x, grad=True)
         check_current_gradient(self.name, state, ev.log_prob, ev.grad)
-        logits = self.proposal_logits(x, ev.grad)  # (C, D)
-        idx, log_q_fwd = sample_categorical(logits, generator, return_log_prob=True)  # (C,), (C,)
+        fwd = state.proposal
+        if fwd is None or ev is not state.cache or fwd.temperature != self.temperature:
+            fwd = self._flip_proposal(x, ev.grad)
+        idx, total = draw_from_weights(fwd.weights, generator)  # (C, 1), (C, 1)
+        idx = idx.squeeze(1)
+        log_q_fwd = (fwd.logits[rows, idx] - fwd.top.squeeze(1)) - total.squeeze(1).log().to(fwd.logits.dtype)
         sites = idx[:, None]
         ev_new = eval_flips(log_prob, x, ev, sites, torch.ones_like(sites, dtype=torch.bool), grad=True)
         old_bit = x[rows, idx]
         x_new = x.clone()
         x_new[rows, idx] = 1.0 - old_bit
-        logits_rev = self.proposal_logits(x_new, ev_new.grad)
-        log_q_rev = logits_rev[rows, idx] - log_normaliser(logits_rev)
+        rev = self._flip_proposal(x_new, ev_new.grad)
+        log_z_rev = rev.top.squeeze(1) + rev.weights.sum(-1).log()
+        log_q_rev = rev.logits[rows, idx] - log_z_rev
         accepted, acceptance_prob = metropolis_hastings_accept(
             ev_new.log_prob - ev.log_prob + log_q_rev - log_q_fwd, generator, ev_new.log_prob)
         x_new[rows, idx] = torch.where(accepted, 1.0 - old_bit, old_bit)  # undo rejected flips
         out = select(accepted, ev_new, ev)
+        kept = None
+        if key is not None:
+            kept = FlipProposal(self.temperature, *(select_rows(accepted, a, b) for a, b in
+                                                    zip(rev[1:], fwd[1:], strict=True)))
         evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
                     sites_changed=accepted.long(), energy_evals=evals, grad_evals=evals)
         return bind_state(GWGState(x=x_new, log_prob=out.log_prob, num_steps=state.num_steps + 1,
-                        cache=out if key is not None else None, cache_key=key)), info
+                                   cache=out if key is not None else None, cache_key=key, proposal=kept)), info
+
+    def _flip_proposal(self, x: torch.Tensor, grad: torch.Tensor) -> FlipProposal:
+        """The :class:`FlipProposal` at x (C, D) given grad f(x) (C, D). Weights below exp(EXP_FLOOR) = 1.8e-35 of
+        the row maximum are raised to it (the CPU's exp is slow below about -87): such an entry is drawn with
+        probability at most D 1.8e-35 where its exact q is smaller, far below any Monte Carlo resolution."""
+        logits = self.proposal_logits(x, grad)
+        top = logits.amax(-1, keepdim=True)
+        return FlipProposal(self.temperature, logits, top, (logits - top).clamp_(min=EXP_FLOOR).exp_())
 
