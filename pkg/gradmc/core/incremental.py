@@ -63,6 +63,7 @@ first step 2, the others 1, plus 1 at each refresh or target change); before cac
 from __future__ import annotations
 
 import itertools
+import weakref
 from typing import NamedTuple
 
 import torch
@@ -139,14 +140,35 @@ def _same_values(a: list, b: list) -> bool:
     return len(a) == len(b) and all(x == y or (x != x and y != y) for x, y in zip(a, b, strict=True))
 
 
+#: id(tensor) -> (weak reference to it, storage address, shape, strides, the probe view of :func:`_probe_view`); the
+#: view sees every write to that storage, ``.data`` writes included. Cleared when it grows past _PROBE_VIEWS_MAX.
+_PROBE_VIEWS: dict[int, tuple] = {}
+_PROBE_VIEWS_MAX = 4096
+
+
+def _probe_view(t: torch.Tensor) -> torch.Tensor:
+    """:data:`PROBES` evenly spaced entries of ``t`` (flattened) as a view of its storage, made once per tensor and
+    storage (a contiguous tensor; others get a fresh copy each time)."""
+    mark = (t.data_ptr(), t.shape, t.stride())
+    hit = _PROBE_VIEWS.get(id(t))
+    if hit is not None and hit[0]() is t and hit[1:4] == mark:
+        return hit[4]
+    flat = t.detach().reshape(-1)
+    view = flat[::max(1, flat.numel() // PROBES)][:PROBES]
+    if t.is_contiguous():
+        if len(_PROBE_VIEWS) >= _PROBE_VIEWS_MAX:
+            _PROBE_VIEWS.clear()
+        _PROBE_VIEWS[id(t)] = (weakref.ref(t), *mark, view)
+    return view
+
+
 def _probe(named: list[tuple[str, torch.Tensor]]) -> tuple:
     """((name, values), ...) for the floating tensors of ``named``: :data:`PROBES` evenly spaced entries of each,
     read with one host transfer per (device, dtype) group."""
     groups: dict = {}
     for name, t in named:
         if t.is_floating_point() and t.numel() and not t.is_complex():
-            flat = t.detach().reshape(-1)
-            groups.setdefault((t.device, t.dtype), []).append((name, flat[::max(1, flat.numel() // PROBES)][:PROBES]))
+            groups.setdefault((t.device, t.dtype), []).append((name, _probe_view(t)))
     out = []
     for members in groups.values():
         values = torch.cat([v for _, v in members]).tolist()
