@@ -42,12 +42,13 @@ def test_hamiltonian_accept_closed_form():
     h_new = -f_new + (p_new * p_new).sum(-1) / (2 * mass)
     expected = torch.clamp(torch.exp(h_old - h_new), max=1.0).nan_to_num(nan=0.0)
     gen = torch.Generator().manual_seed(3)
-    x_out, f_out, accepted, prob = hamiltonian_accept(x, p, f, x_new, p_new, f_new, gen, mass)
+    x_out, f_out, accepted, prob, nonfinite = hamiltonian_accept(x, p, f, x_new, p_new, f_new, gen, mass)
     assert torch.allclose(prob, expected) and prob[2] == 0 and not accepted[2]  # a NaN end point is rejected
     u = torch.rand((3,), generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     assert torch.equal(accepted, u < expected)
     assert torch.equal(x_out, torch.where(accepted[:, None], x_new, x))
     assert torch.equal(f_out, torch.where(accepted, f_new, f))
+    assert nonfinite.dtype == torch.int64 and nonfinite.tolist() == [0, 0, 1]  # the NaN end point is counted
 
 
 def _kernel_classes():

@@ -18,10 +18,15 @@ scalar attributes (``theta``, ``training``, ...). A module with an attribute who
 seen (a list, an array, a function) is not cached at all. A kernel uses its cache only when the key of
 the target passed to ``step`` matches the stored one and the state's x is the one the cache was made
 for, unchanged; otherwise it evaluates afresh (counted in ``Info``). Targets that are neither modules
-nor declare ``cache_fingerprint()`` are never cached. What cannot be detected, as in torch's own
-autograd: writes through ``tensor.data`` (they bypass the version counter) and changes hidden in a
-closure. PCD and AIS in gradmc re-initialise or pass a new target object after every change, so they
-never rely on the check; it is the guard against misuse.
+nor declare ``cache_fingerprint()`` are never cached. Writes through ``tensor.data`` (``W.data.copy_(...)``,
+``W.data.mul_(...)``) bypass the version counter and keep the storage, so the marks cannot see them; the
+fingerprint therefore also holds a few probe entries of each floating tensor (:data:`PROBES`, read at every
+step: one small host read), and a key whose marks match but whose probes differ raises
+:class:`StaleTargetError` naming the tensor and the fix, at the first step after the edit (a continued chain
+would mix the old and the new target, and targets' own derived caches, such as the RBM's transposed weight,
+are stale too). An edit through ``.data`` that leaves every probed entry unchanged (a few rows of a large
+tensor) and changes hidden in a closure are not detected. PCD and AIS in gradmc re-initialise or pass a new
+target object after every change, so they never rely on the check; it is the guard against misuse.
 
 The incremental methods below (and the closed-form ``log_prob_and_grad``) are used only while they
 belong to the target's density: a class declares ``closed_forms_for = forward``, and a subclass that
@@ -58,6 +63,7 @@ first step 2, the others 1, plus 1 at each refresh or target change); before cac
 from __future__ import annotations
 
 import itertools
+import weakref
 from typing import NamedTuple
 
 import torch
@@ -65,7 +71,8 @@ from torch import nn
 
 from gradmc.core.gradients import log_prob_and_grad, own_method
 
-__all__ = ["REFRESH_EVERY", "DERIVED_PREFIX", "Evaluation", "Fingerprint", "CacheKey", "bind_state", "cache_key",
+__all__ = ["REFRESH_EVERY", "DERIVED_PREFIX", "PROBES", "Evaluation", "Fingerprint", "StaleTargetError", "CacheKey",
+           "bind_state", "cache_key",
            "fingerprint", "current_evaluation",
            "evaluate", "eval_flips", "eval_flip_candidates", "eval_flip_mask", "eval_change", "eval_change_candidates",
            "select", "select_rows", "flipped_entries", "flip_bits", "flip_deltas", "offers"]
@@ -75,6 +82,14 @@ __all__ = ["REFRESH_EVERY", "DERIVED_PREFIX", "Evaluation", "Fingerprint", "Cach
 REFRESH_EVERY = 128
 
 _SCALARS = (bool, int, float, str, type(None))
+
+#: Entries of each floating tensor a :class:`Fingerprint` reads (evenly spaced over the flattened tensor), to see
+#: edits through ``tensor.data`` (module docstring).
+PROBES = 8
+
+
+class StaleTargetError(ValueError):
+    """A cached target's tensor changed through ``.data`` (no version-counter bump): the cache cannot be trusted."""
 
 
 class Evaluation(NamedTuple):
@@ -93,22 +108,75 @@ class Evaluation(NamedTuple):
 
 
 class Fingerprint:
-    """The numbers of a target at one moment: ``marks`` (compared) and ``refs`` (held, not compared).
+    """The numbers of a target at one moment: ``marks`` and ``probes`` (compared), ``refs`` (held, not compared).
 
     A mark of a tensor is (id, version counter, storage address, dtype, device, shape). ``refs`` holds the
     tensors themselves, so while a fingerprint lives no other tensor can take their ids (an id or an address
-    alone could be reused by a new tensor after the old one is freed). Equal when the marks are equal.
+    alone could be reused by a new tensor after the old one is freed). ``probes``: ((name, values), ...), the
+    values of :data:`PROBES` entries of each floating tensor (:func:`_probe`). Equal when marks and probes are.
     """
 
-    __slots__ = ("marks", "refs")
+    __slots__ = ("marks", "refs", "probes")
 
-    def __init__(self, marks: tuple, refs: tuple):
-        self.marks, self.refs = marks, refs
+    def __init__(self, marks: tuple, refs: tuple, probes: tuple = ()):
+        self.marks, self.refs, self.probes = marks, refs, probes
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Fingerprint) and self.marks == other.marks
+        return isinstance(other, Fingerprint) and self.marks == other.marks and self.probes == other.probes
 
     __hash__ = None
+
+    def edited_through_data(self, earlier: Fingerprint) -> list[str]:
+        """Names of the tensors whose probed values differ from ``earlier``'s while every mark (identity, version,
+        storage) is the same: edits through ``.data``. Empty when the marks differ (a visible change)."""
+        if not isinstance(earlier, Fingerprint) or self.marks != earlier.marks or self.probes == earlier.probes:
+            return []
+        return [name for (name, now), (_, then) in zip(self.probes, earlier.probes, strict=True)
+                if not _same_values(now, then)]
+
+
+def _same_values(a: list, b: list) -> bool:
+    """Equal value lists, NaN equal to NaN (a NaN entry that stays NaN is no edit)."""
+    return len(a) == len(b) and all(x == y or (x != x and y != y) for x, y in zip(a, b, strict=True))
+
+
+#: id(tensor) -> (weak reference to it, storage address, shape, strides, the probe view of :func:`_probe_view`); the
+#: view sees every write to that storage, ``.data`` writes included. Cleared when it grows past _PROBE_VIEWS_MAX.
+_PROBE_VIEWS: dict[int, tuple] = {}
+_PROBE_VIEWS_MAX = 4096
+
+
+def _probe_view(t: torch.Tensor) -> torch.Tensor:
+    """:data:`PROBES` evenly spaced entries of ``t`` (flattened) as a view of its storage, made once per tensor and
+    storage (a contiguous tensor; others get a fresh copy each time)."""
+    mark = (t.data_ptr(), t.shape, t.stride())
+    hit = _PROBE_VIEWS.get(id(t))
+    if hit is not None and hit[0]() is t and hit[1:4] == mark:
+        return hit[4]
+    flat = t.detach().reshape(-1)
+    view = flat[::max(1, flat.numel() // PROBES)][:PROBES]
+    if t.is_contiguous():
+        if len(_PROBE_VIEWS) >= _PROBE_VIEWS_MAX:
+            _PROBE_VIEWS.clear()
+        _PROBE_VIEWS[id(t)] = (weakref.ref(t), *mark, view)
+    return view
+
+
+def _probe(named: list[tuple[str, torch.Tensor]]) -> tuple:
+    """((name, values), ...) for the floating tensors of ``named``: :data:`PROBES` evenly spaced entries of each,
+    read with one host transfer per (device, dtype) group."""
+    groups: dict = {}
+    for name, t in named:
+        if t.is_floating_point() and t.numel() and not t.is_complex():
+            groups.setdefault((t.device, t.dtype), []).append((name, _probe_view(t)))
+    out = []
+    for members in groups.values():
+        values = torch.cat([v for _, v in members]).tolist()
+        start = 0
+        for name, v in members:
+            out.append((name, values[start:start + v.numel()]))
+            start += v.numel()
+    return tuple(out)
 
 
 class CacheKey(NamedTuple):
@@ -166,11 +234,13 @@ _UNKNOWN = object()
 
 
 def _module_fingerprint(module: nn.Module) -> Fingerprint | None:
-    marks, refs = [], []
+    marks, refs, named = [], [], []
     for sub in module.modules():
         marks.append(type(sub))
         for name, t in itertools.chain(sub._parameters.items(), sub._buffers.items()):
             marks.append((name, None if t is None else _value_mark(t, refs)))
+            if t is not None:
+                named.append((f"{type(sub).__name__}.{name}", t))
         for name, value in sub.__dict__.items():
             if name in _MODULE_INTERNALS or name.startswith(DERIVED_PREFIX):
                 continue
@@ -178,7 +248,9 @@ def _module_fingerprint(module: nn.Module) -> Fingerprint | None:
             if mark is _UNKNOWN:
                 return None  # a list, an array, a callable, an object: its changes cannot be seen
             marks.append((name, mark))
-    return Fingerprint(tuple(marks), tuple(refs))
+            if isinstance(value, torch.Tensor):
+                named.append((f"{type(sub).__name__}.{name}", value))
+    return Fingerprint(tuple(marks), tuple(refs), _probe(named))
 
 
 def fingerprint(target) -> object | None:
@@ -231,9 +303,22 @@ def current_evaluation(state, log_prob, x: torch.Tensor, grad: bool) -> tuple[Ev
         (evaluation, key to store with the next state, evaluations of x to count in this step's Info):
         1 for a fresh evaluation, 1 for the first step after ``init`` (whose evaluation it uses: each
         evaluation is counted once, by the step that needs it), else 0.
+
+    Raises:
+        StaleTargetError: a tensor of the target changed through ``.data`` since the cache was made (module
+            docstring); the message names it and the fix.
     """
     key = cache_key(log_prob)
     cached, stored = state.cache, state.cache_key
+    if key is not None and stored is not None and key.owner is stored.owner and key.func is stored.func:
+        edited = getattr(key.fingerprint, "edited_through_data", lambda _: [])(stored.fingerprint)
+        if edited:
+            raise StaleTargetError(
+                f"{type(key.owner).__name__}: {', '.join(edited)} changed through .data since the last step (no "
+                "version-counter bump), which the sampler's cached evaluation and the target's own derived caches "
+                "cannot see. Edit parameters in place under torch.no_grad() (param.copy_(...)) or assign a new "
+                "tensor; to keep an edit already made, run param.add_(0) under torch.no_grad() (it marks the "
+                "tensor changed) and continue")
     if (key is not None and cached is not None and key.matches(stored) and stored.x is x
             and stored.x_version == x._version and (cached.grad is not None or not grad)
             and not _refresh_due(state.num_steps)):

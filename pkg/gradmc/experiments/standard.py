@@ -33,10 +33,14 @@ def job_config(name: str, config: dict) -> dict:
 
 
 def collect(name: str, results: list[pd.DataFrame], inputs: dict[str, str] | None = None) -> pd.DataFrame:
-    """Concatenate the shard frames of experiment ``name``, apply the module's ``finalize(df, inputs)`` if it
+    """Concatenate the shard frames of experiment ``name`` (warning once per sampler that rejected non-finite
+    proposals, :func:`~gradmc.experiments.runner.warn_nonfinite`), apply the module's ``finalize(df, inputs)`` if it
     has one, and sort stably by the registry's ``sort_by`` columns (index reset)."""
+    from gradmc.experiments.runner import warn_nonfinite
+
     entry = standard(name)
     df = pd.concat(results, ignore_index=True)
+    warn_nonfinite(df)
     finalize = getattr(importlib.import_module(entry.module), "finalize", None)
     if finalize is not None:
         df = finalize(df, dict(inputs or {}))

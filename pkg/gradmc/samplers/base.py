@@ -18,6 +18,9 @@ Non-finite values (one rule for every kernel, implemented once here):
 - a PROPOSAL whose log_prob is NaN or +inf (or whose acceptance ratio is NaN) is rejected by
   :func:`metropolis_hastings_accept`, so a chain only ever moves to states of finite log_prob. A
   proposal of log_prob -inf (zero density, or a zero pseudo-marginal estimate) is an ordinary rejection.
+  Such rejections are not silent: ``Info.nonfinite_proposals`` counts them per chain (:func:`count_nonfinite`),
+  and the experiment runner warns about them. Kernels that meet a non-finite value only where they cannot
+  reject it (Gibbs-type conditionals, Hamming-ball blocks, D-SVGD, HABC) raise instead and report 0.
 
 Each state carries ``num_steps``, the number of steps taken since ``init``, for these messages.
 """
@@ -31,7 +34,7 @@ import torch
 
 import gradmc.core.streams as streams
 
-__all__ = ["Info", "NonFiniteError", "check_finite", "check_current_gradient", "check_conditional",
+__all__ = ["Info", "NonFiniteError", "check_finite", "count_nonfinite", "check_current_gradient", "check_conditional",
            "acceptance_probability", "metropolis_hastings_accept", "hamiltonian_accept", "sample_categorical",
            "EXP_FLOOR", "exp_below_max", "draw_from_weights", "log_normaliser", "log_softmax"]
 
@@ -51,6 +54,12 @@ class Info(NamedTuple):
             (one call of ``log_prob`` on a (C, D) batch counts as 1, on a (C * 2**X, D) batch
             as 2**X), including those that come with a gradient.
         grad_evals: int, gradient evaluations of the target per step, counted the same way.
+        nonfinite_proposals: (C,) int64, 1 for a chain whose proposal this step was rejected because a value
+            at it was not finite: its log_prob NaN or +inf, or a non-finite gradient (or momentum) entry
+            that made the acceptance ratio NaN or +inf (:func:`count_nonfinite`); 0 otherwise. Every kernel
+            that rejects such proposals fills it; the int 0 (the default) from kernels that have no
+            proposal to reject or raise :class:`NonFiniteError` instead, so ``torch.as_tensor(n).sum()``
+            totals either form.
     """
 
     acceptance_prob: torch.Tensor
@@ -58,6 +67,7 @@ class Info(NamedTuple):
     sites_changed: torch.Tensor
     energy_evals: int
     grad_evals: int
+    nonfinite_proposals: torch.Tensor | int = 0
 
 
 class NonFiniteError(ValueError):
@@ -157,6 +167,29 @@ def check_conditional(sampler: str, step: int | None, logits: torch.Tensor) -> N
                                  logits.amax(-1)))
 
 
+def count_nonfinite(proposal_log_prob: torch.Tensor, log_alpha: torch.Tensor | None = None) -> torch.Tensor:
+    """The :attr:`Info.nonfinite_proposals` of a Metropolis-Hastings step: (C,) int64, 1 where the proposal is
+    rejected for a non-finite value.
+
+    Without ``log_alpha``: where ``proposal_log_prob`` is NaN or +inf (what :func:`metropolis_hastings_accept`
+    rejects whatever the ratio says). With ``log_alpha`` (the gradient kernels, whose ratio holds terms computed
+    from the gradient at the proposal): also where ``log_alpha`` is NaN or +inf, that is, where a non-finite
+    gradient entry reached the ratio (the factorised kernels set NaN for a non-finite gradient row). The current
+    state's values must then be finite (they are checked first), and a proposal of log_prob -inf with a finite
+    ratio is an ordinary rejection, not counted. Two element-wise ops on (C,) tensors, no host synchronisation:
+    the sum is NaN or +inf exactly in those cases (or when finite terms above 1e38 overflow).
+
+    Args:
+        proposal_log_prob: (C,) log target (or log estimate) at the proposals.
+        log_alpha: optional (C,) log acceptance ratio, as passed to :func:`metropolis_hastings_accept`.
+
+    Returns:
+        (C,) int64 in {0, 1}.
+    """
+    total = proposal_log_prob if log_alpha is None else proposal_log_prob + log_alpha
+    return torch.where(total < torch.inf, 0, 1)
+
+
 def acceptance_probability(log_alpha: torch.Tensor, proposal_log_prob: torch.Tensor | None = None) -> torch.Tensor:
     """The Metropolis-Hastings acceptance probability min(1, exp(log_alpha)) (Hastings 1970).
 
@@ -204,7 +237,8 @@ def hamiltonian_accept(
 
     The Hamiltonian is H(x, p) = -log_prob(x) + |p|^2 / (2 mass); the end point (x_new, p_new) of a
     volume-preserving, reversible trajectory is accepted with probability min(1, exp(H(x, p) - H(x_new, p_new)))
-    by :func:`metropolis_hastings_accept` (so a NaN or +inf log_prob_new is rejected).
+    by :func:`metropolis_hastings_accept` (so a NaN or +inf log_prob_new is rejected, and a non-finite
+    momentum too: its H is NaN or +inf).
 
     Args:
         x, p: (C, d) current position and momentum; log_prob_x: (C,) log target at x.
@@ -214,13 +248,17 @@ def hamiltonian_accept(
 
     Returns:
         x_out: (C, d) x_new where accepted, else x; log_prob_out: (C,) the log target at x_out;
-        accepted: (C,) bool; acceptance_prob: (C,) float in [0, 1].
+        accepted: (C,) bool; acceptance_prob: (C,) float in [0, 1]; nonfinite: (C,) int64, 1 where the end
+        point's log_prob is NaN or +inf or its momentum has a non-finite entry (:attr:`Info.nonfinite_proposals`;
+        the current log_prob may be -inf, a zero pseudo-marginal estimate).
     """
     h_old = -log_prob_x + 0.5 * (p * p).sum(-1) / mass
-    h_new = -log_prob_new + 0.5 * (p_new * p_new).sum(-1) / mass
+    kinetic_new = 0.5 * (p_new * p_new).sum(-1) / mass
+    h_new = kinetic_new - log_prob_new
     accepted, acceptance_prob = metropolis_hastings_accept(h_old - h_new, generator, log_prob_new)
     x_out = torch.where(accepted[:, None], x_new, x)
-    return x_out, torch.where(accepted, log_prob_new, log_prob_x), accepted, acceptance_prob
+    nonfinite = count_nonfinite(log_prob_new + kinetic_new)
+    return x_out, torch.where(accepted, log_prob_new, log_prob_x), accepted, acceptance_prob, nonfinite
 
 
 def sample_categorical(logits: torch.Tensor, generator: torch.Generator, return_log_prob: bool = False,

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import torch
 
-from gradmc.samplers.base import Info, metropolis_hastings_accept
+from gradmc.samplers.base import Info, count_nonfinite, metropolis_hastings_accept
 from gradmc.samplers.continuous.common import check_current, check_positive
 
 __all__ = ["AdaptiveMetropolis", "AMState"]
@@ -117,7 +117,8 @@ class AdaptiveMetropolis:
         mean = state.mean + delta / count[:, None]
         scatter = state.scatter + delta[:, :, None] * (x_out - mean)[:, None, :]
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
-                    energy_evals=2, grad_evals=0)
+                    energy_evals=2, grad_evals=0,
+                    nonfinite_proposals=count_nonfinite(f_new))
         new = AMState(x=x_out, log_prob=torch.where(accepted, f_new, f_x), count=count, mean=mean, scatter=scatter,
                       num_steps=state.num_steps + 1)
         return new, info

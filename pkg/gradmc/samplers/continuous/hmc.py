@@ -79,8 +79,9 @@ class HMC:
         max_steps = int(self.num_steps_range[1])
         x_new, p_new, f_new, steps = leapfrog(x, p, eps, num, max_steps, lambda z: log_prob_and_grad(log_prob, z),
                                        self.mass, g_x)
-        x_out, f_out, accepted, acceptance_prob = hamiltonian_accept(x, p, f_x, x_new, p_new, f_new, generator,
-                                                                     self.mass)
+        x_out, f_out, accepted, acceptance_prob, nonfinite = hamiltonian_accept(x, p, f_x, x_new, p_new, f_new,
+                                                                                generator, self.mass)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
-                    energy_evals=steps + 1, grad_evals=steps + 1)
+                    energy_evals=steps + 1, grad_evals=steps + 1,
+                    nonfinite_proposals=nonfinite)
         return ContinuousState(x=x_out, log_prob=f_out, num_steps=state.num_steps + 1), info

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gradmc.samplers.base import Info, metropolis_hastings_accept
+from gradmc.samplers.base import Info, count_nonfinite, metropolis_hastings_accept
 from gradmc.samplers.continuous.common import ContinuousState, check_current, check_positive, initial_state
 from gradmc.surrogates.kernels import gaussian_kernel, sigma_from_lengthscale
 
@@ -135,5 +135,6 @@ class KAMH:
         accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, f_new)
         x_out = torch.where(accepted[:, None], x_new, x)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
-                    energy_evals=1 if self.pseudo_marginal else 2, grad_evals=0)
+                    energy_evals=1 if self.pseudo_marginal else 2, grad_evals=0,
+                    nonfinite_proposals=count_nonfinite(f_new))
         return ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, f_x), num_steps=state.num_steps + 1), info

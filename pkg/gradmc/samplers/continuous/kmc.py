@@ -116,8 +116,9 @@ class KMC:
             f_x, f_new = f_both[: x.shape[0]], f_both[x.shape[0]:]
         check_current(self.name, state.num_steps + 1, f_x, self.pseudo_marginal,
                       ("surrogate gradient at the current state", g_x))
-        x_out, f_out, accepted, acceptance_prob = hamiltonian_accept(x, p, f_x, x_new, p_new, f_new, generator,
-                                                                     self.mass)
+        x_out, f_out, accepted, acceptance_prob, nonfinite = hamiltonian_accept(x, p, f_x, x_new, p_new, f_new,
+                                                                                generator, self.mass)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
-                    energy_evals=1 if self.pseudo_marginal else 2, grad_evals=0)
+                    energy_evals=1 if self.pseudo_marginal else 2, grad_evals=0,
+                    nonfinite_proposals=nonfinite)
         return ContinuousState(x=x_out, log_prob=f_out, num_steps=state.num_steps + 1), info

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gradmc.samplers.base import Info, metropolis_hastings_accept
+from gradmc.samplers.base import Info, count_nonfinite, metropolis_hastings_accept
 from gradmc.samplers.continuous.common import ContinuousState, check_current, initial_state
 
 __all__ = ["PseudoMarginalMH", "GaussianRandomWalkProposal"]
@@ -91,7 +91,8 @@ class PseudoMarginalMH:
         accepted, acceptance_prob = metropolis_hastings_accept(f_new - state.log_prob + log_q_ratio, generator, f_new)
         x_out = torch.where(accepted[:, None], x_new, x)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=(x_out != x).sum(-1),
-                    energy_evals=1, grad_evals=0)
+                    energy_evals=1, grad_evals=0,
+                    nonfinite_proposals=count_nonfinite(f_new))
         new = ContinuousState(x=x_out, log_prob=torch.where(accepted, f_new, state.log_prob),
                               num_steps=state.num_steps + 1)
         return new, info

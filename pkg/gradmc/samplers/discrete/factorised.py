@@ -85,6 +85,7 @@ from gradmc.samplers.base import (
     acceptance_probability,
     check_current_gradient,
     check_finite,
+    count_nonfinite,
     metropolis_hastings_accept,
     sample_categorical,
 )
@@ -189,9 +190,10 @@ class _FactorisedMH:
         return f_new - f_x + log_rev - log_fwd
 
     def _log_alpha(self, f_x, f_new, grad_new, log_fwd, log_rev) -> torch.Tensor:
-        """:meth:`log_acceptance`, -inf for a proposal with a non-finite gradient entry (never enters the chain)."""
+        """:meth:`log_acceptance`, NaN for a proposal with a non-finite gradient entry: rejected (never enters the
+        chain) and counted in ``Info.nonfinite_proposals`` (:func:`~gradmc.samplers.base.count_nonfinite`)."""
         log_alpha = self.log_acceptance(f_x, f_new, log_fwd, log_rev)
-        return torch.where(_rows_finite(grad_new), log_alpha, -torch.inf)
+        return torch.where(_rows_finite(grad_new), log_alpha, torch.nan)
 
     def _init(self, x: torch.Tensor, log_prob) -> FactorisedState:
         ev = evaluate(log_prob, x, grad=True)
@@ -304,7 +306,8 @@ class IndependentFlipMH(_FactorisedMH):
         sites = torch.where(accepted, mask.sum(1), torch.zeros_like(accepted, dtype=torch.long))
         evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=sites,
-                    energy_evals=evals, grad_evals=evals)
+                    energy_evals=evals, grad_evals=evals,
+                    nonfinite_proposals=count_nonfinite(ev_new.log_prob, log_alpha))
         return bind_state(FactorisedState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
                                           cache=out if key is not None else None, cache_key=key)), info
 
@@ -409,7 +412,8 @@ class LogitFlipMH(IndependentFlipMH):
         sites = torch.where(accepted, mask.sum(1).long(), 0)
         evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=sites,
-                    energy_evals=evals, grad_evals=evals)
+                    energy_evals=evals, grad_evals=evals,
+                    nonfinite_proposals=count_nonfinite(ev_new.log_prob, log_alpha))
         return bind_state(FactorisedState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
                                           cache=out if key is not None else None, cache_key=key)), info
 
@@ -645,7 +649,8 @@ class IndependentSiteMH(_FactorisedMH):
         sites = torch.where(accepted, changed, torch.zeros_like(changed))
         evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=sites,
-                    energy_evals=evals, grad_evals=evals)
+                    energy_evals=evals, grad_evals=evals,
+                    nonfinite_proposals=count_nonfinite(ev_new.log_prob, log_alpha))
         return bind_state(FactorisedState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
                                           cache=out if key is not None else None, cache_key=key)), info
 

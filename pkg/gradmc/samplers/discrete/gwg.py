@@ -35,6 +35,7 @@ from gradmc.samplers.base import (
     acceptance_probability,
     check_current_gradient,
     check_finite,
+    count_nonfinite,
     draw_from_weights,
     log_softmax,
     metropolis_hastings_accept,
@@ -157,8 +158,8 @@ class GradientFlipMH:
         out = select(accepted, ev_new, ev)
         sites = torch.where(accepted, (counts > 0).sum(1), torch.zeros_like(accepted, dtype=torch.long))
         evals = 1 + billed
-        info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
-                    sites_changed=sites, energy_evals=evals, grad_evals=evals)
+        info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=sites, energy_evals=evals,
+                    grad_evals=evals, nonfinite_proposals=count_nonfinite(ev_new.log_prob, log_alpha))
         return bind_state(GWGState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
                         cache=out if key is not None else None, cache_key=key)), info
 
@@ -247,8 +248,8 @@ class GWG(GradientFlipMH):
         rev = self._flip_proposal(x_new, ev_new.grad)
         log_z_rev = rev.top.squeeze(1) + rev.weights.sum(-1).log()
         log_q_rev = rev.logits[rows, idx] - log_z_rev
-        accepted, acceptance_prob = metropolis_hastings_accept(
-            ev_new.log_prob - ev.log_prob + log_q_rev - log_q_fwd, generator, ev_new.log_prob)
+        log_alpha = ev_new.log_prob - ev.log_prob + log_q_rev - log_q_fwd
+        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
         x_new[rows, idx] = torch.where(accepted, 1.0 - old_bit, old_bit)  # undo rejected flips
         out = select(accepted, ev_new, ev)
         kept = None
@@ -256,8 +257,9 @@ class GWG(GradientFlipMH):
             kept = FlipProposal(self.temperature, *(select_rows(accepted, a, b) for a, b in
                                                     zip(rev[1:], fwd[1:], strict=True)))
         evals = 1 + billed
-        info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
-                    sites_changed=accepted.long(), energy_evals=evals, grad_evals=evals)
+        info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=accepted.long(),
+                    energy_evals=evals, grad_evals=evals,
+                    nonfinite_proposals=count_nonfinite(ev_new.log_prob, log_alpha))
         return bind_state(GWGState(x=x_new, log_prob=out.log_prob, num_steps=state.num_steps + 1,
                                    cache=out if key is not None else None, cache_key=key, proposal=kept)), info
 

@@ -30,6 +30,7 @@ from gradmc.samplers.base import (
     Info,
     acceptance_probability,
     check_finite,
+    count_nonfinite,
     log_normaliser,
     log_softmax,
     metropolis_hastings_accept,
@@ -182,8 +183,9 @@ class GWGCategorical:
         x_out = torch.where(accepted[:, None, None], x_new, x)
         out = select(accepted, ev_new, ev)
         evals = 1 + billed
-        info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
-                    sites_changed=accepted.long(), energy_evals=evals, grad_evals=evals)
+        info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=accepted.long(),
+                    energy_evals=evals, grad_evals=evals,
+                    nonfinite_proposals=count_nonfinite(ev_new.log_prob, log_alpha))
         return bind_state(GWGCategoricalState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
                                    cache=out if key is not None else None, cache_key=key)), info
 

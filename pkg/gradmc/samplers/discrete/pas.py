@@ -68,6 +68,7 @@ from gradmc.samplers.base import (
     _invert,
     acceptance_probability,
     check_current_gradient,
+    count_nonfinite,
     exp_below_max,
     log_normaliser,
     metropolis_hastings_accept,
@@ -489,7 +490,8 @@ class PAS(GradientFlipMH):
         moved = torch.where(accepted, mask.sum(1), torch.zeros_like(accepted, dtype=torch.long))
         evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=moved,
-                    energy_evals=evals, grad_evals=evals)
+                    energy_evals=evals, grad_evals=evals,
+                    nonfinite_proposals=count_nonfinite(ev_new.log_prob, log_alpha))
         return bind_state(GWGState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
                                    cache=out if key is not None else None, cache_key=key)), info
 

@@ -13,7 +13,7 @@ import torch
 import gradmc.core.streams as streams
 from gradmc.core.validation import check_binary
 from gradmc.sampler_catalog import register_sampler
-from gradmc.samplers.base import Info, acceptance_probability, check_finite, metropolis_hastings_accept
+from gradmc.samplers.base import Info, acceptance_probability, check_finite, count_nonfinite, metropolis_hastings_accept
 from gradmc.samplers.discrete.flips import apply_flips
 
 __all__ = ["RandomWalkMetropolis", "RWMState"]
@@ -78,7 +78,7 @@ class RandomWalkMetropolis:
         x_out = torch.where(accepted[:, None], x_new, x)
         f_out = torch.where(accepted, f_new, f_x)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=accepted.long(),
-                    energy_evals=2, grad_evals=0)
+                    energy_evals=2, grad_evals=0, nonfinite_proposals=count_nonfinite(f_new))
         return RWMState(x=x_out, log_prob=f_out, num_steps=state.num_steps + 1), info
 
     @torch.no_grad()

@@ -110,10 +110,12 @@ class RHMC(RelaxedStart):
         pi_z, pi_new = pi_both[: z.shape[0]], pi_both[z.shape[0]:]
         check_finite(self.name, state.num_steps + 1, ("log_prob at the current state", pi_z),
                      ("surrogate gradient at the current state", grad))
-        z_out, pi_out, accepted, acceptance_prob = hamiltonian_accept(z, v, pi_z, z_new, v_new, pi_new, generator)
+        z_out, pi_out, accepted, acceptance_prob, nonfinite = hamiltonian_accept(z, v, pi_z, z_new, v_new, pi_new,
+                                                                                 generator)
         x_out = bits_from_z(z_out)
         k = self.num_leapfrog_steps
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
-                    sites_changed=(x_out != state.x).sum(-1), energy_evals=k + 3, grad_evals=k + 1)
+                    sites_changed=(x_out != state.x).sum(-1), energy_evals=k + 3, grad_evals=k + 1,
+                    nonfinite_proposals=nonfinite)
         new = RelaxedState(x=x_out, z=z_out, log_prob=pi_out, num_steps=state.num_steps + 1)
         return new, info

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from gradmc.sampler_catalog import register_sampler
-from gradmc.samplers.base import Info, check_finite, metropolis_hastings_accept
+from gradmc.samplers.base import Info, check_finite, count_nonfinite, metropolis_hastings_accept
 from gradmc.samplers.relaxed.surrogate import (
     RelaxedStart,
     RelaxedState,
@@ -100,7 +100,8 @@ class RMALA(RelaxedStart):
         z_out = torch.where(accepted[:, None], z_new, z)
         x_out = bits_from_z(z_out)
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
-                    sites_changed=(x_out != state.x).sum(-1), energy_evals=4, grad_evals=2)
+                    sites_changed=(x_out != state.x).sum(-1), energy_evals=4, grad_evals=2,
+                    nonfinite_proposals=count_nonfinite(pi_new, log_alpha))
         new = RelaxedState(x=x_out, z=z_out, log_prob=torch.where(accepted, pi_new, pi_z),
                            num_steps=state.num_steps + 1)
         return new, info
