@@ -20,12 +20,12 @@ the target passed to ``step`` matches the stored one and the state's x is the on
 for, unchanged; otherwise it evaluates afresh (counted in ``Info``). Targets that are neither modules
 nor declare ``cache_fingerprint()`` are never cached. Writes through ``tensor.data`` (``W.data.copy_(...)``,
 ``W.data.mul_(...)``) bypass the version counter and keep the storage, so the marks cannot see them; the
-fingerprint therefore also holds a few probe entries of each floating tensor (:data:`PROBES`, read at every
-step: one small host read), and a key whose marks match but whose probes differ raises
-:class:`StaleTargetError` naming the tensor and the fix, at the first step after the edit (a continued chain
-would mix the old and the new target, and targets' own derived caches, such as the RBM's transposed weight,
-are stale too). An edit through ``.data`` that leaves every probed entry unchanged (a few rows of a large
-tensor) and changes hidden in a closure are not detected. PCD and AIS in gradmc re-initialise or pass a new
+fingerprint therefore also reads a few probe entries of each floating tensor (:data:`PROBES`, every
+:data:`PROBE_EVERY` steps: one small host read), and a key whose marks match but whose probes differ from the
+last reading raises :class:`StaleTargetError` naming the tensor and the fix, within 2 * PROBE_EVERY steps of the
+edit (a continued chain would mix the old and the new target, and targets' own derived caches, such as the RBM's
+transposed weight, are stale too). An edit through ``.data`` that leaves every probed entry unchanged (a few rows
+of a large tensor) and changes hidden in a closure are not detected. PCD and AIS in gradmc re-initialise or pass a new
 target object after every change, so they never rely on the check; it is the guard against misuse.
 
 The incremental methods below (and the closed-form ``log_prob_and_grad``) are used only while they
@@ -71,8 +71,8 @@ from torch import nn
 
 from gradmc.core.gradients import log_prob_and_grad, own_method
 
-__all__ = ["REFRESH_EVERY", "DERIVED_PREFIX", "PROBES", "Evaluation", "Fingerprint", "StaleTargetError", "CacheKey",
-           "bind_state", "cache_key",
+__all__ = ["REFRESH_EVERY", "DERIVED_PREFIX", "PROBES", "PROBE_EVERY", "Evaluation", "Fingerprint",
+           "StaleTargetError", "CacheKey", "bind_state", "cache_key",
            "fingerprint", "current_evaluation",
            "evaluate", "eval_flips", "eval_flip_candidates", "eval_flip_mask", "eval_change", "eval_change_candidates",
            "select", "select_rows", "flipped_entries", "flip_bits", "flip_deltas", "offers"]
@@ -86,6 +86,9 @@ _SCALARS = (bool, int, float, str, type(None))
 #: Entries of each floating tensor a :class:`Fingerprint` reads (evenly spaced over the flattened tensor), to see
 #: edits through ``tensor.data`` (module docstring).
 PROBES = 8
+#: :func:`current_evaluation` reads the probes every this many steps (a host read costs tens of microseconds, a
+#: few percent of a small step): an edit through ``.data`` raises within 2 * PROBE_EVERY steps.
+PROBE_EVERY = 4
 
 
 class StaleTargetError(ValueError):
@@ -108,28 +111,37 @@ class Evaluation(NamedTuple):
 
 
 class Fingerprint:
-    """The numbers of a target at one moment: ``marks`` and ``probes`` (compared), ``refs`` (held, not compared).
+    """The numbers of a target at one moment: ``marks`` (compared), ``refs`` and ``named`` (held, not compared),
+    ``probes`` (compared by :func:`current_evaluation` every :data:`PROBE_EVERY` steps, not by ``==``).
 
     A mark of a tensor is (id, version counter, storage address, dtype, device, shape). ``refs`` holds the
     tensors themselves, so while a fingerprint lives no other tensor can take their ids (an id or an address
-    alone could be reused by a new tensor after the old one is freed). ``probes``: ((name, values), ...), the
-    values of :data:`PROBES` entries of each floating tensor (:func:`_probe`). Equal when marks and probes are.
+    alone could be reused by a new tensor after the old one is freed). Equal when the marks are equal.
+    ``named``: (name, tensor) of the target's tensors; ``probes``: None until :meth:`probe` reads them, then
+    ((name, values), ...), the values of :data:`PROBES` entries of each floating tensor (:func:`_probe`).
     """
 
-    __slots__ = ("marks", "refs", "probes")
+    __slots__ = ("marks", "refs", "named", "probes")
 
-    def __init__(self, marks: tuple, refs: tuple, probes: tuple = ()):
-        self.marks, self.refs, self.probes = marks, refs, probes
+    def __init__(self, marks: tuple, refs: tuple, named: tuple = (), probes: tuple | None = None):
+        self.marks, self.refs, self.named, self.probes = marks, refs, named, probes
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Fingerprint) and self.marks == other.marks and self.probes == other.probes
+        return isinstance(other, Fingerprint) and self.marks == other.marks
 
     __hash__ = None
 
+    def probe(self) -> tuple:
+        """Read the probe entries now (one small host read per device and dtype) and keep them in ``probes``."""
+        self.probes = _probe(list(self.named))
+        return self.probes
+
     def edited_through_data(self, earlier: Fingerprint) -> list[str]:
         """Names of the tensors whose probed values differ from ``earlier``'s while every mark (identity, version,
-        storage) is the same: edits through ``.data``. Empty when the marks differ (a visible change)."""
-        if not isinstance(earlier, Fingerprint) or self.marks != earlier.marks or self.probes == earlier.probes:
+        storage) is the same: edits through ``.data``. Empty when the marks differ (a visible change) or either
+        has not been probed."""
+        if (not isinstance(earlier, Fingerprint) or self.marks != earlier.marks or self.probes is None
+                or earlier.probes is None or self.probes == earlier.probes):
             return []
         return [name for (name, now), (_, then) in zip(self.probes, earlier.probes, strict=True)
                 if not _same_values(now, then)]
@@ -250,7 +262,7 @@ def _module_fingerprint(module: nn.Module) -> Fingerprint | None:
             marks.append((name, mark))
             if isinstance(value, torch.Tensor):
                 named.append((f"{type(sub).__name__}.{name}", value))
-    return Fingerprint(tuple(marks), tuple(refs), _probe(named))
+    return Fingerprint(tuple(marks), tuple(refs), tuple(named))
 
 
 def fingerprint(target) -> object | None:
@@ -310,8 +322,14 @@ def current_evaluation(state, log_prob, x: torch.Tensor, grad: bool) -> tuple[Ev
     """
     key = cache_key(log_prob)
     cached, stored = state.cache, state.cache_key
-    if key is not None and stored is not None and key.owner is stored.owner and key.func is stored.func:
-        edited = getattr(key.fingerprint, "edited_through_data", lambda _: [])(stored.fingerprint)
+    if (key is not None and key.matches(stored) and isinstance(key.fingerprint, Fingerprint)
+            and isinstance(stored.fingerprint, Fingerprint)):
+        key.fingerprint.probes = stored.fingerprint.probes  # the last reading, carried while the marks hold
+        if state.num_steps % PROBE_EVERY == 0:
+            key.fingerprint.probe()
+            edited = key.fingerprint.edited_through_data(stored.fingerprint)
+        else:
+            edited = []
         if edited:
             raise StaleTargetError(
                 f"{type(key.owner).__name__}: {', '.join(edited)} changed through .data since the last step (no "
