@@ -8,21 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 from _localdata import serve
+from test_errors import one_line_error
 
 from gradmc.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "config" / "smoke.yaml"
-
-
-def one_line_error(capsys, code: int) -> str:
-    """The single ``gradmc: error:`` line of a failed command (asserting status 2 and no traceback)."""
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("gradmc: error: "), err
-    return lines[0]
 
 
 def _smoke_with(tmp_path: Path, name: str, change) -> Path:

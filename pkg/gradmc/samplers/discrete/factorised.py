@@ -195,6 +195,21 @@ class _FactorisedMH:
         log_alpha = self.log_acceptance(f_x, f_new, log_fwd, log_rev)
         return torch.where(_rows_finite(grad_new), log_alpha, torch.nan)
 
+    def _accept(self, state: FactorisedState, key, billed: int, x, ev: Evaluation, x_new, ev_new: Evaluation,
+                changed: torch.Tensor, log_alpha: torch.Tensor, generator) -> tuple[FactorisedState, Info]:
+        """The Metropolis-Hastings decision and the step's result, shared by the kernels' ``step``: x (C, ...) and
+        ev the current states and their evaluation, x_new and ev_new the proposals', changed (C,) int64 the
+        coordinates a proposal changes, log_alpha (C,); key and billed from ``current_evaluation``."""
+        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
+        out = select(accepted, ev_new, ev)
+        evals = 1 + billed
+        info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
+                    sites_changed=torch.where(accepted, changed, 0), energy_evals=evals, grad_evals=evals,
+                    nonfinite_proposals=count_nonfinite(ev_new.log_prob, log_alpha))
+        return bind_state(FactorisedState(x=select_rows(accepted, x_new, x), log_prob=out.log_prob,
+                                          num_steps=state.num_steps + 1, cache=out if key is not None else None,
+                                          cache_key=key)), info
+
     def _init(self, x: torch.Tensor, log_prob) -> FactorisedState:
         ev = evaluate(log_prob, x, grad=True)
         check_finite(self.name, 0, ("log_prob at the current state", ev.log_prob))
@@ -300,16 +315,7 @@ class IndependentFlipMH(_FactorisedMH):
         x_new = self._flip(x, mask)
         ev_new = eval_flip_mask(log_prob, x, ev, x_new, mask, grad=True)
         _, log_alpha = self._score(x, ev, proposal, mask, ev_new, x_new)
-        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
-        x_out = torch.where(accepted[:, None], x_new, x)
-        out = select(accepted, ev_new, ev)
-        sites = torch.where(accepted, mask.sum(1), torch.zeros_like(accepted, dtype=torch.long))
-        evals = 1 + billed
-        info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=sites,
-                    energy_evals=evals, grad_evals=evals,
-                    nonfinite_proposals=count_nonfinite(ev_new.log_prob, log_alpha))
-        return bind_state(FactorisedState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
-                                          cache=out if key is not None else None, cache_key=key)), info
+        return self._accept(state, key, billed, x, ev, x_new, ev_new, mask.sum(1), log_alpha, generator)
 
     @torch.no_grad()
     def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
@@ -406,16 +412,7 @@ class LogitFlipMH(IndependentFlipMH):
         else:
             log_rev = self.log_reverse(x, ev.grad, x_new, ev_new.grad, mask != 0)
         log_alpha = self._log_alpha(ev.log_prob, ev_new.log_prob, ev_new.grad, log_fwd, log_rev)
-        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
-        x_out = select_rows(accepted, x_new, x)
-        out = select(accepted, ev_new, ev)
-        sites = torch.where(accepted, mask.sum(1).long(), 0)
-        evals = 1 + billed
-        info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=sites,
-                    energy_evals=evals, grad_evals=evals,
-                    nonfinite_proposals=count_nonfinite(ev_new.log_prob, log_alpha))
-        return bind_state(FactorisedState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
-                                          cache=out if key is not None else None, cache_key=key)), info
+        return self._accept(state, key, billed, x, ev, x_new, ev_new, mask.sum(1).long(), log_alpha, generator)
 
 
 def _dlp_binary(x: torch.Tensor, grad: torch.Tensor, step_size: float) -> torch.Tensor:
@@ -642,17 +639,8 @@ class IndependentSiteMH(_FactorisedMH):
         x_new = F.one_hot(values, x.shape[2]).to(x.dtype)
         ev_new = evaluate(log_prob, x_new, grad=True)
         _, log_alpha = self._score(x, ev, log_q, values, ev_new, x_new)
-        accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
-        x_out = torch.where(accepted[:, None, None], x_new, x)
-        out = select(accepted, ev_new, ev)
         changed = (values != x.argmax(-1)).sum(1)
-        sites = torch.where(accepted, changed, torch.zeros_like(changed))
-        evals = 1 + billed
-        info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=sites,
-                    energy_evals=evals, grad_evals=evals,
-                    nonfinite_proposals=count_nonfinite(ev_new.log_prob, log_alpha))
-        return bind_state(FactorisedState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
-                                          cache=out if key is not None else None, cache_key=key)), info
+        return self._accept(state, key, billed, x, ev, x_new, ev_new, changed, log_alpha, generator)
 
     @torch.no_grad()
     def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
