@@ -144,5 +144,6 @@ def run(shard: Shard) -> pd.DataFrame:
         add("adapted_value", float(state.value))
         if T > burn_in:
             add("acceptance_rate_after_burn_in", (after_sum / (T - burn_in)).mean())
+    rows += clock.nonfinite_rows(shard.sampler, shard.seed)
     return tidy_frame(rows, EXPERIMENT, TARGET)
 

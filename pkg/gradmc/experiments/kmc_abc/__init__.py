@@ -261,6 +261,7 @@ def run(shard: Shard) -> pd.DataFrame:
         rows += [(name, seed, 0, lag, "acf_theta1", float(v), c.energy_evals, c.grad_evals, c.seconds)
                  for lag, v in enumerate(autocorrelation(theta1, shard.max_lag))]
         rows += [clock.row(name, seed, 0, metric, value) for metric, value in sorted(summary.items())]
+    rows += clock.nonfinite_rows(name, shard.runs[0])  # chain j is the run shard.runs[j]
     df = tidy_frame(rows, EXPERIMENT, TARGET)
     df["x"] = np.nan
     return df

@@ -317,6 +317,7 @@ def run(shard: Shard) -> pd.DataFrame:
                           ("burn_in_acceptance", burn_acc / B if B else float("nan")),
                           ("adaptations", float(adaptations)), *cv_rows.items()):
         rows.append(clock.row(shard.sampler, shard.run, 0, metric, value))
+    rows += clock.nonfinite_rows(shard.sampler, shard.run)
     df = tidy_frame(rows, EXPERIMENT, TARGET)
     df.insert(df.columns.get_loc("sampler") + 1, "n", np.int64(shard.n))
     return df.astype({"n": "int64"})

@@ -221,5 +221,6 @@ def run(shard: Shard) -> pd.DataFrame:
     final = [("min_ess", min_ess), ("acceptance_rate", acc[0] / T),
              ("likelihood_estimates", costs[T][0]), ("benchmark_size", reference.shape[0]), *extra_rows]
     rows += [(shard.sampler, shard.run, 0, T, m, float(v), costs[T][0], 0, costs[T][1]) for m, v in final]
+    rows += clock.nonfinite_rows(shard.sampler, shard.run)
     return tidy_frame(rows, EXPERIMENT, bench.TARGET)
 

@@ -163,6 +163,7 @@ def run(shard: Shard) -> pd.DataFrame:
                           ("likelihood_estimates", clock.energy_evals + 1)):
         rows.append(("RW", 0, shard.chain, shard.num_iterations, metric, value, clock.energy_evals + 1, 0,
                      clock.seconds))
+    rows += clock.nonfinite_rows("RW", 0, chain_offset=shard.chain)
     return tidy_frame(rows, EXPERIMENT, TARGET)
 
 

@@ -183,6 +183,7 @@ def run(shard: Shard) -> pd.DataFrame:
         second = reference_samples(rbm, shard.num_chains, shard.reference_steps,
                                    make_generator(seed_from(EXPERIMENT, "reference-2", D, seed), device))
         rows.append(("Target", seed, -1, T, "log_mmd_target", float(to_reference.log_mmd(second)), 0, 0, 0.0))
+    rows += clock.nonfinite_rows(shard.sampler, seed)
     df = tidy_frame(rows, EXPERIMENT, f"random_rbm_D{D}")
     df.insert(2, "num_visible", D)
     df.insert(4, "setting", [("-" if name == "Target" else shard.setting) for name in df["sampler"]])
