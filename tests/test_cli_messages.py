@@ -179,3 +179,10 @@ def test_other_unknown_names_get_the_closest_one(tmp_path, capsys):
     line = one_line_error(capsys, main(["claims", "--metrics", f"kmc_bananna={metrics}", "--config", str(SMOKE),
                                         "--out", str(tmp_path / "c" / "claims")]))
     assert "unknown experiment 'kmc_bananna' — did you mean 'kmc_banana'?" in line
+
+
+@pytest.mark.parametrize(("command", "what"), [("run", "an experiment"), ("figure", "a figure"), ("data", "an action")])
+def test_a_command_without_its_choice_says_what_to_name(capsys, command, what):
+    assert main([command]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"gradmc {command}: error: name {what} (`gradmc {command} --help` lists them)"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -49,8 +50,21 @@ def _literal(path: Path, name: str):
     return None
 
 
+def _escape(text: str) -> str:
+    """``text`` with ``<`` and ``>`` outside code spans written as entities (a placeholder such as <data> would
+    otherwise be read as an HTML tag and vanish); code spans keep them, as code shows its text literally."""
+    parts = re.split(r"(`[^`]*`)", text)
+    return "".join(part if part.startswith("`") else part.replace("<", "&lt;").replace(">", "&gt;")
+                   for part in parts)
+
+
 def _cell(value) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return _escape(str(value)).replace("|", "\\|").replace("\n", " ")
+
+
+def _summary(doc: str) -> str:
+    """The first paragraph of a module docstring on one line (a sentence may span lines, so not the first line)."""
+    return " ".join(doc.split("\n\n", 1)[0].split())
 
 
 def _type(schema: dict) -> str:
@@ -95,8 +109,8 @@ def full_schema() -> tuple[dict, dict[str, dict]]:
 
 
 def _rst(text: str) -> str:
-    text = text.replace('{{ snakemake.config["name"] }}', "<config>").replace("``", "`")
-    return "\n\n".join(" ".join(line.strip() for line in block.splitlines())
+    text = text.replace('{{ snakemake.config["name"] }}', "`<config>`").replace("``", "`")
+    return "\n\n".join(_escape(" ".join(line.strip() for line in block.splitlines()))
                        for block in text.split("\n\n") if block.strip())
 
 
@@ -105,10 +119,8 @@ def experiment_page(folder: Path, main: dict, parts: dict[str, dict]) -> tuple[s
     name = folder.name
     exp = experiments().get(name)
     doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))) or ""
-    title = exp.title if exp else doc.split("\n", 1)[0].rstrip(".")
-    lines = [f"# `{name}`", "", f"**{title}**", ""]
-    if doc:
-        lines += [doc.split("\n\n", 1)[0].replace("\n", " "), ""]
+    title = _summary(doc) or (exp.title if exp else name)
+    lines = [f"# `{name}`", "", f"**{_escape(title)}**", ""]
     if exp:
         lines += ["| registry field | value |", "|:--|:--|", f"| category | {exp.category or ''} |",
                   f"| figure | {f'`{exp.figure}`' if exp.figure else 'none (an input of another stage)'} |"]
@@ -155,7 +167,7 @@ def config_page(main: dict, parts: dict[str, dict]) -> str:
              "A key left out takes its default; the [configuration guide](../configs.md) explains overlays and "
              "`extends:`.", ""]
     for key, sub in main.get("properties", {}).items():
-        lines += [f"## `{key}`", "", f"Type: {_type(sub)}." + (f" {sub['description']}" if "description" in sub
+        lines += [f"## `{key}`", "", f"Type: {_type(sub)}." + (f" {_cell(sub['description'])}" if "description" in sub
                                                                else ""), ""]
         if "properties" in sub:
             lines.append(schema_table(sub, f"{key}."))
@@ -239,6 +251,15 @@ def on_config(config):
     _PAGES.update(_pages())
     config["nav"] = _expand(config["nav"])
     return config
+
+
+#: a Sphinx role before a code span (``:func:`x```), which markdown shows as text: the role is dropped
+_ROLE = re.compile(r":(?:py:)?(?:func|class|mod|meth|attr|data|exc|obj|const):(?=<code)")
+
+
+def on_page_content(html, page, config, files):
+    """Drop the Sphinx roles of docstrings (``:func:`name``` reads as the code span ``name``)."""
+    return _ROLE.sub("", html)
 
 
 def on_files(files, config):

@@ -52,9 +52,14 @@ def main(argv: list[str] | None = None) -> int:
 
         print(__version__)
         return 0
-    if args.command is None or (args.command == "data" and args.action is None) or \
-            (args.command == "run" and args.experiment is None) or (args.command == "figure" and args.figure is None):
+    if args.command is None:
         parser.print_help()
+        return 2
+    chooses = {"data": ("action", "an action"), "run": ("experiment", "an experiment"),
+               "figure": ("figure", "a figure")}
+    if args.command in chooses and getattr(args, chooses[args.command][0]) is None:
+        print(f"gradmc {args.command}: error: name {chooses[args.command][1]} (`gradmc {args.command} --help` lists "
+              "them)", file=sys.stderr, flush=True)
         return 2
     start = time.perf_counter()
     try:
