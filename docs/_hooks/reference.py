@@ -36,6 +36,9 @@ API_MODULES = (
     "gradmc.samplers.exactness", "gradmc.targets", "gradmc.evaluation.ess", "gradmc.evaluation.mmd",
     "gradmc.core.exact", "gradmc.core.streams", "gradmc.seeding", "gradmc.sampler_catalog", "gradmc.registry",
     "gradmc.config", "gradmc.results", "gradmc.results.page", "gradmc.claims.base", "gradmc.errors",
+    "gradmc.samplers.discrete.gwg", "gradmc.samplers.discrete.factorised", "gradmc.samplers.discrete.pas",
+    "gradmc.samplers.discrete.gibbs", "gradmc.samplers.discrete.hamming_ball", "gradmc.samplers.continuous.hmc",
+    "gradmc.samplers.continuous.kmc", "gradmc.core.incremental",
 )
 
 
