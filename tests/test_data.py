@@ -368,11 +368,11 @@ def test_fetch_command_downloads_from_mirror_then_only_verifies(shared_url, tmp_
 
     dest = tmp_path / "data"
     assert main(["data", "fetch", "mnist_test", "glass", "--data-dir", str(dest), "--base-url", shared_url]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err  # progress lines go to stderr
     assert out.count(": downloaded,") == 3 and "glass/glass.data" in out
     assert _files(dest) == {"mnist/t10k-images-idx3-ubyte.gz", "mnist/t10k-labels-idx1-ubyte.gz", "glass/glass.data"}
     assert main(["data", "fetch", "glass", "--data-dir", str(dest)]) == 0  # present: verified, no network
-    assert ": verified," in capsys.readouterr().out
+    assert ": verified," in capsys.readouterr().err
 
 
 def test_fetch_command_without_network_names_urls_and_path(tmp_path, capsys):
@@ -425,8 +425,8 @@ def test_fetch_command_tries_every_file_then_reports_all_failures(shared, tmp_pa
     with serve(mirror) as url:  # the mirror lacks the MNIST files listed first
         code = main(["data", "fetch", "mnist_test", "glass/glass.data", "--data-dir", str(tmp_path / "d"),
                      "--base-url", url])
-    out, err = capsys.readouterr()
-    assert code == 2 and "3/3 glass: downloaded" in out  # glass is fetched although two files failed before it
+    err = capsys.readouterr().err
+    assert code == 2 and "3/3 glass: downloaded" in err  # glass is fetched although two files failed before it
     assert "2 of 3 data file(s) could not be fetched" in err
     assert "mnist_test_images (mnist/t10k-images-idx3-ubyte.gz)" in err and "mnist_test_labels" in err
     assert _files(tmp_path / "d") == {"glass/glass.data"}

@@ -4,6 +4,7 @@ else is a bug and propagates (:mod:`gradmc.errors`, the CLI catches only the use
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -20,11 +21,12 @@ SMOKE = Path(__file__).resolve().parents[1] / "config" / "smoke.yaml"
 
 
 def one_line_error(capsys, code: int) -> str:
-    """The single ``gradmc: error:`` line of a failed command (asserting status 2 and no traceback)."""
+    """The single ``gradmc: error:`` line of a failed command (asserting status 2 and no traceback); progress
+    lines (``[gradmc] threads ...``, ``[<experiment>] 4 shards``), which stderr also carries, are passed over."""
     err = capsys.readouterr().err
     assert code == 2, err
     assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.strip()]
+    lines = [line for line in err.splitlines() if line.strip() and not re.match(r"\[[\w-]+\] ", line)]
     assert len(lines) == 1 and lines[0].startswith("gradmc: error: "), err
     return lines[0]
 

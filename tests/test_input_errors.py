@@ -140,7 +140,7 @@ def test_claims_cli_refuses_bad_metrics_and_outputs_before_writing_anything(tmp_
         assert not list(tmp_path.glob("out/claims.*"))
     # a well-formed file whose claims need rows it lacks: written, with a warning naming the experiment
     assert main(["claims", "--metrics", "kmc_abc=" + str(good), "--config", SMOKE, "--out", str(out)]) == 0
-    assert "warning: kmc_abc" in capsys.readouterr().out and (tmp_path / "out" / "claims.md").exists()
+    assert "warning: kmc_abc" in capsys.readouterr().err and (tmp_path / "out" / "claims.md").exists()
 
 
 def test_run_checks_its_output_folder_before_any_work(tmp_path, capsys):

@@ -17,6 +17,7 @@ import pickle
 
 import pytest
 import torch
+from _nan_rbm import NaNRowsBlockGibbs
 
 from gradmc import sampler_catalog
 from gradmc.samplers import NonFiniteError, check_finite
@@ -71,7 +72,7 @@ class _NaNGrad(torch.autograd.Function):
         return torch.where(mask.reshape(-1, *[1] * (g.dim() - 1)), torch.full_like(g, NAN), g), None
 
 
-class MarkedRBM:
+class MarkedRBM(NaNRowsBlockGibbs):
     """A small RBM whose value (mode "value") or gradient (mode "grad") is ``bad`` on marked rows.
 
     Marked rows: more than half the entries are 1 (``binary_only``: and the row is exactly binary, so
@@ -96,21 +97,8 @@ class MarkedRBM:
             return self.rbm(_NaNGrad.apply(x, m))
         return torch.where(m, torch.full((), self.bad, dtype=x.dtype), self.rbm(x))
 
-    def blocks(self):
-        return torch.arange(DIM).reshape(-1, 2)
-
-    def hidden_probs(self, x):
-        p = self.rbm.hidden_probs(x)
-        return torch.where(self.mask(x)[:, None], torch.full_like(p, NAN), p)
-
-    def visible_probs(self, h):
-        return self.rbm.visible_probs(h)
-
-    def sample_hidden(self, x, generator):
-        return torch.bernoulli(self.hidden_probs(x), generator=generator)
-
-    def sample_visible(self, h, generator):
-        return torch.bernoulli(self.visible_probs(h), generator=generator)
+    def nan_rows(self, x):
+        return self.mask(x)
 
 
 class MarkedPotts:

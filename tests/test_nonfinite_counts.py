@@ -15,6 +15,7 @@ import warnings
 
 import pytest
 import torch
+from _nan_rbm import NaNRowsBlockGibbs
 from test_nonfinite import BINARY_NAMES, CATEGORICAL_NAMES, HYPER, init
 
 from gradmc.core.incremental import PROBE_EVERY, StaleTargetError
@@ -53,12 +54,23 @@ def _raises_by_design(name: str) -> bool:
     return name.startswith(RAISES)
 
 
+def _skip_if_raises_by_design(name, kernel, state, target) -> None:
+    """For a kernel that raises on non-finite candidates by design: check that it raises, then skip."""
+    if not _raises_by_design(name):
+        return
+    with pytest.raises(NonFiniteError):
+        gen = torch.Generator().manual_seed(11)
+        for _ in range(STEPS):
+            state, _ = kernel.step(state, target, gen)
+    pytest.skip(f"{name} raises NonFiniteError on non-finite candidates by design (checked)")
+
+
 def _moved_rule(moved: torch.Tensor, size: int, free: torch.Tensor) -> torch.Tensor:
     """log_prob ``free``, NaN where ``moved`` (the distance from the trap) is in [1, size / 2]."""
     return torch.where((moved >= 1) & (moved <= size // 2), torch.full((), math.nan, dtype=free.dtype), free)
 
 
-class TrapRBM:
+class TrapRBM(NaNRowsBlockGibbs):
     """A small RBM with the trap of the module docstring on exactly binary rows (relaxed inputs in (0, 1), which the
     relaxed kernels' surrogates evaluate, stay finite); ``hidden_probs`` is NaN in the NaN region."""
 
@@ -73,22 +85,8 @@ class TrapRBM:
         moved = x.detach().sum(-1)
         return torch.where(self._binary(x.detach()), _moved_rule(moved, DIM, free), free)
 
-    def blocks(self):
-        return torch.arange(DIM).reshape(-1, 2)
-
-    def hidden_probs(self, x):
-        p = self.rbm.hidden_probs(x)
-        bad = (x.sum(-1) >= 1) & (x.sum(-1) <= DIM // 2)
-        return torch.where(bad[:, None], torch.full_like(p, math.nan), p)
-
-    def visible_probs(self, h):
-        return self.rbm.visible_probs(h)
-
-    def sample_hidden(self, x, generator):
-        return torch.bernoulli(self.hidden_probs(x), generator=generator)
-
-    def sample_visible(self, h, generator):
-        return torch.bernoulli(self.visible_probs(h), generator=generator)
+    def nan_rows(self, x):
+        return (x.sum(-1) >= 1) & (x.sum(-1) <= DIM // 2)
 
 
 class TrapPotts:
@@ -152,12 +150,7 @@ def test_every_registry_kernel_counts_its_nonfinite_proposals(name):
     target = TrapRBM()
     kernel = make_sampler(name, target=target, **HYPER.get(name, {}))
     state = init(kernel, name, binary_start(), target)
-    if _raises_by_design(name):  # skipped below, after checking that it does raise
-        with pytest.raises(NonFiniteError):
-            gen = torch.Generator().manual_seed(11)
-            for _ in range(STEPS):
-                state, _ = kernel.step(state, target, gen)
-        pytest.skip(f"{name} raises NonFiniteError on non-finite candidates by design (checked)")
+    _skip_if_raises_by_design(name, kernel, state, target)
     _run_and_check(kernel, state, target, name, binary_start(), _binary_moved)
 
 
@@ -166,12 +159,7 @@ def test_every_categorical_registry_kernel_counts_its_nonfinite_proposals(name):
     target = TrapPotts()
     kernel = make_sampler(name, state="categorical")
     state = kernel.init(categorical_start(), target)
-    if _raises_by_design(name):
-        with pytest.raises(NonFiniteError):
-            gen = torch.Generator().manual_seed(11)
-            for _ in range(STEPS):
-                state, _ = kernel.step(state, target, gen)
-        pytest.skip(f"{name} raises NonFiniteError on non-finite candidates by design (checked)")
+    _skip_if_raises_by_design(name, kernel, state, target)
     _run_and_check(kernel, state, target, name, categorical_start(), _categorical_moved)
 
 

@@ -325,13 +325,13 @@ def test_fetch_ptb_from_a_local_mirror(tmp_path, capsys):
     (mirror / "ptb" / "ptb.train.txt").write_text(TRAIN)  # a stand-in: the real one is not here
     with serve(mirror) as url:
         assert main(["data", "fetch", "ptb", "--data-dir", str(dest), "--base-url", url]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert out.count(": downloaded,") == 3
     digest = hashlib.sha256(TRAIN.encode()).hexdigest()
     assert f"ptb.train.txt: recorded sha256 {digest}" in out
     assert _files(dest) == {"ptb/ptb.train.txt", "ptb/ptb.train.txt.sha256", "ptb/ptb.valid.txt", "ptb/ptb.test.txt"}
     assert main(["data", "fetch", "ptb", "--data-dir", str(dest)]) == 0  # present: checked, no network
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert out.count(": verified,") == 2 and out.count("present (no registered digest: not verified)") == 1
     (dest / "ptb" / "ptb.valid.txt").write_text(" changed \n")
     with pytest.raises(DataError, match="ptb.valid.txt exists but is not the registered file"):

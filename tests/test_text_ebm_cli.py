@@ -36,7 +36,7 @@ def test_prepare_ptb_follows_the_configs_roles_and_sizes(data_dir, tmp_path, cap
     smoke = yaml.safe_load(Path("config/smoke.yaml").read_text())["text_ebm"]["data"]
     assert len(data.vocabulary) == smoke["vocab_size"] and data.max_length == smoke["max_length"]
     assert data.manifest["sources"] == {"train": "ptb.valid.txt", "test": "ptb.test.txt"}
-    assert "train: ptb.valid.txt, test: ptb.test.txt" in capsys.readouterr().out
+    assert "train: ptb.valid.txt, test: ptb.test.txt" in capsys.readouterr().err
     # the paper config's roles need ptb.train.txt, which is not in the folder: named, with how to fetch it
     assert main(["data", "prepare", "ptb", "--config", "config/paper.yaml", "--out", str(tmp_path / "p.npz")]) == 2
     err = capsys.readouterr().err
@@ -82,8 +82,9 @@ def test_stages_and_figure_run_end_to_end_and_name_bad_inputs(data_dir, tmp_path
 
 def _one_line_error(capsys) -> str:
     err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    return err
+    errors = [line for line in err.strip().splitlines() if not line.startswith("[gradmc] ")]  # not progress lines
+    assert "Traceback" not in err and len(errors) == 1, err
+    return errors[0]
 
 
 def _edited_smoke(tmp_path, name: str, **edits) -> str:

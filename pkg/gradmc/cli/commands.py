@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from pathlib import Path
 
 from gradmc.cli.parser import IMAGE_DATASETS
@@ -14,8 +15,9 @@ __all__ = ["COMMANDS", "log"]
 
 
 def log(message: str) -> None:
-    """Print one progress line, flushed (the pipeline's job logs read it as it comes)."""
-    print(message, flush=True)
+    """Print one progress line to stderr, flushed (the pipeline's job logs read it as it comes); stdout is left to
+    what a command answers (``gradmc samplers``, ``gradmc data list``, ``gradmc plan``)."""
+    print(message, file=sys.stderr, flush=True)
 
 
 def _full_config(path: str, *, needs_device: bool = True) -> dict:

@@ -214,14 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command",
                                 metavar="{data,run,figure,claims,docs,bench,plan,samplers,check-sampler}")
     _add_data(sub)
-    standard = list(experiments())
     run = sub.add_parser("run", help="run one experiment stage").add_subparsers(
-        dest="experiment", metavar="{" + ",".join([*HAND_WRITTEN_STAGES, *standard]) + "}")
+        dest="experiment", metavar="EXPERIMENT")
     _add_hand_written_stages(run)
     _add_standard_runs(run)
-    figures = [name for name, exp in experiments().items() if exp.figure]
     fig = sub.add_parser("figure", help="draw a figure from Parquet results").add_subparsers(
-        dest="figure", metavar="{" + ",".join([*figures, "ebm", "leaderboard", "text_ebm", "sampler_cost"]) + "}")
+        dest="figure", metavar="FIGURE")
     _add_figures(fig)
     claims = sub.add_parser("claims", help="measure the papers' claims (effects, 95%% intervals, "
                             "PASS/FAIL/INCONCLUSIVE or NOT DECIDABLE at this config) -> claims.md/.csv/.parquet")
