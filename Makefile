@@ -84,11 +84,12 @@ lint: $(STAMP)  ## ruff and snakemake --lint (less its conda/container lint: wor
 
 RERUN   := $(BIN)/python workflow/rerun.py
 
-reproduce: $(STAMP)  ## run the whole pipeline with config/$(CONFIG).yaml (CONFIG=quick by default) into results/
+reproduce: $(STAMP)  ## run the whole pipeline with config/$(CONFIG).yaml (CONFIG=quick by default) into results/, then its results page
 	$(CHECK_CONFIG)
 	@$(RERUN) plan --configfile config/$(CONFIG).yaml --cores $(CORES) --workflow-profile $(PROFILE)
 	@start=$$(date +%s); $(SMK) --configfile config/$(CONFIG).yaml; status=$$?; \
-	  $(RERUN) report --configfile config/$(CONFIG).yaml --since $$start; exit $$status
+	  $(RERUN) report --configfile config/$(CONFIG).yaml --since $$start; \
+	  if [ $$status -eq 0 ]; then $(BIN)/python -m gradmc.cli docs results/$(CONFIG) || status=$$?; fi; exit $$status
 
 why: $(STAMP)  ## what `make reproduce` would run now and why (code files, config keys, inputs), and cached shards
 	$(CHECK_CONFIG)
