@@ -107,6 +107,29 @@ def test_dmala_gets_the_gwg_runs_training_time_with_equal_time(tmp_path):
                                            <= state["history"][-1]["seconds"] - state["history"][-2]["seconds"])
 
 
+def test_equal_time_run_trains_with_the_budget_runs_thread_count(tmp_path):
+    """Equal wall-clock means equal compute: a GWG run on 1 thread hands its seconds to a run that then trains on
+    1 thread too, whatever this process chose; the count is recorded in the checkpoint."""
+    import torch
+
+    from gradmc.experiments.ebm import read_checkpoint, train_stage
+    path = prepared_images(tmp_path)
+    gwg, dmala = tmp_path / "gwg.pt", tmp_path / "dmala.pt"
+    before = torch.get_num_threads()
+    lines = []
+    try:
+        torch.set_num_threads(1)
+        train_stage(_config(iterations=2), "static_mnist", "GWG", str(path), str(gwg), progress=None)
+        torch.set_num_threads(2)
+        train_stage(_config(iterations=2), "static_mnist", "DMALA", str(path), str(dmala), budget_from=str(gwg),
+                    progress=lines.append)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    assert read_checkpoint(gwg)["threads"] == read_checkpoint(dmala)["threads"] == 1
+    assert any("training on 1 intra-op thread(s) (this process chose 2)" in line for line in lines), lines
+
+
 def test_a_tiny_training_run_with_acs_and_its_ais(tmp_path):
     """ACS trains through ACSOverIterations (its schedule and resume: tests/test_acs_pcd.py): the range tuned
     at iteration 0 is in the checkpoint, inside ACS's initial bounds."""

@@ -288,7 +288,7 @@ class EBMTrainer:
                 "model": self.model.state_dict(), "ema": self.ema.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
                 "buffer": self.buffer.cpu(), "generator": self.generator.get_state(), "history": self.history,
-                "seconds": self.seconds, "best": self.best,
+                "seconds": self.seconds, "best": self.best, "threads": torch.get_num_threads(),
                 "sampler_state": self.sampler.state_dict() if hasattr(self.sampler, "state_dict") else None}
 
     def load_state_dict(self, state: dict) -> None:

@@ -202,9 +202,11 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
                               "budget_from": budget_from})
     max_seconds = None
     if budget_from is not None:
-        max_seconds = float(read_checkpoint(budget_from)["seconds"])
+        budget = read_checkpoint(budget_from)
+        max_seconds = float(budget["seconds"])
         if progress:
             progress(f"[ebm] equal wall-clock budget from {budget_from}: {max_seconds:.1f}s of training")
+        _match_threads(budget.get("threads"), budget_from, progress)
     partial = Path(str(out) + ".partial")
     if partial.exists():
         try:
@@ -229,6 +231,22 @@ def train_stage(config: dict, dataset: str, sampler: str, data_path: str, out: s
     partial.unlink(missing_ok=True)
     return {"iterations": trainer.iteration, "seconds": trainer.seconds,
             "best_validation": trainer.best["score"] if trainer.best else float("nan")}
+
+
+def _match_threads(threads: int | None, budget_from: str, progress: Callable[[str], None] | None) -> None:
+    """Run with the intra-op thread count the budget's run trained with, so that equal wall-clock means equal
+    compute (a GWG run on 1 thread must not hand its seconds to a Gibbs run on 2). A checkpoint written before
+    the count was recorded (no ``threads``) leaves this process's count, and says so."""
+    if threads is None:
+        if progress:
+            progress(f"[ebm] {budget_from} does not record its thread count: training with this process's "
+                     f"{torch.get_num_threads()}; the budget is equal compute only if that run used as many")
+        return
+    if int(threads) != torch.get_num_threads():
+        if progress:
+            progress(f"[ebm] training on {int(threads)} intra-op thread(s) (this process chose "
+                     f"{torch.get_num_threads()}), as the budget's run did: equal wall-clock, equal threads")
+        torch.set_num_threads(int(threads))
 
 
 def subset(x: torch.Tensor, num: int, seed: int) -> torch.Tensor:
