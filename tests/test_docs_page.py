@@ -20,14 +20,14 @@ PNG = b"\x89PNG\r\n\x1a\n"  # the page links images; it never opens them
 
 def _claims() -> pd.DataFrame:
     return pd.DataFrame({
-        "experiment": ["rbm_sampling", "kmc_banana", "rbm_sampling"],
-        "origin": ["GWG", "KMC", "other"],
-        "paper": ["Fig. 3", "Fig. 3", "-"],
-        "claim": ["GWG mixes faster | than Gibbs-1", "KMC accepts more", "sanity"],
-        "effect": [1.5, 0.2, float("nan")],
-        "ci_low": [1.1, -0.1, float("nan")],
-        "ci_high": [1.9, 0.5, float("nan")],
-        "status": ["PASS", "INCONCLUSIVE", "NOT DECIDABLE AT THIS SCALE"],
+        "experiment": ["rbm_sampling", "kmc_banana", "rbm_sampling", "ebm"],
+        "origin": ["GWG", "KMC", "other", "GWG"],
+        "paper": ["Fig. 3", "Fig. 3", "-", "Table 2"],
+        "claim": ["GWG mixes faster | than Gibbs-1", "KMC accepts more", "sanity", "GWG beats Gibbs"],
+        "effect": [1.5, 0.2, float("nan"), -0.0059],
+        "ci_low": [1.1, -0.1, float("nan"), float("-inf")],
+        "ci_high": [1.9, 0.5, float("nan"), float("inf")],
+        "status": ["PASS", "INCONCLUSIVE", "NOT DECIDABLE AT THIS SCALE", "NOT DECIDABLE AT THIS SCALE"],
     })
 
 
@@ -56,14 +56,16 @@ def test_page_holds_claims_figures_times_and_provenance(run):
     page = results_page(run)
     assert page.startswith("# Results of the `quick` config")
     assert "![claims dashboard](figures/claims_dashboard.png)" in page
-    assert "| GWG | 1 | 0 | 0 | 0 | 0 | 0 |" in page  # one row of counts per origin, verdicts in order
+    assert "| GWG | 1 | 0 | 0 | 1 | 0 | 0 |" in page  # one row of counts per origin, verdicts in order
     assert "| KMC | 0 | 0 | 1 | 0 | 0 | 0 |" in page
     assert "GWG mixes faster \\| than Gibbs-1" in page  # a "|" in a cell does not split the table
     assert "| 1.5 [1.1, 1.9] | PASS |" in page
+    assert "| -0.0059 (no interval) | NOT DECIDABLE AT THIS SCALE |" in page and "inf]" not in page
     # each figure under its paper name, with the experiment folder's caption, the config name filled in
     assert "### GWG Fig. 3 / 9 (`fig3_rbm_sampling`)" in page
     assert "![fig3_rbm_sampling](figures/fig3_rbm_sampling.png)" in page
-    assert "Config: `quick` (`config/quick.yaml`)" in page and "snakemake.config" not in page
+    assert "(config `quick`)" in page and "snakemake.config" not in page
+    assert "Config: " not in page  # each caption's config line is said once, at the top
     assert "Table: [`tables/fig3_rbm_sampling.md`](tables/fig3_rbm_sampling.md)" in page
     assert "(`sampler_leaderboard`)" in page and "(`fig6_ising_pcd_vs_steps`)" in page
     assert "GWG Fig. 6" in page  # an extra figure takes its experiment's caption

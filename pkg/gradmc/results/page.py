@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 import gradmc
@@ -42,10 +43,11 @@ _VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "NOT DECIDABLE AT THIS SCALE", "NOT
 
 def _rst_to_markdown(text: str, config_name: str) -> str:
     """A report caption (reST with Snakemake's Jinja) as markdown paragraphs: the config name filled in,
-    ``literal`` as `literal`, lines of a paragraph joined."""
+    ``literal`` as `literal`, lines of a paragraph joined; the caption's "Config: ..." paragraph is left out (the
+    page says once which config it shows)."""
     text = _JINJA.sub(config_name, text).replace("``", "`")
     paragraphs = [" ".join(line.strip() for line in block.splitlines()) for block in re.split(r"\n\s*\n", text)]
-    return "\n\n".join(p for p in paragraphs if p)
+    return "\n\n".join(p for p in paragraphs if p and not p.startswith("Config: "))
 
 
 def captions() -> dict[str, Path]:
@@ -102,6 +104,16 @@ def _fmt(x) -> str:
     return "" if pd.isna(x) else f"{x:.3g}"
 
 
+def _effect_cell(effect, low, high) -> str:
+    """The effect and its 95% interval; the effect alone where the claim has no finite interval (a claim not
+    decidable at the run's scale, or one decided on a single number)."""
+    if pd.isna(effect):
+        return ""
+    if pd.isna(low) or pd.isna(high) or not (np.isfinite(low) and np.isfinite(high)):
+        return f"{_fmt(effect)} (no interval)"
+    return f"{_fmt(effect)} [{_fmt(low)}, {_fmt(high)}]"
+
+
 def _claims_section(claims: pd.DataFrame) -> list[str]:
     counts = claims["status"].value_counts()
     lines = ["## Claims", "", "| origin | " + " | ".join(_VERDICTS) + " |", "|:--|" + "--:|" * len(_VERDICTS)]
@@ -114,7 +126,7 @@ def _claims_section(claims: pd.DataFrame) -> list[str]:
               "![claims dashboard](figures/claims_dashboard.png)", "",
               "| experiment | figure | claim | effect [95% interval] | verdict |", "|:--|:--|:--|:--|:--|"]
     for row in claims.itertuples(index=False):
-        interval = "" if pd.isna(row.effect) else f"{_fmt(row.effect)} [{_fmt(row.ci_low)}, {_fmt(row.ci_high)}]"
+        interval = _effect_cell(row.effect, row.ci_low, row.ci_high)
         lines.append(f"| {_escape(row.experiment)} | {_escape(row.paper)} | {_escape(row.claim)} | {interval} | "
                      f"{row.status} |")
     return [*lines, ""]
@@ -187,8 +199,8 @@ def results_page(run_dir: str | Path) -> str:
     claims, prov = read_parquet(run / "claims.parquet")
     config_name = str((prov.get("config") or {}).get("name") or run.name)
     lines = [f"# Results of the `{config_name}` config", "",
-             f"Written by `gradmc docs {run}` from the files of the run. The quick and smoke configs use reduced "
-             "sizes: their numbers are not the papers'.", ""]
+             f"Written by `gradmc docs {run}` from the files of the run (config `{config_name}`). The quick and "
+             "smoke configs use reduced sizes: their numbers are not the papers'.", ""]
     lines += _claims_section(claims)
     lines += _figures_section(run, config_name)
     lines += _stage_times_section(run)
