@@ -74,7 +74,7 @@ def test_cli_sweep_runs_on_both_worker_nodes_and_equals_a_local_run(cluster, tmp
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "[kmc_trajectories] 4 shards, 2 at a time" in proc.stdout
+    assert "[kmc_trajectories] 4 shards, 2 at a time" in proc.stderr  # progress lines go to stderr
     where = cluster.task_node_ids("kmc_trajectories[")
     assert sorted(where) == [f"kmc_trajectories[{i}]" for i in range(4)]
     assert set().union(*where.values()) == set(cluster.worker_node_ids)  # both nodes ran shards
