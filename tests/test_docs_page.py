@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_errors import one_line_error
 
 from gradmc.cli import main
 from gradmc.errors import InputError
@@ -115,6 +116,25 @@ def test_cli_writes_the_page_beside_the_run(run, tmp_path, capsys):
 def test_write_is_atomic_and_returns_the_path(run, tmp_path):
     path = write_results_page(run, tmp_path / "x.md")
     assert path == tmp_path / "x.md" and not list(tmp_path.glob("*.tmp*"))
+
+
+@pytest.mark.parametrize("frame, expected", [
+    (pd.DataFrame({"experiment": ["x"], "verdict": ["PASS"]}), "lacks the columns origin, paper, claim, effect"),
+    (_claims().assign(effect="big"), "the columns effect hold"),
+])
+def test_claims_table_of_another_shape_is_one_line(run, capsys, frame, expected):
+    write_parquet(frame, run / "claims.parquet", provenance({"name": "quick"}))
+    line = one_line_error(capsys, main(["docs", str(run)]))
+    assert str(run / "claims.parquet") in line and expected in line and "make reproduce CONFIG=quick" in line
+    assert not (run / "results.md").exists()
+
+
+def test_out_naming_a_folder_is_one_line(run, tmp_path, capsys):
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    line = one_line_error(capsys, main(["docs", str(run), "--out", str(folder)]))
+    assert f"--out {folder} is an existing folder: expected the path of a file to write" in line
+    assert list(folder.iterdir()) == []
 
 
 def _readme_block(heading: str, language: str) -> str:

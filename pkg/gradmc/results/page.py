@@ -25,11 +25,11 @@ import pandas as pd
 
 import gradmc
 from gradmc.atomic import atomic_path
-from gradmc.errors import InputError
+from gradmc.errors import InputError, check_output_file
 from gradmc.registry import EXPERIMENTS_DIR, experiments
 from gradmc.results.parquet import read_parquet, read_provenance
 
-__all__ = ["FINISHED_MARKERS", "captions", "stage_times", "results_page", "write_results_page"]
+__all__ = ["FINISHED_MARKERS", "CLAIMS_COLUMNS", "captions", "stage_times", "results_page", "write_results_page"]
 
 #: Files every finished run holds (the claims rule runs last, after every metrics file exists).
 FINISHED_MARKERS = ("claims.md", "claims.parquet", "figures/claims_dashboard.png")
@@ -38,6 +38,9 @@ REPORT_DIR = Path(gradmc.__file__).resolve().parents[2] / "workflow" / "report"
 
 _DONE = re.compile(r"\[gradmc\] (\S+) done in ([0-9.]+)s")
 _JINJA = re.compile(r"\{\{\s*snakemake\.config\[\"name\"\]\s*\}\}")
+#: Columns of ``claims.parquet`` the page reads (``gradmc claims`` writes them, with more).
+CLAIMS_COLUMNS = ("experiment", "origin", "paper", "claim", "effect", "ci_low", "ci_high", "status")
+_NUMERIC = ("effect", "ci_low", "ci_high")
 _VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "NOT DECIDABLE AT THIS SCALE", "NOT DECIDABLE ON THIS HARDWARE", "NOT RUN")
 
 
@@ -94,6 +97,20 @@ def _check_finished(run: Path) -> None:
     if missing:
         raise InputError(f"{run} is not a finished run (missing {', '.join(missing)}): run "
                          f"`make reproduce CONFIG={run.name}` to the end first")
+
+
+def _check_claims(claims: pd.DataFrame, path: Path, config_name: str) -> None:
+    """Refuse a claims table the page cannot read: a column of :data:`CLAIMS_COLUMNS` missing, or an effect or
+    interval column that is not numeric."""
+    rebuild = f"delete it and rerun `make reproduce CONFIG={config_name}` (its claims rule writes it)"
+    missing = [c for c in CLAIMS_COLUMNS if c not in claims.columns]
+    if missing:
+        raise InputError(f"{path} is not a claims table of `gradmc claims`: it lacks the columns {', '.join(missing)} "
+                         f"(expected {', '.join(CLAIMS_COLUMNS)}); {rebuild}")
+    text = [c for c in _NUMERIC if not pd.api.types.is_numeric_dtype(claims[c])]
+    if text:
+        raise InputError(f"{path}: the columns {', '.join(text)} hold {', '.join(str(claims[c].dtype) for c in text)}"
+                         f" values, expected numbers; {rebuild}")
 
 
 def _escape(value) -> str:
@@ -192,12 +209,13 @@ def results_page(run_dir: str | Path) -> str:
 
     Raises:
         gradmc.errors.InputError: ``run_dir`` is not a folder, or not a finished run (no claims table or
-            dashboard), or its ``claims.parquet`` is unreadable.
+            dashboard), or its ``claims.parquet`` is unreadable or lacks a column of :data:`CLAIMS_COLUMNS`.
     """
     run = Path(run_dir)
     _check_finished(run)
     claims, prov = read_parquet(run / "claims.parquet")
     config_name = str((prov.get("config") or {}).get("name") or run.name)
+    _check_claims(claims, run / "claims.parquet", config_name)
     lines = [f"# Results of the `{config_name}` config", "",
              f"Written by `gradmc docs {run}` from the files of the run (config `{config_name}`). The quick and "
              "smoke configs use reduced sizes: their numbers are not the papers'.", ""]
@@ -215,10 +233,12 @@ def write_results_page(run_dir: str | Path, out: str | Path | None = None) -> Pa
         The path written.
 
     Raises:
-        gradmc.errors.InputError: as :func:`results_page`.
+        gradmc.errors.InputError: as :func:`results_page`; or the page's path is an existing folder or its folder
+            cannot be written (checked after the run, so a refused run creates no folder).
     """
     path = Path(out) if out is not None else Path(run_dir) / "results.md"
     text = results_page(run_dir)
+    check_output_file(path, "--out" if out is not None else "the results page")
     with atomic_path(path) as tmp:
         tmp.write_text(text)
     return path
