@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import unquote
 
 import pandas as pd
 import pytest
@@ -135,6 +136,30 @@ def test_out_naming_a_folder_is_one_line(run, tmp_path, capsys):
     line = one_line_error(capsys, main(["docs", str(run), "--out", str(folder)]))
     assert f"--out {folder} is an existing folder: expected the path of a file to write" in line
     assert list(folder.iterdir()) == []
+
+
+def _link_targets(page: Path) -> list[Path]:
+    """The files the markdown links and images of ``page`` point to, resolved from its folder."""
+    targets = re.findall(r"\]\(([^)]+)\)", page.read_text())
+    return [page.parent / unquote(t) for t in targets]
+
+
+@pytest.mark.parametrize("out", [None, "results.md", "site pages/quick.md", "elsewhere/deep/er/page.md"])
+def test_links_of_a_page_written_anywhere_reach_the_run_files(run, tmp_path, out):
+    path = write_results_page(run, None if out is None else (run / out if out == "results.md" else tmp_path / out))
+    targets = _link_targets(path)
+    assert len(targets) >= 5  # claims.md, the dashboard, figures and tables
+    assert all(t.is_file() for t in targets), [t for t in targets if not t.is_file()]
+    names = {t.resolve().relative_to(run.resolve()).as_posix() for t in targets}
+    assert {"claims.md", "figures/claims_dashboard.png", "figures/fig3_rbm_sampling.png",
+            "tables/sampler_cost.md"} <= names
+
+
+def test_link_to_a_run_folder_with_a_space_is_quoted(run, tmp_path):
+    spaced = run.rename(tmp_path / "my run")
+    path = write_results_page(spaced, tmp_path / "page.md")
+    assert "](my%20run/claims.md)" in path.read_text()
+    assert all(t.is_file() for t in _link_targets(path))
 
 
 def _readme_block(heading: str, language: str) -> str:

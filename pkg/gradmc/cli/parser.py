@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "with its paper caption, stage times, versions and provenance -> RUN/results.md")
     docs.add_argument("run", metavar="RUN", help="results folder of a finished run, e.g. results/quick")
     docs.add_argument("--out", default=None, help="markdown file to write (default RUN/results.md; its links to "
-                                                  "figures and tables are relative to RUN)")
+                                                  "figures and tables are relative to its own folder)")
     _add_bench(sub)
     add_plan_parser(sub)
     _add_samplers(sub)

@@ -10,15 +10,19 @@
 - versions and provenance, from the Parquet footers (:func:`gradmc.results.read_provenance`): commit, config
   hash, gradmc, torch and Python versions, when each file was written.
 
-Image and table links are relative, so the page renders beside the files it shows (a markdown viewer, or a
-documentation site that copies the folder). A folder that is not a finished run is refused with an
+Image and table links are relative to the folder the page is written in (the run's folder by default, or
+that of ``--out``), so the page renders wherever it is written (a markdown viewer, or a documentation site
+that copies the folders). A folder that is not a finished run is refused with an
 :class:`~gradmc.errors.InputError` naming what is missing.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -113,6 +117,22 @@ def _check_claims(claims: pd.DataFrame, path: Path, config_name: str) -> None:
                          f" values, expected numbers; {rebuild}")
 
 
+def _linker(run: Path, page_dir: Path) -> Callable[[str], str]:
+    """The link target, from a page in ``page_dir``, of the run's file ``name`` (a path relative to ``run``):
+    relative (:func:`os.path.relpath`), URL-quoted (a space would end a markdown link)."""
+    base = os.path.abspath(page_dir)
+
+    def link(name: str) -> str:
+        target = os.path.abspath(run / name)
+        try:
+            target = os.path.relpath(target, base)
+        except ValueError:  # another drive (Windows): no relative path exists
+            pass
+        return quote(Path(target).as_posix(), safe="/:")
+
+    return link
+
+
 def _escape(value) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
@@ -131,16 +151,16 @@ def _effect_cell(effect, low, high) -> str:
     return f"{_fmt(effect)} [{_fmt(low)}, {_fmt(high)}]"
 
 
-def _claims_section(claims: pd.DataFrame) -> list[str]:
+def _claims_section(claims: pd.DataFrame, link: Callable[[str], str]) -> list[str]:
     counts = claims["status"].value_counts()
     lines = ["## Claims", "", "| origin | " + " | ".join(_VERDICTS) + " |", "|:--|" + "--:|" * len(_VERDICTS)]
     for origin, part in claims.groupby("origin", sort=False):
         per = part["status"].value_counts()
         lines.append(f"| {origin} | " + " | ".join(str(int(per.get(v, 0))) for v in _VERDICTS) + " |")
     lines += ["", f"{len(claims)} claims, {int(counts.get('PASS', 0))} PASS. Only decidable claims (PASS, FAIL, "
-              "INCONCLUSIVE) count; [`claims.md`](claims.md) has each claim's quote, test, margin, needs and "
-              "notes.", "",
-              "![claims dashboard](figures/claims_dashboard.png)", "",
+              f"INCONCLUSIVE) count; [`claims.md`]({link('claims.md')}) has each claim's quote, test, margin, "
+              "needs and notes.", "",
+              f"![claims dashboard]({link('figures/claims_dashboard.png')})", "",
               "| experiment | figure | claim | effect [95% interval] | verdict |", "|:--|:--|:--|:--|:--|"]
     for row in claims.itertuples(index=False):
         interval = _effect_cell(row.effect, row.ci_low, row.ci_high)
@@ -149,7 +169,7 @@ def _claims_section(claims: pd.DataFrame) -> list[str]:
     return [*lines, ""]
 
 
-def _figures_section(run: Path, config_name: str) -> list[str]:
+def _figures_section(run: Path, config_name: str, link: Callable[[str], str]) -> list[str]:
     known = captions()
     lines = ["## Figures", ""]
     for png in sorted((run / "figures").glob("*.png")):
@@ -158,14 +178,15 @@ def _figures_section(run: Path, config_name: str) -> list[str]:
         caption = _caption_for(png.stem, known)
         text = _rst_to_markdown(caption.read_text(), config_name) if caption else ""
         title = text.split(":", 1)[0] if text and ":" in text.split("\n", 1)[0][:60] else png.stem
-        lines += [f"### {title} (`{png.stem}`)", "", f"![{png.stem}](figures/{png.name})", ""]
+        lines += [f"### {title} (`{png.stem}`)", "", f"![{png.stem}]({link(f'figures/{png.name}')})", ""]
         if text:
             lines += [text, ""]
         tables = [t for t in (run / "tables" / f"{png.stem}.md",) if t.is_file()]
-        lines += [f"Table: [`tables/{t.name}`](tables/{t.name})" for t in tables] + ([""] if tables else [])
+        lines += [f"Table: [`tables/{t.name}`]({link(f'tables/{t.name}')})" for t in tables] + ([""] if tables else [])
     others = [t for t in sorted((run / "tables").glob("*.md")) if not (run / "figures" / f"{t.stem}.png").is_file()]
     if others:
-        lines += ["### Tables without a figure", ""] + [f"- [`tables/{t.name}`](tables/{t.name})" for t in others]
+        lines += ["### Tables without a figure", ""]
+        lines += [f"- [`tables/{t.name}`]({link(f'tables/{t.name}')})" for t in others]
         lines.append("")
     return lines
 
@@ -204,8 +225,13 @@ def _provenance_section(run: Path, claims_prov: dict) -> list[str]:
     return [*lines, ""]
 
 
-def results_page(run_dir: str | Path) -> str:
+def results_page(run_dir: str | Path, page_dir: str | Path | None = None) -> str:
     """The markdown results page of the finished run in ``run_dir`` (``results/<config>``).
+
+    Args:
+        run_dir: the run's results folder.
+        page_dir: the folder the page will be written in (default ``run_dir``); its links to the run's files are
+            relative to it.
 
     Raises:
         gradmc.errors.InputError: ``run_dir`` is not a folder, or not a finished run (no claims table or
@@ -219,15 +245,17 @@ def results_page(run_dir: str | Path) -> str:
     lines = [f"# Results of the `{config_name}` config", "",
              f"Written by `gradmc docs {run}` from the files of the run (config `{config_name}`). The quick and "
              "smoke configs use reduced sizes: their numbers are not the papers'.", ""]
-    lines += _claims_section(claims)
-    lines += _figures_section(run, config_name)
+    link = _linker(run, Path(page_dir) if page_dir is not None else run)
+    lines += _claims_section(claims, link)
+    lines += _figures_section(run, config_name, link)
     lines += _stage_times_section(run)
     lines += _provenance_section(run, prov)
     return "\n".join(lines)
 
 
 def write_results_page(run_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Write :func:`results_page` of ``run_dir`` to ``out`` (default ``<run_dir>/results.md``) atomically.
+    """Write :func:`results_page` of ``run_dir`` to ``out`` (default ``<run_dir>/results.md``) atomically, its
+    links relative to the folder of ``out``.
 
     Returns:
         The path written.
@@ -237,7 +265,7 @@ def write_results_page(run_dir: str | Path, out: str | Path | None = None) -> Pa
             cannot be written (checked after the run, so a refused run creates no folder).
     """
     path = Path(out) if out is not None else Path(run_dir) / "results.md"
-    text = results_page(run_dir)
+    text = results_page(run_dir, path.parent)
     check_output_file(path, "--out" if out is not None else "the results page")
     with atomic_path(path) as tmp:
         tmp.write_text(text)
