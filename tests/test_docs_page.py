@@ -79,6 +79,16 @@ def test_page_holds_claims_figures_times_and_provenance(run):
     assert "`rbm_sampling/metrics.parquet`" in page and "`ebm/frey/GWG/metrics.parquet`" in page
 
 
+def test_figures_are_in_paper_then_figure_number_order(run):
+    for stem in ("gwg_fig14_ais", "gwg_fig8_samples", "kmc_fig2_trajectories", "fig2_rbm_relaxed",
+                 "gwg_appj_text_ais", "kmc_fig4_abc"):
+        (run / "figures" / f"{stem}.png").write_bytes(PNG)
+    shown = re.findall(r"^### .* \(`(\w+)`\)$", results_page(run), re.M)
+    assert shown == ["fig2_rbm_relaxed", "fig3_rbm_sampling", "fig6_ising_pcd_vs_steps", "gwg_fig8_samples",
+                     "gwg_fig14_ais", "gwg_appj_text_ais", "kmc_fig2_trajectories", "kmc_fig4_abc",
+                     "sampler_leaderboard"]
+
+
 def test_stage_times_reads_the_last_done_line(run):
     (run / "logs" / "train_ebm.log").write_text("[gradmc] run done in 3.0s\nresumed\n[gradmc] run done in 4.5s\n")
     times = stage_times(run)

@@ -18,6 +18,7 @@ that copies the folders). A folder that is not a finished run is refused with an
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable
@@ -169,10 +170,25 @@ def _claims_section(claims: pd.DataFrame, link: Callable[[str], str]) -> list[st
     return [*lines, ""]
 
 
+def _natural(text: str) -> list:
+    """Natural sort key: the digit runs of ``text`` compare as numbers (``fig8`` before ``fig14``)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def _figure_order(stem: str) -> tuple:
+    """Sort key of a figure on the page: by paper (the GWG paper's ``fig<N>_*`` and ``gwg_*`` stems, then the
+    Kernel HMC paper's ``kmc_*``, then figures of no paper such as the leaderboard), then by the paper's figure
+    number as a number (``gwg_fig8_samples`` before ``gwg_fig14_ais``; unnumbered ones after), then naturally
+    by stem."""
+    paper = 1 if stem.startswith("kmc_") else 0 if stem.startswith(("fig", "gwg_")) else 2
+    number = re.search(r"(?:^|_)fig(\d+)", stem)
+    return paper, int(number.group(1)) if number else math.inf, _natural(stem)
+
+
 def _figures_section(run: Path, config_name: str, link: Callable[[str], str]) -> list[str]:
     known = captions()
     lines = ["## Figures", ""]
-    for png in sorted((run / "figures").glob("*.png")):
+    for png in sorted((run / "figures").glob("*.png"), key=lambda p: _figure_order(p.stem)):
         if png.stem == "claims_dashboard":
             continue
         caption = _caption_for(png.stem, known)
