@@ -13,8 +13,9 @@ from test_errors import one_line_error
 
 from gradmc.cli import main
 from gradmc.errors import InputError
+from gradmc.results import page as results_page_module
 from gradmc.results import provenance, write_parquet
-from gradmc.results.page import captions, results_page, stage_times, write_results_page
+from gradmc.results.page import captions, expected_outputs, results_page, stage_times, write_results_page
 
 REPO = Path(__file__).resolve().parents[1]
 PNG = b"\x89PNG\r\n\x1a\n"  # the page links images; it never opens them
@@ -83,10 +84,57 @@ def test_figures_are_in_paper_then_figure_number_order(run):
     for stem in ("gwg_fig14_ais", "gwg_fig8_samples", "kmc_fig2_trajectories", "fig2_rbm_relaxed",
                  "gwg_appj_text_ais", "kmc_fig4_abc"):
         (run / "figures" / f"{stem}.png").write_bytes(PNG)
-    shown = re.findall(r"^### .* \(`(\w+)`\)$", results_page(run), re.M)
+    present = {p.stem for p in (run / "figures").glob("*.png")}
+    shown = [s for s in re.findall(r"^### .* \(`(\w+)`\)$", results_page(run), re.M) if s in present]
     assert shown == ["fig2_rbm_relaxed", "fig3_rbm_sampling", "fig6_ising_pcd_vs_steps", "gwg_fig8_samples",
                      "gwg_fig14_ais", "gwg_appj_text_ais", "kmc_fig2_trajectories", "kmc_fig4_abc",
                      "sampler_leaderboard"]
+
+
+def test_missing_figure_and_table_are_named_where_they_would_be(run):
+    (run / "tables" / "fig4_ising_sampling.md").write_text("| c |\n|--|\n| 3 |\n")  # the figure alone is missing
+    page = results_page(run)
+    fig4 = page.split("(`fig4_ising_sampling`)", 1)[1].split("\n### ", 1)[0]
+    assert "**Missing:** `figures/fig4_ising_sampling.png` (expected from the rule `figure_ising_sampling`)" in fig4
+    assert "Table: [`tables/fig4_ising_sampling.md`](tables/fig4_ising_sampling.md)" in fig4
+    fig3 = page.split("(`fig3_rbm_sampling`)", 1)[1].split("\n### ", 1)[0]
+    assert "Missing" not in fig3  # the fixture's figure and table are there
+    without = page.split("### Tables without a figure", 1)[1].split("\n## ", 1)[0]
+    assert "fig4_ising_sampling" not in without
+    assert "- **Missing:** `tables/gwg_table2_ebm.md` (expected from the rule `figure_ebm`)" in without
+    # and listed near the top, before the claims, with how to make them
+    top = page.split("## Claims", 1)[0]
+    assert "## Missing outputs" in top and "`make reproduce CONFIG=quick` makes them again" in top
+    assert "- `figures/fig4_ising_sampling.png` (rule `figure_ising_sampling`)" in top
+    assert "- `figures/gwg_fig14_ais.png` (rule `figure_ebm`)" in top
+    assert "fig3_rbm_sampling" not in top and "claims_dashboard" not in top
+
+
+def test_a_run_with_every_output_has_no_missing_section(run):
+    figures, tables = expected_outputs()
+    for stem in figures:
+        (run / "figures" / f"{stem}.png").write_bytes(PNG)
+    for stem in tables:
+        (run / "tables" / f"{stem}.md").write_text("| a |\n|--|\n| 1 |\n")
+    page = results_page(run)
+    assert "Missing" not in page
+
+
+def test_expected_outputs_are_what_the_pipeline_rules_make():
+    """The hand-written rules' figures and tables (literal paths in workflow/rules/*.smk) are the page's
+    HAND_WRITTEN_OUTPUTS; the standard experiments' are the registry's."""
+    found: dict[str, tuple[set, set]] = {}
+    for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        for block in re.split(r"^rule ", smk.read_text(), flags=re.M)[1:]:
+            rule = block.split(":", 1)[0]
+            figures = set(re.findall(r"\{RESULTS\}/figures/(\w+)\.png", block)) - {"claims_dashboard"}
+            tables = set(re.findall(r"\{RESULTS\}/tables/(\w+)\.md", block))
+            if figures or tables:
+                found[rule] = (figures, tables)
+    assert found == {rule: (set(f), set(t)) for rule, (f, t) in results_page_module.HAND_WRITTEN_OUTPUTS.items()}
+    figures, tables = expected_outputs()
+    assert figures["fig4_ising_sampling"] == "figure_ising_sampling" and figures["gwg_fig14_ais"] == "figure_ebm"
+    assert tables["fig6_ising_pcd_curves"] == "figure_ising_pcd" and "fig6_ising_pcd_vs_steps" in figures
 
 
 def test_stage_times_reads_the_last_done_line(run):

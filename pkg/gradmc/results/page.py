@@ -5,6 +5,8 @@
 - the claims summary and table (``claims.parquet``) with the claims dashboard (``figures/claims_dashboard.png``);
 - every figure under ``figures/``, headed by the paper figure it reproduces and captioned with the report
   caption of its experiment folder (the same ``.rst`` text ``make report`` shows), with a link to its table;
+- every figure and table the pipeline makes (:func:`expected_outputs`) that the run lacks, named where it
+  would have been and listed under "Missing outputs" at the top, with the rule that makes it;
 - the stage times, read from each job's log (``logs/<job>.log``, whose last ``[gradmc] ... done in Ns`` line
   the ``gradmc`` command prints when it ends);
 - versions and provenance, from the Parquet footers (:func:`gradmc.results.read_provenance`): commit, config
@@ -34,7 +36,8 @@ from gradmc.errors import InputError, check_output_file
 from gradmc.registry import EXPERIMENTS_DIR, experiments
 from gradmc.results.parquet import read_parquet, read_provenance
 
-__all__ = ["FINISHED_MARKERS", "CLAIMS_COLUMNS", "captions", "stage_times", "results_page", "write_results_page"]
+__all__ = ["FINISHED_MARKERS", "CLAIMS_COLUMNS", "HAND_WRITTEN_OUTPUTS", "captions", "expected_outputs",
+           "stage_times", "results_page", "write_results_page"]
 
 #: Files every finished run holds (the claims rule runs last, after every metrics file exists).
 FINISHED_MARKERS = ("claims.md", "claims.parquet", "figures/claims_dashboard.png")
@@ -46,6 +49,14 @@ _JINJA = re.compile(r"\{\{\s*snakemake\.config\[\"name\"\]\s*\}\}")
 #: Columns of ``claims.parquet`` the page reads (``gradmc claims`` writes them, with more).
 CLAIMS_COLUMNS = ("experiment", "origin", "paper", "claim", "effect", "ci_low", "ci_high", "status")
 _NUMERIC = ("effect", "ci_low", "ci_high")
+#: Figures and tables of the hand-written stages, by the rule of ``workflow/rules/*.smk`` that makes them:
+#: (figure stems, table stems). The standard experiments' come from the registry (:func:`expected_outputs`).
+HAND_WRITTEN_OUTPUTS = {
+    "figure_ebm": (("gwg_fig14_ais", "gwg_fig8_samples", "gwg_ebm_learning_curve"), ("gwg_table2_ebm",)),
+    "figure_text_ebm": (("gwg_appj_text_ais",), ("gwg_appj_text_ebm",)),
+    "figure_leaderboard": (("sampler_leaderboard",), ("sampler_leaderboard",)),
+    "table_sampler_cost": ((), ("sampler_cost",)),
+}
 _VERDICTS = ("PASS", "FAIL", "INCONCLUSIVE", "NOT DECIDABLE AT THIS SCALE", "NOT DECIDABLE ON THIS HARDWARE", "NOT RUN")
 
 
@@ -185,24 +196,82 @@ def _figure_order(stem: str) -> tuple:
     return paper, int(number.group(1)) if number else math.inf, _natural(stem)
 
 
+def expected_outputs() -> tuple[dict[str, str], dict[str, str]]:
+    """The figures and tables every finished run holds, each with the pipeline rule that makes it.
+
+    A standard experiment's come from the registry (``figure_<name>``: its ``figure`` with its
+    ``extra_figures``, and the tables of its ``figure`` and ``extra_tables``); the hand-written stages' from
+    :data:`HAND_WRITTEN_OUTPUTS`. The claims dashboard is left out (a run without it is not finished).
+
+    Returns:
+        (figures, tables): stem -> rule name, for ``figures/<stem>.png`` and ``tables/<stem>.md``.
+    """
+    figures: dict[str, str] = {}
+    tables: dict[str, str] = {}
+    for exp in experiments().values():
+        if exp.figure:
+            rule = f"figure_{exp.name}"
+            figures.update({stem: rule for stem in (exp.figure, *(f"{exp.figure}_{s}" for s in exp.extra_figures))})
+            tables.update({stem: rule for stem in (exp.figure, *(f"{exp.figure}_{s}" for s in exp.extra_tables))})
+    for rule, (rule_figures, rule_tables) in HAND_WRITTEN_OUTPUTS.items():
+        figures.update(dict.fromkeys(rule_figures, rule))
+        tables.update(dict.fromkeys(rule_tables, rule))
+    return figures, tables
+
+
+def _missing(run: Path) -> list[tuple[str, str]]:
+    """The expected outputs (:func:`expected_outputs`) that ``run`` lacks: (path under the run, rule)."""
+    figures, tables = expected_outputs()
+    paths = [(f"figures/{stem}.png", rule) for stem, rule in figures.items()]
+    paths += [(f"tables/{stem}.md", rule) for stem, rule in tables.items()]
+    return sorted(((path, rule) for path, rule in paths if not (run / path).is_file()),
+                  key=lambda item: (item[0].split("/")[0], _figure_order(Path(item[0]).stem)))
+
+
+def _missing_line(path: str, rule: str) -> str:
+    return f"**Missing:** `{path}` (expected from the rule `{rule}`)"
+
+
+def _missing_section(run: Path, config_name: str) -> list[str]:
+    missing = _missing(run)
+    if not missing:
+        return []
+    lines = ["## Missing outputs", "", f"The run lacks {len(missing)} of the figures and tables the pipeline makes; "
+             f"`make reproduce CONFIG={config_name}` makes them again (each rule named here):", ""]
+    lines += [f"- `{path}` (rule `{rule}`)" for path, rule in missing]
+    return [*lines, ""]
+
+
 def _figures_section(run: Path, config_name: str, link: Callable[[str], str]) -> list[str]:
     known = captions()
+    expected_figures, expected_tables = expected_outputs()
+    stems = {png.stem for png in (run / "figures").glob("*.png")} - {"claims_dashboard"}
+    stems |= set(expected_figures)
     lines = ["## Figures", ""]
-    for png in sorted((run / "figures").glob("*.png"), key=lambda p: _figure_order(p.stem)):
-        if png.stem == "claims_dashboard":
-            continue
-        caption = _caption_for(png.stem, known)
+    for stem in sorted(stems, key=_figure_order):
+        caption = _caption_for(stem, known)
         text = _rst_to_markdown(caption.read_text(), config_name) if caption else ""
-        title = text.split(":", 1)[0] if text and ":" in text.split("\n", 1)[0][:60] else png.stem
-        lines += [f"### {title} (`{png.stem}`)", "", f"![{png.stem}]({link(f'figures/{png.name}')})", ""]
+        title = text.split(":", 1)[0] if text and ":" in text.split("\n", 1)[0][:60] else stem
+        lines += [f"### {title} (`{stem}`)", ""]
+        if (run / "figures" / f"{stem}.png").is_file():
+            lines += [f"![{stem}]({link(f'figures/{stem}.png')})", ""]
+        else:
+            lines += [_missing_line(f"figures/{stem}.png", expected_figures[stem]), ""]
         if text:
             lines += [text, ""]
-        tables = [t for t in (run / "tables" / f"{png.stem}.md",) if t.is_file()]
-        lines += [f"Table: [`tables/{t.name}`]({link(f'tables/{t.name}')})" for t in tables] + ([""] if tables else [])
-    others = [t for t in sorted((run / "tables").glob("*.md")) if not (run / "figures" / f"{t.stem}.png").is_file()]
+        table = f"tables/{stem}.md"
+        if (run / table).is_file():
+            lines += [f"Table: [`{table}`]({link(table)})", ""]
+        elif stem in expected_tables:
+            lines += [_missing_line(table, expected_tables[stem]), ""]
+    present = {t.stem for t in (run / "tables").glob("*.md") if t.is_file()}
+    others = sorted((present | set(expected_tables)) - stems, key=_natural)
     if others:
         lines += ["### Tables without a figure", ""]
-        lines += [f"- [`tables/{t.name}`]({link(f'tables/{t.name}')})" for t in others]
+        for stem in others:
+            table = f"tables/{stem}.md"
+            lines.append(f"- [`{table}`]({link(table)})" if stem in present
+                         else f"- {_missing_line(table, expected_tables[stem])}")
         lines.append("")
     return lines
 
@@ -262,6 +331,7 @@ def results_page(run_dir: str | Path, page_dir: str | Path | None = None) -> str
              f"Written by `gradmc docs {run}` from the files of the run (config `{config_name}`). The quick and "
              "smoke configs use reduced sizes: their numbers are not the papers'.", ""]
     link = _linker(run, Path(page_dir) if page_dir is not None else run)
+    lines += _missing_section(run, config_name)
     lines += _claims_section(claims, link)
     lines += _figures_section(run, config_name, link)
     lines += _stage_times_section(run)
