@@ -157,6 +157,25 @@ def test_unfinished_run_is_refused_naming_what_is_missing(run, missing):
         results_page(run)
 
 
+@pytest.mark.parametrize("keep", ["claims.parquet", "metrics"])
+def test_unfinished_run_hint_names_the_recorded_config(run, tmp_path, keep):
+    """The hint names the config the run's files record, not the folder's name (a copied or renamed folder)."""
+    (run / "claims.md").unlink()
+    if keep == "metrics":
+        (run / "claims.parquet").unlink()
+    renamed = run.rename(tmp_path / "copy-of-run")
+    with pytest.raises(InputError, match=r"make reproduce CONFIG=quick` to the end first"):
+        results_page(renamed)
+
+
+def test_unfinished_run_hint_falls_back_to_the_folder_name(run, tmp_path):
+    for path in [run / "claims.parquet", *run.glob("**/metrics.parquet")]:
+        path.unlink()
+    (run / "rbm_sampling" / "metrics.parquet").write_bytes(b"not parquet")
+    with pytest.raises(InputError, match=r"make reproduce CONFIG=quick` to the end first"):
+        results_page(run)
+
+
 def test_not_a_folder(tmp_path):
     with pytest.raises(InputError, match="is not a folder"):
         results_page(tmp_path / "nowhere")

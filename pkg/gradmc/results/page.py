@@ -112,7 +112,22 @@ def _check_finished(run: Path) -> None:
     missing = [name for name in FINISHED_MARKERS if not (run / name).is_file()]
     if missing:
         raise InputError(f"{run} is not a finished run (missing {', '.join(missing)}): run "
-                         f"`make reproduce CONFIG={run.name}` to the end first")
+                         f"`make reproduce CONFIG={_recorded_config_name(run)}` to the end first")
+
+
+def _recorded_config_name(run: Path) -> str:
+    """The name of the config ``run`` was made with, as its Parquet footers record it (``claims.parquet`` first,
+    then the metrics files); the folder's name where none can be read."""
+    candidates = [run / "claims.parquet", *sorted(run.glob("*/metrics.parquet")),
+                  *sorted(run.glob("*/*/*/metrics.parquet"))]
+    for path in candidates:
+        try:
+            name = (read_provenance(path).get("config") or {}).get("name")
+        except (InputError, OSError, AttributeError):  # absent, unreadable, or a config that is not a mapping
+            continue
+        if isinstance(name, str) and name:
+            return name
+    return run.name
 
 
 def _check_claims(claims: pd.DataFrame, path: Path, config_name: str) -> None:
