@@ -153,3 +153,38 @@ def test_log_z_lower_bound_is_exact_on_all_states_and_counts_each_state_once():
         log_z_lower_bound(log_f, every[:0])
     with pytest.raises(ValueError, match="non-finite"):
         log_z_lower_bound(lambda x: log_f(x) / 0.0 * 0.0, every)
+
+
+def test_ais_evaluates_the_model_once_per_level_and_matches_fresh_evaluations(monkeypatch):
+    """Every level's target is (1 - beta) log p_0 + beta f, so the run reuses f and grad f of the state and of
+    the last proposal: a GWG level evaluates the model once (at its proposal), not three times, and the
+    estimate equals a run that evaluates every request afresh (same draws, float64)."""
+    import gradmc.evaluation.ais as ais_module
+
+    g = torch.Generator().manual_seed(3)
+    rbm = RBM(16, 8, weight_std=0.5, generator=g).double().requires_grad_(False)
+    base = BernoulliBase.fit(torch.bernoulli(torch.full((40, 16), 0.3, dtype=torch.float64), generator=g))
+    calls = []
+
+    def model(x):
+        calls.append(x.shape[0])
+        return rbm(x)
+
+    def run():
+        calls.clear()
+        result = ais_log_partition(model, base, make_sampler("GWG"), num_chains=50, betas=linear_schedule(60),
+                                   generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+        return result, len(calls)
+
+    reused, reused_calls = run()
+    assert reused_calls == 60 + 1  # level 1: the weight (no gradient) and the state's gradient; then 1 per step
+
+    class FreshMemo(ais_module._TermMemo):
+        def _lookup(self, x, grad):
+            return None
+
+    monkeypatch.setattr(ais_module, "_TermMemo", FreshMemo)
+    fresh, fresh_calls = run()
+    assert fresh_calls == 1 + 3 * 59 + 1  # per level: the weight, the state at the new beta, the proposal
+    assert torch.allclose(reused.log_weights, fresh.log_weights, rtol=0, atol=1e-10)
+    _check(reused, rbm.log_partition(), max_se=0.3)

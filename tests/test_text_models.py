@@ -296,8 +296,8 @@ def test_ais_check_fails_when_weights_use_the_wrong_base(monkeypatch):
             return unigram.sample(num, generator)
 
     class UnigramPath(ais_module._Intermediate):
-        def __init__(self, model, base, beta):
-            super().__init__(model, unigram, beta)
+        def __init__(self, model, base, beta, memo=None):
+            super().__init__(model, unigram, beta)  # no shared memo: the path evaluates its own base
 
     monkeypatch.setattr(ais_module, "_Intermediate", UnigramPath)
     result = _ais(model, WrongWeights(), seed=0)

@@ -24,8 +24,13 @@ computed stably from normalised weights; the effective sample size of the weight
 Any sampler of :mod:`gradmc.samplers.discrete` works as T_k (binary (C, D) or one-hot (C, D, K)
 states). Each level passes a NEW intermediate-target object, so a kernel's cached evaluation of the
 previous level never matches (:mod:`gradmc.core.incremental`: the key holds the target object) and
-the first step of every level evaluates the current state afresh; with several steps per level the
-later ones use the cache, valid while the model's parameters stay unchanged (its fingerprint).
+the first step of every level asks the target for the current state afresh. Every intermediate target is
+linear in the two terms, log pi_k = (1 - beta_k) log p_0 + beta_k f, and so is its gradient; the targets of
+one run therefore share a :class:`_TermMemo` holding f, grad f, log p_0 and grad log p_0 at the last two
+batches evaluated (the state and the last proposal), and answer that request, and the weight update's f(x),
+by combining stored terms row by row. A gradient kernel (GWG) then evaluates the model once per level, at
+its proposal, instead of three times (the state's value and gradient at the new beta, the proposal, and the
+weight's forward pass).
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from dataclasses import dataclass
 
 import torch
 
-from gradmc.core.incremental import fingerprint
+from gradmc.core.gradients import log_prob_and_grad
+from gradmc.core.incremental import Evaluation, fingerprint
 
 __all__ = ["BernoulliBase", "CategoricalBase", "AISResult", "ais_log_partition", "linear_schedule",
            "log_z_lower_bound"]
@@ -122,11 +128,94 @@ class CategoricalBase:
         return torch.nn.functional.one_hot(idx, k).double()
 
 
-class _Intermediate:
-    """log pi_beta(x) = (1 - beta) log p_0(x) + beta f(x), callable on a batch (differentiable in x)."""
+class _Terms:
+    """f, log p_0 and (when computed) their gradients at a batch of states x (C, ...), detached."""
 
-    def __init__(self, model: Callable, base, beta: float):
-        self.model, self.base, self.beta = model, base, float(beta)
+    __slots__ = ("x", "f", "log_p0", "grad_f", "grad_log_p0")
+
+    def __init__(self, x, f, log_p0, grad_f=None, grad_log_p0=None):
+        self.x, self.f, self.log_p0, self.grad_f, self.grad_log_p0 = x, f, log_p0, grad_f, grad_log_p0
+
+
+class _TermMemo:
+    """The two terms of every intermediate target of one AIS run at the last batches evaluated (module docstring).
+
+    ``terms(x, grad)`` returns a :class:`_Terms` of x: rows equal to a row at the same position of a stored
+    batch are copied from it (a kernel's next state takes each row from its state or its proposal); when
+    any row is new, the whole batch is evaluated (the model once, with autograd when ``grad``). The result is
+    stored as the newest batch; the :data:`KEEP` newest are kept. Values are the model's own, so a combined
+    target equals a fresh evaluation up to the batch's floating-point rounding.
+    """
+
+    #: stored batches: a kernel's state and its last proposal
+    KEEP = 2
+
+    def __init__(self, model: Callable, base):
+        self.model, self.base, self.stored = model, base, []
+        self.evaluations = 0  # model evaluations of a batch (for tests and the cost count)
+
+    def _evaluate(self, x: torch.Tensor, grad: bool) -> _Terms:
+        self.evaluations += 1
+        x = x.detach().clone()
+        if not grad:
+            with torch.no_grad():
+                return _Terms(x, self.model(x).detach(), self.base.log_prob(x).detach())
+        f, grad_f = log_prob_and_grad(self.model, x)
+        with torch.enable_grad():
+            x_req = x.clone().requires_grad_(True)
+            log_p0 = self.base.log_prob(x_req)
+            (grad_log_p0,) = torch.autograd.grad(log_p0.sum(), x_req)
+        return _Terms(x, f, log_p0.detach(), grad_f, grad_log_p0)
+
+    def _lookup(self, x: torch.Tensor, grad: bool) -> _Terms | None:
+        """The terms at x from the stored batches, or None when a row is in none of them (or, with ``grad``,
+        only in one without gradients). Gradients come along whenever every row's source has them."""
+        rows = x.shape[0]
+        flat = x.reshape(rows, -1)
+        found = torch.zeros(rows, dtype=torch.bool, device=x.device)
+        used = []
+        for held in self.stored:
+            if held.x.shape != x.shape or held.x.dtype != x.dtype or (grad and held.grad_f is None):
+                continue
+            same = (held.x.reshape(rows, -1) == flat).all(1) & ~found
+            if bool(same.any()):
+                used.append((held, same))
+                found |= same
+        if not used or not bool(found.all()):
+            return None
+        if len(used) == 1:
+            return used[0][0]  # every row from one batch: that batch itself
+        first = used[0][0]
+        with_grad = all(held.grad_f is not None for held, _ in used)
+        out = _Terms(x.detach().clone(), first.f.clone(), first.log_p0.clone(),
+                     first.grad_f.clone() if with_grad else None, first.grad_log_p0.clone() if with_grad else None)
+        wide_shape = (rows, *([1] * (x.dim() - 1)))
+        for held, same in used[1:]:
+            out.f = torch.where(same, held.f, out.f)
+            out.log_p0 = torch.where(same, held.log_p0, out.log_p0)
+            if with_grad:
+                wide = same.view(wide_shape)
+                out.grad_f = torch.where(wide, held.grad_f, out.grad_f)
+                out.grad_log_p0 = torch.where(wide, held.grad_log_p0, out.grad_log_p0)
+        return out
+
+    def terms(self, x: torch.Tensor, grad: bool) -> _Terms:
+        """The terms at states x (C, ...); with their gradients when ``grad``. Stored as the newest batch."""
+        found = self._lookup(x, grad)
+        found = found if found is not None else self._evaluate(x, grad)
+        self.stored = [found, *(held for held in self.stored if held is not found)][:self.KEEP]
+        return found
+
+
+class _Intermediate:
+    """log pi_beta(x) = (1 - beta) log p_0(x) + beta f(x), callable on a batch (differentiable in x).
+
+    With a shared :class:`_TermMemo`, ``eval_state`` (the kernels' optional method,
+    :func:`gradmc.core.incremental.evaluate`) combines the memo's terms instead of evaluating the model.
+    """
+
+    def __init__(self, model: Callable, base, beta: float, memo: _TermMemo | None = None):
+        self.model, self.base, self.beta, self.memo = model, base, float(beta), memo
 
     def cache_fingerprint(self) -> tuple | None:
         """For kernel caches: beta and the model's fingerprint (None, never cached, if the model has none).
@@ -136,6 +225,20 @@ class _Intermediate:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return (1.0 - self.beta) * self.base.log_prob(x) + self.beta * self.model(x)
+
+    def eval_state(self, x: torch.Tensor, grad: bool) -> Evaluation:
+        """:class:`~gradmc.core.incremental.Evaluation` of log pi_beta at x (C, ...): from the memo's terms
+        (the model evaluated only for a batch it does not hold), or the generic path without a memo."""
+        if self.memo is None:
+            if grad:
+                return Evaluation(*log_prob_and_grad(self, x))
+            with torch.no_grad():
+                return Evaluation(self(x).detach())
+        t = self.memo.terms(x, grad)
+        value = (1.0 - self.beta) * t.log_p0 + self.beta * t.f
+        if not grad:
+            return Evaluation(value)
+        return Evaluation(value, (1.0 - self.beta) * t.grad_log_p0 + self.beta * t.grad_f)
 
 
 def log_z_lower_bound(log_f: Callable[[torch.Tensor], torch.Tensor], states: torch.Tensor, batch: int = 1024,
@@ -252,12 +355,13 @@ def ais_log_partition(
     log_w = torch.zeros(num_chains, dtype=torch.float64, device=x.device)
     levels = betas.numel() - 1
     state, recorded = None, {}
+    memo = _TermMemo(model, base)
     with torch.enable_grad():  # gradient-based kernels differentiate the intermediate targets
         for k in range(1, levels + 1):
             x_now = state.x if state is not None else x
-            with torch.no_grad():
-                delta = float(betas[k] - betas[k - 1])
-                log_w += delta * (model(x_now) - base.log_prob(x_now)).double()
+            terms = memo.terms(x_now, grad=False)
+            delta = float(betas[k] - betas[k - 1])
+            log_w += delta * (terms.f - terms.log_p0).double()
             # every level on CPU (free, and before a NaN reaches the kernel); on an accelerator only at the end,
             # so the loop never waits on the device
             if not log_w.is_cuda and not bool(torch.isfinite(log_w).all()):
@@ -266,7 +370,7 @@ def ais_log_partition(
                 recorded[k] = _summarise(log_w)[0]
             if k == levels:
                 break  # the last transition would not change any weight
-            target = _Intermediate(model, base, float(betas[k]))
+            target = _Intermediate(model, base, float(betas[k]), memo)
             if state is None:
                 state = sampler.init(x_now, target)
             for _ in range(steps_per_level):
