@@ -3,6 +3,9 @@ and nothing left on disk by the refused command."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -186,3 +189,19 @@ def test_a_command_without_its_choice_says_what_to_name(capsys, command, what):
     assert main([command]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"gradmc {command}: error: name {what} (`gradmc {command} --help` lists them)"
+
+
+@pytest.mark.parametrize("command, status", [(["samplers"], 141), (["--help"], 0)])
+def test_a_closed_stdout_ends_the_command_quietly(command, status):
+    """`gradmc samplers | head -1`: the reader closes the pipe; gradmc stops with status 141 (128 + SIGPIPE, as
+    a Unix tool killed by SIGPIPE) and no traceback (argparse's help ignores the failed write itself: status 0).
+    The pipe here has no reader from the start, so every write fails."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "gradmc.cli", *command], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.returncode == status, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr

@@ -3,12 +3,14 @@
 The ``run`` and ``figure`` subcommands of the standard experiments come from the registry
 (:mod:`gradmc.registry`); the other stages are listed in :mod:`gradmc.cli.parser`. A user error
 (:class:`gradmc.errors.UserError`: config, input, data, cluster) prints one line and exits with status 2;
-any other exception is a bug and propagates with its traceback.
+any other exception is a bug and propagates with its traceback. A reader that closes stdout early
+(``gradmc samplers | head -1``) ends the command quietly, with status 141.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 
@@ -32,9 +34,41 @@ def interrupted_message(args) -> str:
     return "interrupted; no output was written (rerun to finish)"
 
 
+#: exit status of a command whose stdout reader went away: 128 + SIGPIPE, what the shell reports for a Unix tool
+#: killed by SIGPIPE (``yes | head -1``), so ``set -o pipefail`` scripts see the same as with any such tool
+BROKEN_PIPE_STATUS = 141
+
+
+def _is_pipe(fd: int) -> bool:
+    try:
+        return stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gradmc`` console script; returns the exit status (0 done, 2 user error, 130
-    interrupted). Exceptions outside the user-error family propagate (Python prints the traceback, status 1)."""
+    interrupted, 141 stdout closed by its reader). Exceptions outside the user-error family propagate (Python
+    prints the traceback, status 1)."""
+    try:
+        try:
+            return _main(argv)
+        finally:  # buffered output meets the closed pipe here (or at --help's SystemExit), not in a print
+            sys.stdout.flush()
+    except BrokenPipeError:
+        if not (_is_pipe(1) or _is_pipe(2)):  # not a closed stdout/stderr pipe: some other connection, a bug
+            raise
+        # The reader of stdout closed the pipe (`gradmc samplers | head -1`): the standard recipe of the Python
+        # docs (signal module, "Note on SIGPIPE"): point stdout at devnull, so that the interpreter's own flush at
+        # exit does not fail again, and end quietly with status 141 (BROKEN_PIPE_STATUS).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return BROKEN_PIPE_STATUS
+
+
+def _main(argv: list[str] | None) -> int:
+    """:func:`main` without its handling of a closed stdout."""
     from gradmc.cli.commands import COMMANDS, log
     from gradmc.errors import UserError
     from gradmc.tuning import tune_allocator
