@@ -251,6 +251,20 @@ def test_readme_snippet_runs(capsys):
     assert 100 < value < 64 * 800 * 5  # pooled ESS of 64 chains x 800 kept draws: positive, finite
 
 
+def test_readme_says_what_gradmc_samplers_lists(capsys):
+    """`gradmc samplers` lists the discrete catalog only; the README says so and names the continuous kernels'
+    home, whose classes exist."""
+    import gradmc.samplers.continuous as continuous
+
+    text = " ".join((REPO / "README.md").read_text().split())
+    assert re.search(r"`gradmc samplers` lists every discrete sampler", text)
+    assert main(["samplers"]) == 0
+    states = {line.split()[1] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert states == {"binary", "categorical"}
+    assert "classes of `gradmc.samplers.continuous`" in text
+    assert {"HMC", "KMC", "KAMH", "HABC"} <= set(continuous.__all__)
+
+
 def test_ci_runs_the_readme_test_commands():
     commands = [line.split("#")[0].strip() for line in _readme_block("Tests", "bash").splitlines() if line.strip()]
     ci = [line.split("#")[0].strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]

@@ -251,7 +251,9 @@ def _add_samplers(sub) -> None:
     plugins = ("--plugin", {"action": "append", "default": [], "metavar": "MODULE",
                             "help": "import this module first (a sampler plugin; repeatable); installed plugins "
                                     "(entry-point group gradmc.samplers) load by themselves"})
-    listing = sub.add_parser("samplers", help="list every sampler the catalog knows: names, state, family, options")
+    listing = sub.add_parser("samplers", help="list every discrete sampler of the catalog (binary and categorical "
+                                              "states): names, state, family, options; the continuous kernels "
+                                              "(HMC, KMC, ...) are in gradmc.samplers.continuous")
     listing.add_argument(plugins[0], **plugins[1])
     check = sub.add_parser(
         "check-sampler", help="exactness check of samplers by exact enumeration (chi-square after a few steps from pi "
