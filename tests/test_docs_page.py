@@ -137,6 +137,18 @@ def test_expected_outputs_are_what_the_pipeline_rules_make():
     assert tables["fig6_ising_pcd_curves"] == "figure_ising_pcd" and "fig6_ising_pcd_vs_steps" in figures
 
 
+@pytest.mark.parametrize("cells, expected", [
+    ((1.5, 1.1, 1.9), "1.5 [1.1, 1.9]"),
+    ((1.5, float("nan"), 1.9), "1.5 (no interval)"),
+    ((1.5, 1.1, float("nan")), "1.5 (no interval)"),
+    ((-0.0059, float("-inf"), float("inf")), "-0.0059 (no interval)"),
+    ((2.0, 1.0, float("inf")), "2 (no interval)"),
+    ((float("nan"), 1.0, 2.0), ""),
+])
+def test_effect_cell(cells, expected):
+    assert results_page_module._effect_cell(*cells) == expected
+
+
 def test_stage_times_reads_the_last_done_line(run):
     (run / "logs" / "train_ebm.log").write_text("[gradmc] run done in 3.0s\nresumed\n[gradmc] run done in 4.5s\n")
     times = stage_times(run)

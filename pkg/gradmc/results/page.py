@@ -173,7 +173,7 @@ def _effect_cell(effect, low, high) -> str:
     decidable at the run's scale, or one decided on a single number)."""
     if pd.isna(effect):
         return ""
-    if pd.isna(low) or pd.isna(high) or not (np.isfinite(low) and np.isfinite(high)):
+    if not (np.isfinite(low) and np.isfinite(high)):  # NaN is not finite either
         return f"{_fmt(effect)} (no interval)"
     return f"{_fmt(effect)} [{_fmt(low)}, {_fmt(high)}]"
 
