@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_errors import one_line_error
 
 from gradmc.cli import main
 from gradmc.data.ptb import load_prepared_text
@@ -80,13 +81,6 @@ def test_stages_and_figure_run_end_to_end_and_name_bad_inputs(data_dir, tmp_path
     assert (tmp_path / "fig.png").stat().st_size > 0 and "## Samples" in (tmp_path / "table.md").read_text()
 
 
-def _one_line_error(capsys) -> str:
-    err = capsys.readouterr().err
-    errors = [line for line in err.strip().splitlines() if not line.startswith("[gradmc] ")]  # not progress lines
-    assert "Traceback" not in err and len(errors) == 1, err
-    return errors[0]
-
-
 def _edited_smoke(tmp_path, name: str, **edits) -> str:
     """config/smoke.yaml with text_ebm.<section>.<key> = value for each edits["section__key"]."""
     config = yaml.safe_load(Path("config/smoke.yaml").read_text())
@@ -113,38 +107,38 @@ def test_inputs_made_for_another_config_or_damaged_are_refused_in_one_line(data_
     capsys.readouterr()
     evaluate = ["run", "eval_text_ebm", "--data", data, "--model", ebm, "--lm", lm, "--out", metrics]
     # data prepared for another length, under this config
-    assert main(["run", "eval_text_ebm", *c, "--data", str(tmp_path / "long.npz"), "--model", ebm, "--lm", lm,
-                 "--out", metrics]) == 2
-    assert "prepared for another config: max_length 6 (config 4)" in _one_line_error(capsys)
+    code = main(["run", "eval_text_ebm", *c, "--data", str(tmp_path / "long.npz"), "--model", ebm, "--lm", lm,
+                 "--out", metrics])
+    assert "prepared for another config: max_length 6 (config 4)" in one_line_error(capsys, code)
     # the EBM and the LM trained with other sizes than the config asks for
     wider = _edited_smoke(tmp_path, "wider", model__hidden=8)
-    assert main([*evaluate, "--config", wider]) == 2
-    assert "--model" in (err := _one_line_error(capsys)) and "trained with other sizes: model" in err
+    code = main([*evaluate, "--config", wider])
+    assert "--model" in (err := one_line_error(capsys, code)) and "trained with other sizes: model" in err
     lm_wider = _edited_smoke(tmp_path, "lm_wider", lm__hidden=16)
-    assert main([*evaluate, "--config", lm_wider]) == 2
-    assert "--lm" in (err := _one_line_error(capsys)) and "does not fit text_ebm.lm" in err
+    code = main([*evaluate, "--config", lm_wider])
+    assert "--lm" in (err := one_line_error(capsys, code)) and "does not fit text_ebm.lm" in err
     # a damaged .npz (still a zip, its compressed bytes flipped)
     raw = bytearray(Path(data).read_bytes())
     raw[200:260] = bytes(b ^ 0xFF for b in raw[200:260])
     (tmp_path / "flip.npz").write_bytes(bytes(raw))
     flipped = ["--data", str(tmp_path / "flip.npz"), "--out", str(tmp_path / "x.pt")]
-    assert main(["run", "train_text_lm", *c, *flipped]) == 2
-    assert "could not be read" in _one_line_error(capsys)
+    code = main(["run", "train_text_lm", *c, *flipped])
+    assert "could not be read" in one_line_error(capsys, code)
     # config values the schema accepts but training cannot use
     for name, edit, message in (("batch", {"train__batch_size": 32}, "exceeds text_ebm.train.buffer_size 16"),
                                 ("nan", {"train__lr": float("nan")}, "text_ebm.train.lr is nan")):
         bad = _edited_smoke(tmp_path, name, **edit)
-        assert main(["run", "train_text_ebm", "--config", bad, "--data", data, "--out", str(tmp_path / "x.pt")]) == 2
-        assert message in _one_line_error(capsys)
+        code = main(["run", "train_text_ebm", "--config", bad, "--data", data, "--out", str(tmp_path / "x.pt")])
+        assert message in one_line_error(capsys, code)
     # outputs that are existing folders, the samples file beside the checkpoint too
     (tmp_path / "dir.pt").mkdir()
-    assert main(["run", "train_text_lm", *c, "--data", data, "--out", str(tmp_path / "dir.pt")]) == 2
-    assert "is an existing folder" in _one_line_error(capsys)
+    code = main(["run", "train_text_lm", *c, "--data", data, "--out", str(tmp_path / "dir.pt")])
+    assert "is an existing folder" in one_line_error(capsys, code)
     (tmp_path / "y.pt.samples.txt").mkdir()
-    assert main(["run", "train_text_ebm", *c, "--data", data, "--out", str(tmp_path / "y.pt")]) == 2
-    assert ".samples.txt" in _one_line_error(capsys)
-    assert main(["data", "prepare", "ptb", *c, "--out", str(tmp_path / "dir.pt")]) == 2
-    assert "is an existing folder" in _one_line_error(capsys)
+    code = main(["run", "train_text_ebm", *c, "--data", data, "--out", str(tmp_path / "y.pt")])
+    assert ".samples.txt" in one_line_error(capsys, code)
+    code = main(["data", "prepare", "ptb", *c, "--out", str(tmp_path / "dir.pt")])
+    assert "is an existing folder" in one_line_error(capsys, code)
     assert not any(p.exists() for p in (tmp_path / "x.pt", tmp_path / "y.pt", Path(metrics)))
 
 
@@ -166,11 +160,11 @@ def test_figure_writes_nothing_until_every_input_and_output_is_good(data_dir, tm
     df, prov = read_parquet(metrics)
     write_parquet(pd.concat([df, df], ignore_index=True), tmp_path / "twice.parquet", prov)
     table = tmp_path / "table"
-    assert main(["figure", "text_ebm", "--metrics", str(tmp_path / "twice.parquet"), "--out", str(tmp_path / "f"),
-                 "--table-out", str(table)]) == 2
-    assert "repeat a (model, metric, step)" in _one_line_error(capsys)
+    code = main(["figure", "text_ebm", "--metrics", str(tmp_path / "twice.parquet"), "--out", str(tmp_path / "f"),
+                 "--table-out", str(table)])
+    assert "repeat a (model, metric, step)" in one_line_error(capsys, code)
     (tmp_path / "file").write_text("")
-    assert main(["figure", "text_ebm", "--metrics", metrics, "--out", str(tmp_path / "file" / "f"),
-                 "--table-out", str(table)]) == 2
-    assert "--out" in _one_line_error(capsys)
+    code = main(["figure", "text_ebm", "--metrics", metrics, "--out", str(tmp_path / "file" / "f"),
+                 "--table-out", str(table)])
+    assert "--out" in one_line_error(capsys, code)
     assert not list(tmp_path.glob("table.*")) and not list(tmp_path.glob("f.*"))
