@@ -85,6 +85,36 @@ def all_cores():
     return cores if cores is not None and cores != sys.maxsize else 1
 
 
+def job_threads(wanted=None):
+    """Threads of a job that could use several: ``wanted`` (default: all cores) on a machine of more than 2 cores;
+    1 on a machine of 2 or fewer. There two one-thread jobs side by side do more work than one job on both cores:
+    a ResNet EBM training run takes 434 s on 1 thread and 357 s on 2 (quick config), a sweep's last shard and its
+    Ray start-up leave the second core idle, and a 2-core job waits for both cores while one-thread jobs run."""
+    cores = all_cores()
+    if cores <= 2:
+        return 1
+    return cores if wanted is None else min(wanted, cores)
+
+
+#: A scheduling hint only (results never depend on it): seconds the longest jobs took on the quick config, one
+#: thread each on a 2-core machine, with their upstream stages. Snakemake starts ready jobs in priority order, so
+#: the longest start first and the run does not end with one long job beside an idle core. Jobs not named here
+#: take a few minutes at most.
+LONG_JOB_SECONDS = {
+    "train_rbm": 800, "rbm_reference": 800, "rbm_sampling": 800,  # the chain to GWG Fig. 3
+    "ising_pcd_data": 740, "ising_pcd": 740,
+    "kmc_gpc_benchmark": 600, "kmc_gpc": 400,
+    "potts_proteins": 380, "kmc_banana": 310, "kmc_abc": 240, "ising_sampling": 200, "rbm_relaxed": 170,
+}
+
+
+def long_job_priority(name):
+    """Snakemake priority of job ``name`` from :data:`LONG_JOB_SECONDS`: 10 + a minute's worth each (0 when not
+    named), below the EBM training (50) and static-MNIST AIS (45) that make the pipeline's longest chain."""
+    seconds = LONG_JOB_SECONDS.get(name)
+    return 0 if seconds is None else 10 + seconds // 60
+
+
 #: Where each code digest's per-file digests are recorded, so `make why` can name the files an edit changed.
 CODE_RECORDS = Path(".snakemake") / "gradmc-code"
 

@@ -51,11 +51,11 @@ rule train_ebm:
     message:
         "Training the ResNet EBM on {wildcards.dataset} with PCD-{wildcards.sampler} "
         "({params.iterations}, {params.steps} steps each)"
-    threads: 2
-    # before any AIS job: an AIS job (1 core) started while a training run waits for 2 would leave a core idle,
-    # and the two static-MNIST AIS jobs should run side by side (see ais_ebm). Above twice the AIS jobs'
-    # priority: Snakemake weighs two 1-core jobs of priority 10 like one 2-core job of 20, and on a tie it ran
-    # the AIS pair first, leaving the last AIS job alone on 2 cores for its whole run (about 330 s, quick)
+    # one thread on a 2-core machine (job_threads): two one-thread jobs side by side do more work there. With
+    # equal_time the budget run trains on the thread count the GWG checkpoint records (train_stage).
+    threads: job_threads(2)
+    # first of all: the static-MNIST chain (GWG training -> Gibbs-1 training for GWG's seconds -> AIS) is the
+    # pipeline's longest
     priority: 50
     shell:
         f"OMP_NUM_THREADS={{threads}} gradmc run train_ebm --config {CONFIG_FILE} --dataset {{wildcards.dataset}} "
@@ -86,13 +86,11 @@ rule ais_ebm:
         "{params.chains} chains; convergence at {params.convergence})"
     # one core each: a 32-chain AIS level costs only ~1.17x more on 1 thread than on 2 (static MNIST, CPU), so
     # the AIS jobs of a data set's models run side by side (2 on 2 cores in ~0.63x the time of one after the
-    # other); training (timed: equal_time) keeps 2 threads, so on 2 cores it never shares the machine with
-    # them (on more cores it may run beside other jobs, as every job may)
+    # other)
     threads: 1
-    # the long AIS jobs (thousands of levels: static MNIST) above the other 1-core jobs of priority 10 (the short
-    # Frey AIS, the text EBM's evaluation), so the long ones start side by side as soon as training ends and the
-    # short ones fill the other core beside whatever runs last
-    priority: lambda wildcards: 15 if ebm_setting("ais", wildcards.dataset, "num_intermediate") > 1000 else 10
+    # the long AIS jobs (thousands of levels: static MNIST) right after their training, above the sweeps
+    # (long_job_priority); the short ones (Frey, a few hundred levels) fill a core like any short job
+    priority: lambda wildcards: 45 if ebm_setting("ais", wildcards.dataset, "num_intermediate") > 1000 else 10
     shell:
         f"OMP_NUM_THREADS={{threads}} gradmc run ais_ebm --config {CONFIG_FILE} --dataset {{wildcards.dataset}} "
         "--sampler {wildcards.sampler} --data {input.data} --model {input.model} --out {output} "

@@ -28,7 +28,8 @@ for _exp in _registry.experiments().values():
             f"{LOGS}/{_exp.name}.log",
         message:
             job_message(_exp)
-        threads: all_cores()
+        threads: job_threads()
+        priority: long_job_priority(_exp.name)
         resources:
             ray_drivers=1,  # capped by the ray-cluster profile
         shell:

@@ -17,6 +17,7 @@ rule ising_pcd_data:
         "thetas {params.config[ising_pcd][data][thetas]}"
         + (" and the Erdos-Renyi graph" if config["ising_pcd"]["data"].get("erdos_renyi") else "") + ", "
         "{params.config[ising_pcd][data][num_samples]} chains each"
-    threads: all_cores()
+    threads: job_threads()
+    priority: long_job_priority("ising_pcd_data")
     shell:
         f"gradmc run ising_pcd_data --config {CONFIG_FILE} --out {{output}} 2>&1 | joblog {{log}} ising_pcd_data"

@@ -19,7 +19,8 @@ rule train_rbm:
     message:
         "Training the MNIST RBM ({params.config[rbm_sampling][num_hidden]} hidden) with "
         "CD-{params.config[rbm_sampling][train][cd_steps]}"
-    threads: 2
+    threads: job_threads(2)
+    priority: long_job_priority("train_rbm")
     shell:
         f"OMP_NUM_THREADS={{threads}} gradmc run train_rbm --config {CONFIG_FILE} --data {{input.data}} "
         "--out {output} 2>&1 | joblog {log} train_rbm"
@@ -41,7 +42,8 @@ rule rbm_reference:
     message:
         "Block-Gibbs ground truth: {params.config[rbm_sampling][reference][num_samples]} samples x 2 after "
         "{params.config[rbm_sampling][reference][num_steps]} sweeps"
-    threads: 2
+    threads: job_threads(2)
+    priority: long_job_priority("rbm_reference")
     shell:
         f"OMP_NUM_THREADS={{threads}} gradmc run rbm_reference --config {CONFIG_FILE} --model {{input.model}} "
         "--data {input.data} --out {output} 2>&1 | joblog {log} rbm_reference"
