@@ -84,7 +84,7 @@ lint: $(STAMP)  ## ruff and snakemake --lint (less its conda/container lint: wor
 
 RERUN   := $(BIN)/python workflow/rerun.py
 
-reproduce: $(STAMP)  ## run the whole pipeline with config/$(CONFIG).yaml (CONFIG=quick by default) into results/, then its results page
+reproduce: $(STAMP)  ## run the whole pipeline with config/$(CONFIG).yaml (CONFIG=quick by default) into results/$(CONFIG)/, then its results page results.md
 	$(CHECK_CONFIG)
 	@$(RERUN) plan --configfile config/$(CONFIG).yaml --cores $(CORES) --workflow-profile $(PROFILE)
 	@start=$$(date +%s); $(SMK) --configfile config/$(CONFIG).yaml; status=$$?; \
@@ -95,7 +95,7 @@ why: $(STAMP)  ## what `make reproduce` would run now and why (code files, confi
 	$(CHECK_CONFIG)
 	@$(RERUN) plan --configfile config/$(CONFIG).yaml --cores $(CORES) --workflow-profile $(PROFILE)
 
-reproduce-paper: $(STAMP)  ## run the whole pipeline with the papers' settings (GPU cluster scale)
+reproduce-paper: $(STAMP)  ## run the whole pipeline with the papers' settings (GPU cluster scale) into results/paper/
 	$(SMK) --configfile config/paper.yaml
 
 plan-paper: $(STAMP)  ## compute plan of config/paper.yaml: every job on a short slice, measured (<= 20 min, 2 cores) -> results/paper/plan.md
@@ -110,7 +110,7 @@ stage-times: $(STAMP)  ## per-stage wall times of the last pipeline run (from Sn
 bench: $(STAMP)  ## benchmarks, written to results/bench/ (the DISCS comparison too when DISCS_PYTHON is set)
 	$(BIN)/python -m gradmc.cli bench --out results/bench $(if $(DISCS_PYTHON),--discs-python "$(DISCS_PYTHON)")
 
-bench-peers: $(STAMP)  ## gradmc against Google's DISCS: make bench-peers DISCS_PYTHON=<jax venv>/bin/python
+bench-peers: $(STAMP)  ## gradmc against Google's DISCS: make bench-peers DISCS_PYTHON=<jax venv>/bin/python -> results/bench/peers.md
 	$(BIN)/python -m gradmc.cli bench --suite peers --out results/bench $(if $(DISCS_PYTHON),--discs-python "$(DISCS_PYTHON)") \
 		$(if $(DISCS_HARNESS),--discs-harness "$(DISCS_HARNESS)")
 

@@ -277,6 +277,19 @@ def test_readme_says_what_gradmc_samplers_lists(capsys):
     assert {"HMC", "KMC", "KAMH", "HABC"} <= set(continuous.__all__)
 
 
+def test_make_help_names_the_results_folders_the_readme_names():
+    """Each make target of the README's table that names a folder under results/ says the same in `make help`
+    (its ## comment in the Makefile)."""
+    helps = dict(re.findall(r"^([a-z-]+):.*?## (.*)$", (REPO / "Makefile").read_text(), re.M))
+    rows = re.findall(r"^\| `make ([a-z-]+)[^`]*` \| (.*) \|$", (REPO / "README.md").read_text(), re.M)
+    checked = 0
+    for target, text in rows:
+        for path in re.findall(r"`(results/[^`]*)`", text):
+            assert path.rstrip("/") in helps[target], (target, path, helps[target])
+            checked += 1
+    assert checked >= 5 and "results/$(CONFIG)/" in helps["reproduce"]
+
+
 def test_ci_runs_the_readme_test_commands():
     commands = [line.split("#")[0].strip() for line in _readme_block("Tests", "bash").splitlines() if line.strip()]
     ci = [line.split("#")[0].strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
