@@ -290,6 +290,12 @@ def test_make_help_names_the_results_folders_the_readme_names():
     assert checked >= 5 and "results/$(CONFIG)/" in helps["reproduce"]
 
 
+def test_readme_says_what_the_decide_config_is():
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "extends: quick.yaml" in (REPO / "config" / "decide.yaml").read_text()
+    assert "`config/decide.yaml` extends the quick config" in readme
+
+
 def test_ci_runs_the_readme_test_commands():
     commands = [line.split("#")[0].strip() for line in _readme_block("Tests", "bash").splitlines() if line.strip()]
     ci = [line.split("#")[0].strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
