@@ -188,6 +188,14 @@ def test_unfinished_run_hint_falls_back_to_the_folder_name(run, tmp_path):
         results_page(run)
 
 
+def test_odd_files_in_a_finished_run_give_a_page(run, tmp_path):
+    """A folder where a job log belongs, and a claims footer whose config is not a mapping, do not stop the page."""
+    (run / "logs" / "odd.log").mkdir()
+    write_parquet(_claims(), run / "claims.parquet", {**provenance({"name": "quick"}), "config": ["not", "a", "map"]})
+    page = results_page(run)
+    assert page.startswith("# Results of the `quick` config") and "| rbm_sampling | run | 12 |" in page
+
+
 def test_not_a_folder(tmp_path):
     with pytest.raises(InputError, match="is not a folder"):
         results_page(tmp_path / "nowhere")

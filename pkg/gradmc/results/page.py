@@ -98,7 +98,10 @@ def stage_times(run_dir: str | Path) -> pd.DataFrame:
     """
     rows = []
     for log in sorted((Path(run_dir) / "logs").glob("*.log")):
-        matches = _DONE.findall(log.read_text(errors="replace"))
+        try:
+            matches = _DONE.findall(log.read_text(errors="replace"))
+        except OSError:  # a folder or an unreadable file: no time to read
+            continue
         if matches:
             command, seconds = matches[-1]
             rows.append({"job": log.stem, "command": command, "seconds": float(seconds)})
@@ -122,12 +125,19 @@ def _recorded_config_name(run: Path) -> str:
                   *sorted(run.glob("*/*/*/metrics.parquet"))]
     for path in candidates:
         try:
-            name = (read_provenance(path).get("config") or {}).get("name")
-        except (InputError, OSError, AttributeError):  # absent, unreadable, or a config that is not a mapping
+            name = _config_name(read_provenance(path))
+        except (InputError, OSError):  # absent or unreadable
             continue
-        if isinstance(name, str) and name:
+        if name:
             return name
     return run.name
+
+
+def _config_name(prov: dict) -> str | None:
+    """The config name a Parquet footer's provenance records, or None where it records none."""
+    config = prov.get("config")
+    name = config.get("name") if isinstance(config, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 def _check_claims(claims: pd.DataFrame, path: Path, config_name: str) -> None:
@@ -340,7 +350,7 @@ def results_page(run_dir: str | Path, page_dir: str | Path | None = None) -> str
     run = Path(run_dir)
     _check_finished(run)
     claims, prov = read_parquet(run / "claims.parquet")
-    config_name = str((prov.get("config") or {}).get("name") or run.name)
+    config_name = _config_name(prov) or run.name
     _check_claims(claims, run / "claims.parquet", config_name)
     lines = [f"# Results of the `{config_name}` config", "",
              f"Written by `gradmc docs {run}` from the files of the run (config `{config_name}`). The quick and "
