@@ -205,3 +205,12 @@ def test_a_closed_stdout_ends_the_command_quietly(command, status):
         os.close(write_end)
     assert done.returncode == status, done.stderr
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+
+
+def test_data_list_answers_on_stdout(tmp_path, capsys):
+    """`gradmc data list` is a command's answer (like `samplers`): it goes to stdout, so `| head` or `| grep` see it."""
+    assert main(["data", "list", "--data-dir", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"data folder: {tmp_path}") and "binarized_mnist" in out, out[:200]
+    assert "missing" in out and "present" not in out  # an empty folder holds none of the files
+    assert "data folder:" not in err

@@ -91,7 +91,7 @@ def _cmd_data(args) -> None:
         from gradmc.data import fetch_cmd
 
         if args.action == "list":
-            fetch_cmd.list_datasets(args.data_dir, out=log)
+            fetch_cmd.list_datasets(args.data_dir)  # the command's answer: stdout
             return
         names = list(args.names)
         if not names and not args.config:
