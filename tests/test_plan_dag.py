@@ -149,3 +149,17 @@ def test_a_new_experiment_is_planned_with_no_plan_edits(tmp_path, monkeypatch):
     assert all((p["u1"], p["u2"]) == (30, 60) for p in job["probes"])  # the META's lengths, x 3 repeats
     assert job["tasks_costed"] == 2 and plan["totals"]["core_hours"] > 0
     assert "figure_toy" in plan["not_costed"]
+
+
+def test_no_job_waits_on_a_stage_of_lower_priority():
+    """Snakemake starts ready jobs in priority order and does not pass a job's priority to its upstream stages:
+    a high-priority job (the EBM training) whose data stage has a lower priority waits until every ready job
+    above that stage has started (a quick run started its 12-minute ising_pcd sweep before the fetches of the
+    EBM's data). So along every edge of the quick config's DAG the upstream job's priority is at least the
+    downstream job's."""
+    jobs = pipeline_dag(REPO / "config" / "quick.yaml")
+    by_id = {job.jobid: job for job in jobs}
+    assert max(job.priority for job in jobs) > 0, "no priorities read from the DAG"
+    starved = [f"{job.key} ({job.priority}) after {by_id[up].key} ({by_id[up].priority})"
+               for job in jobs for up in job.after if by_id[up].priority < job.priority]
+    assert not starved, starved

@@ -108,6 +108,11 @@ LONG_JOB_SECONDS = {
 }
 
 
+#: Priority of the data stage (fetches, prepared data sets): above every job, since Snakemake's priorities do not
+#: pass to a job's upstream stages, and a high-priority job (EBM training) waits for its data like any other
+DATA_PRIORITY = 60
+
+
 def long_job_priority(name):
     """Snakemake priority of job ``name`` from :data:`LONG_JOB_SECONDS`: 10 + a minute's worth each (0 when not
     named), below the EBM training (50) and static-MNIST AIS (45) that make the pipeline's longest chain."""

@@ -15,6 +15,7 @@ for _remote in _catalog.fetchable_files():
             f"{LOGS}/fetch_{_remote.name}.log",
         message:
             f"Fetching {_remote.filename} into {DATA_DIR} (checksummed)"
+        priority: DATA_PRIORITY
         shell:
             "gradmc data fetch {params.name} 2>&1 | joblog {log} fetch {params.name}"
 
@@ -35,6 +36,7 @@ rule prepare_mnist:
         f"{LOGS}/prepare_mnist.log",
     message:
         "Preparing binarized MNIST from source '{params.spec[source]}'"
+    priority: DATA_PRIORITY
     shell:
         "gradmc data prepare mnist --config {params.config} --out {output.npz} 2>&1 | joblog {log} prepare_mnist"
 
@@ -59,6 +61,7 @@ rule prepare_image_dataset:
         f"{LOGS}/prepare_image_{{dataset}}.log",
     message:
         "Preparing image data set {wildcards.dataset} (GWG Table 2) with {params.spec}"
+    priority: DATA_PRIORITY
     shell:
         "gradmc data prepare {wildcards.dataset} --config {params.config} --out {output.npz} "
         "2>&1 | joblog {log} prepare_image_dataset {wildcards.dataset}"

@@ -21,6 +21,7 @@ rule prepare_ptb:
     message:
         "Preparing PTB for the text EBM (GWG App. J): train on ptb.{params.spec[train_split]}.txt, "
         "vocabulary {params.spec[vocab_size]}, sentences of at most {params.spec[max_length]} words"
+    priority: DATA_PRIORITY
     shell:
         f"gradmc data prepare ptb --config {CONFIG_FILE} --out {{output.npz}} 2>&1 | joblog {{log}} prepare_ptb"
 
@@ -67,6 +68,7 @@ rule train_text_lm:
     message:
         "Training the autoregressive LSTM language model on PTB ({params.train[iterations]} iterations)"
     threads: 1
+    priority: 20  # as train_text_ebm: eval_text_ebm waits for both
     shell:
         f"OMP_NUM_THREADS={{threads}} gradmc run train_text_lm --config {CONFIG_FILE} --data {{input.data}} "
         "--out {output} 2>&1 | joblog {log} train_text_lm"

@@ -38,6 +38,7 @@ class DagJob:
         outputs: every output path.
         after: the job ids whose outputs this job reads.
         benchmark: the rule's ``benchmark:`` file, or None.
+        priority: the job's Snakemake priority (ready jobs start in its order, higher first).
     """
 
     jobid: int
@@ -47,6 +48,7 @@ class DagJob:
     outputs: tuple
     after: tuple
     benchmark: str | None = None
+    priority: int = 0
 
     @property
     def key(self) -> str:
@@ -81,7 +83,7 @@ def pipeline_dag(config_path: str | Path, *, workdir: str | Path | None = None) 
         raise InputError(f"Snakemake could not build the DAG of {config_path}: "
                          + (" | ".join(lines[-6:]) if lines else f"exit {done.returncode}"))
     return [DagJob(j["jobid"], j["rule"], j["wildcards"], j["inputs"], tuple(j["outputs"]), tuple(j["after"]),
-                   j["benchmark"]) for j in json.loads(done.stdout.strip().splitlines()[-1])]
+                   j["benchmark"], j["priority"]) for j in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
 def _ancestors(jobs: list[DagJob], job: DagJob, stop=None) -> list[DagJob]:
@@ -132,7 +134,9 @@ def _build(config_path: str, snakefile: str, workdir: str) -> list[dict]:
             out.append({"jobid": dag.jobid(job), "rule": job.rule.name, "wildcards": dict(job.wildcards_dict),
                         "inputs": inputs, "outputs": [str(f) for f in job.output],
                         "after": sorted(dag.jobid(dep) for dep in dag.dependencies[job]),
-                        "benchmark": str(job.benchmark) if job.benchmark else None})
+                        "benchmark": str(job.benchmark) if job.benchmark else None,
+                        # the rule's priority for this job (job.priority needs a scheduling DAG)
+                        "priority": int(job.rule.expand_priority(job.wildcards_dict, job.input, job.attempt))})
         return out
 
 
