@@ -163,6 +163,15 @@ def test_threads_per_worker_sets_torch_threads(ray_session):
     assert infos[0]["torch_threads"] == 1
 
 
+def test_workers_of_a_private_instance_run_at_the_drivers_niceness(ray_session):
+    """Ray's default worker niceness (15) starves shards on a core shared with any other process; a private
+    instance runs them at nice 0 like everything else (unless RAY_worker_niceness was set)."""
+    assert "RAY_worker_niceness" not in os.environ  # the start-up default is not leaked into the driver
+    infos = run_shards(worker_info, ["a", "b"], progress=None)
+    assert {info["pid"] for info in infos}.isdisjoint({os.getpid()})
+    assert [info["niceness"] for info in infos] == [os.nice(0)] * 2
+
+
 def test_progress_lines(ray_session):
     lines: list[str] = []
     run_shards(toy_shard, SHARDS[:4], num_workers=2, progress=lines.append, desc="toy")

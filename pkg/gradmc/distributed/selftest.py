@@ -110,8 +110,8 @@ def toy_shard(shard: ToyShard) -> pd.DataFrame:
 
 
 def worker_info(shard: object) -> dict[str, object]:
-    """Where and how a shard ran: Ray node id (hex; None outside Ray), host, pid, torch threads (and the thread
-    policy's last choice in that process, :data:`gradmc.threads.last_choice`, as a dict),
+    """Where and how a shard ran: Ray node id (hex; None outside Ray), host, pid, scheduling niceness, torch
+    threads (and the thread policy's last choice in that process, :data:`gradmc.threads.last_choice`, as a dict),
     visible GPUs, gradmc/torch versions. ``shard`` is only echoed (its repr); a ToyShard's sleep_s is
     slept first, so that shards overlap in time and spread over the nodes."""
     if isinstance(shard, ToyShard) and shard.sleep_s > 0:
@@ -121,6 +121,7 @@ def worker_info(shard: object) -> dict[str, object]:
         "node_id": ray.get_runtime_context().get_node_id() if ray.is_initialized() else None,
         "host": socket.gethostname(),
         "pid": os.getpid(),
+        "niceness": os.nice(0),
         "torch_threads": torch.get_num_threads(),
         "thread_choice": None if threads.last_choice is None else dataclasses.asdict(threads.last_choice),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
