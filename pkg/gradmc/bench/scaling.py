@@ -25,7 +25,7 @@ import ray
 from gradmc import __version__
 from gradmc.atomic import atomic_path
 from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
-from gradmc.distributed.ray_runner import EXECUTORS
+from gradmc.distributed.ray_runner import RAY_EXECUTORS
 from gradmc.distributed.selftest import SharedInputShard, shared_input_shard
 
 __all__ = ["BusyShard", "busy_shard", "noop_shard", "run_scaling", "run_executors"]
@@ -205,11 +205,11 @@ def run_executors(out_path: str | Path, *, workers: int = 2, repeats: int = 5, n
             "busy": (busy_shard, [BusyShard(i, iterations) for i in range(busy_shards)]),
             "shared_input": (shared_input_shard, [SharedInputShard(i, str(shared)) for i in range(shared_shards)]),
         }
-        walls: dict[str, dict[str, list[float]]] = {name: {e: [] for e in EXECUTORS} for name in sweeps}
-        first: dict[str, list[float]] = {e: [] for e in EXECUTORS}
-        steady: dict[str, list[float]] = {e: [] for e in EXECUTORS}
+        walls: dict[str, dict[str, list[float]]] = {name: {e: [] for e in RAY_EXECUTORS} for name in sweeps}
+        first: dict[str, list[float]] = {e: [] for e in RAY_EXECUTORS}
+        steady: dict[str, list[float]] = {e: [] for e in RAY_EXECUTORS}
         for r in range(repeats):
-            for executor in (EXECUTORS if r % 2 == 0 else EXECUTORS[::-1]):
+            for executor in (RAY_EXECUTORS if r % 2 == 0 else RAY_EXECUTORS[::-1]):
                 ensure_ray(num_cpus=workers)  # fresh, as every `gradmc run` job starts its own
                 try:
                     for name, (fn, shards) in sweeps.items():

@@ -243,7 +243,7 @@ def _cmd_run(args) -> None:
     from gradmc.distributed.ray_runner import resolve_executor
     from gradmc.distributed.shard_cache import cache_folder_for
 
-    executor = resolve_executor(args.executor)  # a bad GRADMC_SHARD_EXECUTOR stops here, before any work
+    resolve_executor(args.executor)  # a bad GRADMC_SHARD_EXECUTOR stops here, before any work
     from gradmc.distributed.memory_split import resolve_budget_with_source
 
     budget, source = resolve_budget_with_source(args.shard_memory_mb, args.workers)  # a bad value stops here too
@@ -267,7 +267,7 @@ def _cmd_run(args) -> None:
     # last of the checks, first of the work: it creates the folder, so only once everything else passed
     check_writable_folder(os.path.dirname(os.path.abspath(args.out)), "--out")
     df = run_experiment(entry.name, config, inputs, workers=args.workers, progress=log, shard_cache=cache,
-                        executor=executor, memory_budget=budget, memory_source=source)
+                        executor=args.executor, memory_budget=budget, memory_source=source)
     _write_metrics(df, args.out, {"name": config["name"], **job_config(entry.name, config)}, entry.name)
 
 

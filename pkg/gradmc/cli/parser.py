@@ -144,9 +144,11 @@ def _add_standard_runs(run) -> None:
                                 "plus .shards, beside OUT); a rerun computes only the shards not stored there")
         cache.add_argument("--no-shard-cache", action="store_true",
                            help="keep shard results in memory only (a killed run loses them)")
-        gen.add_argument("--executor", choices=("tasks", "actors"), default=None,
-                         help="Ray tasks (default; or $GRADMC_SHARD_EXECUTOR) or a pool of Ray actors, one per "
-                              "worker, each loading what its shards share once; the results are the same")
+        gen.add_argument("--executor", choices=("tasks", "actors", "inline"), default=None,
+                         help="tasks: a Ray task per shard; actors: a pool of Ray actors, one per worker, each "
+                              "loading what its shards share once; inline: one shard after another in this "
+                              "process, no Ray (default: $GRADMC_SHARD_EXECUTOR, else inline for --workers 1 with "
+                              "no GPU and RAY_ADDRESS unset, else tasks); the results are the same")
         gen.add_argument("--shard-memory-mb", type=positive_number, default=None, metavar="MIB",
                          help="memory one shard may use, in MiB (default: $GRADMC_SHARD_MEMORY_MB, else 0.8 of the "
                               "smallest of this machine's memory, its cgroup limit and the SLURM allocation, over "

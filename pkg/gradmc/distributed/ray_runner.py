@@ -1,5 +1,6 @@
-"""Run independent shards on Ray (:func:`run_shards`): tasks or a ``ray.util.ActorPool`` of actors, one
-``ray.wait`` loop on the driver (docs/DESIGN.md "Scale").
+"""Run independent shards (:func:`run_shards`) on Ray, as tasks or a ``ray.util.ActorPool`` of actors with one
+``ray.wait`` loop on the driver (docs/DESIGN.md "Scale"), or one after another in this process where one worker
+on this machine is all there is (``inline``: no Ray start-up, about 10 s a sweep).
 
 A shard that raises is not retried (shards are deterministic: it would fail again). One that runs out of memory
 inside raises :class:`ShardOutOfMemoryError` naming its sizes and the fix; one the kernel's OOM killer or Ray's
@@ -24,10 +25,12 @@ from gradmc.distributed.memory_split import ShardPart
 from gradmc.distributed.session import ensure_ray
 from gradmc.errors import ClusterResourceError, InputError, UserError
 
-__all__ = ["DEFAULT_EXECUTOR", "EXECUTORS", "EXECUTOR_ENV_VAR", "PER_SHARD_LINES", "ShardOutOfMemoryError",
-           "is_out_of_memory", "resolve_executor", "run_guarded", "run_shards", "shard_sizes"]
+__all__ = ["DEFAULT_EXECUTOR", "EXECUTORS", "EXECUTOR_ENV_VAR", "INLINE", "PER_SHARD_LINES", "RAY_EXECUTORS",
+           "ShardOutOfMemoryError", "is_out_of_memory", "resolve_executor", "run_guarded", "run_shards", "shard_sizes"]
 
-EXECUTORS = ("tasks", "actors")
+RAY_EXECUTORS = ("tasks", "actors")
+INLINE = "inline"
+EXECUTORS = (*RAY_EXECUTORS, INLINE)
 EXECUTOR_ENV_VAR = "GRADMC_SHARD_EXECUTOR"
 DEFAULT_EXECUTOR = "tasks"
 PER_SHARD_LINES = 200
@@ -117,19 +120,30 @@ class _ShardActor:
         return run_guarded(fn, shard)
 
 
-def resolve_executor(executor: str | None = None) -> str:
-    """The executor to use: ``executor`` if given, else ``$GRADMC_SHARD_EXECUTOR``, else :data:`DEFAULT_EXECUTOR`.
+def _on_a_cluster() -> bool:
+    address = os.environ.get("RAY_ADDRESS", "").strip().lower()
+    return bool(address) and address != "local"
+
+
+def resolve_executor(executor: str | None = None, *, num_workers: int | None = None,
+                     num_gpus_per_shard: float = 0.0) -> str:
+    """The executor to use: ``executor`` if given, else ``$GRADMC_SHARD_EXECUTOR``, else :data:`INLINE` for
+    one worker with no GPU and no Ray in sight (RAY_ADDRESS unset or ``local``, Ray not initialised in this
+    process), else :data:`DEFAULT_EXECUTOR`.
 
     Raises:
         gradmc.errors.InputError: the name (or the environment variable) is not one of :data:`EXECUTORS`.
     """
     if executor is not None and executor not in EXECUTORS:
         raise InputError(f"shard executor {executor!r} is not one of {', '.join(EXECUTORS)}")
-    env = os.environ.get(EXECUTOR_ENV_VAR) or DEFAULT_EXECUTOR
-    if executor is None and env not in EXECUTORS:
+    env = os.environ.get(EXECUTOR_ENV_VAR, "")
+    if executor is None and env and env not in EXECUTORS:
         raise InputError(f"{EXECUTOR_ENV_VAR}={env!r} is not one of {', '.join(EXECUTORS)} (unset it for the "
-                         f"default, {DEFAULT_EXECUTOR})")
-    return executor or env
+                         f"default: {INLINE} for one worker on this machine, else {DEFAULT_EXECUTOR})")
+    if executor or env:
+        return executor or env
+    alone = num_workers == 1 and num_gpus_per_shard == 0 and not _on_a_cluster() and not ray.is_initialized()
+    return INLINE if alone else DEFAULT_EXECUTOR
 
 
 def _check_feasible(num_cpus: float, num_gpus: float) -> None:
@@ -170,7 +184,9 @@ def _describe_failure(name: str, shard: Any, fn: Callable, err: BaseException, m
     cause = getattr(err, "cause", None)
     text = str(err).strip()
     first_line = text.splitlines()[0] if text else ""
-    if isinstance(err, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
+    if not isinstance(err, ray.exceptions.RayError):  # raised in this process (the inline executor)
+        what = f"{type(err).__name__}: {text}"
+    elif isinstance(err, ray.exceptions.RayTaskError) and isinstance(cause, BaseException):
         what = f"{type(cause).__name__}: {cause}"
     elif isinstance(err, ray.exceptions.RayTaskError):
         what = text.splitlines()[-1] if text else type(err).__name__
@@ -181,6 +197,55 @@ def _describe_failure(name: str, shard: Any, fn: Callable, err: BaseException, m
                 f"attempts ({first_line}); a worker killed by a signal is often the kernel's out-of-memory "
                 f"killer (see `dmesg`): if so, {_OOM_HINT}")
     return f"{name} {shard!r} failed in {getattr(fn, '__qualname__', repr(fn))}: {what}"
+
+
+class _Progress:
+    """The progress lines of one sweep (see :func:`run_shards`)."""
+
+    def __init__(self, progress: Callable[[str], None] | None, desc: str, shards: list, names: list[str]):
+        self.progress, self.desc, self.shards, self.names = progress, desc, shards, names
+        self.done, self.last_percent, self.start = 0, -1, time.monotonic()
+
+    def begin(self, noun: str, at_a_time: int, where: str = "") -> None:
+        if self.progress is not None:
+            self.progress(f"[{self.desc}] {len(self.shards)} {noun}, {at_a_time} at a time{where}")
+
+    def finished(self, index: int, began: float) -> None:
+        self.done += 1
+        if self.progress is None:
+            return
+        total = len(self.shards)
+        if total <= PER_SHARD_LINES:
+            self.progress(f"[{self.desc}] {self.names[index]} {_label(self.shards[index])} finished in "
+                          f"{time.monotonic() - began:.1f}s")
+        if (percent := 100 * self.done // total) > self.last_percent:
+            self.last_percent, elapsed = percent, time.monotonic() - self.start
+            self.progress(f"[{self.desc}] {self.done}/{total} done ({percent}%), elapsed {elapsed:.1f}s, "
+                          f"eta {elapsed / self.done * (total - self.done):.1f}s")
+
+
+def _run_inline(fn: Callable[[Any], Any], shards: list, threads: int, names: list[str],
+                on_result: Callable[[int, Any], None] | None, report: _Progress) -> list[Any]:
+    """The shards one after another in this process, with a worker's thread policy and allocator settings
+    (torch's thread count is restored afterwards); errors are described as :func:`run_shards` describes them."""
+    before = torch.get_num_threads()
+    _setup_worker(threads)
+    results: list[Any] = []
+    try:
+        for index, shard in enumerate(shards):
+            began = time.monotonic()
+            try:
+                results.append(run_guarded(fn, shard))
+            except UserError as err:
+                raise type(err)(f"{names[index]} {_label(shard)}: {err}") from err
+            except Exception as err:
+                raise RuntimeError(_describe_failure(names[index], shard, fn, err, 0)) from err
+            if on_result is not None:
+                on_result(index, results[index])
+            report.finished(index, began)
+    finally:
+        torch.set_num_threads(before)
+    return results
 
 
 def run_shards(
@@ -199,7 +264,8 @@ def run_shards(
     noun: str = "shards",
 ) -> list[Any]:
     """Run ``fn(shard)`` for every shard on Ray (through :func:`~gradmc.distributed.session.ensure_ray`) with at
-    most ``num_workers`` in flight, and return the results in the order of ``shards``.
+    most ``num_workers`` in flight, or one after another in this process (``executor="inline"``), and return the
+    results in the order of ``shards``.
 
     Args:
         fn: module-level function (workers import it by name); usually returns a tidy pandas DataFrame.
@@ -214,9 +280,11 @@ def run_shards(
         desc: label in the progress lines and the Ray task names (``<desc>[3]``, ``<desc>[3 part 2/4]``).
         on_result: ``on_result(i, result)`` on the driver the moment shard i finishes (the shard cache); an
             exception it raises stops the sweep like a failed shard.
-        executor: ``"tasks"`` (a Ray task per shard) or ``"actors"`` (``num_workers`` actors, each holding its
-            threads / GPU share and what its shards load through :func:`gradmc.distributed.shared.load_once`);
-            None: :func:`resolve_executor`. Results are the same either way.
+        executor: ``"tasks"`` (a Ray task per shard), ``"actors"`` (``num_workers`` actors, each holding its
+            threads / GPU share and what its shards load through :func:`gradmc.distributed.shared.load_once`) or
+            ``"inline"`` (this process, one shard at a time: no Ray, no retries of a dead worker); None:
+            :func:`resolve_executor` (inline for ``num_workers=1`` with no GPU and no Ray running or addressed).
+            Results are the same either way.
         names: each shard's name in progress lines, task names and errors (``shard 3 part 2/4``,
             :func:`gradmc.distributed.memory_split.unit_names`); default ``shard 0``, ``shard 1``, ...
         noun: what the shards are called in counts (``12 parts, 2 at a time``).
@@ -239,12 +307,16 @@ def run_shards(
         raise ValueError(f"num_gpus_per_shard must be >= 0, got {num_gpus_per_shard}")
     if num_workers is not None and num_workers < 1:
         raise ValueError(f"num_workers must be >= 1, got {num_workers}")
-    executor = resolve_executor(executor)
+    executor = resolve_executor(executor, num_workers=num_workers, num_gpus_per_shard=num_gpus_per_shard)
     name_of = list(names) if names is not None else [f"shard {i}" for i in range(len(shards))]
     if len(name_of) != len(shards):
         raise ValueError(f"names has {len(name_of)} entries for {len(shards)} shards")
     if not shards:
         return []
+    report = _Progress(progress, desc, shards, name_of)
+    if executor == INLINE:
+        report.begin(noun, 1, " in this process")
+        return _run_inline(fn, shards, threads_per_worker, name_of, on_result, report)
     ensure_ray()
     _check_feasible(threads_per_worker, num_gpus_per_shard)
     if num_workers is None:
@@ -260,12 +332,10 @@ def run_shards(
     task_options = {**resources, "max_retries": max_retries, "retry_exceptions": False}
     results: list[Any] = [None] * total
     pending: dict[ray.ObjectRef, tuple[int, Any, float]] = {}  # ref -> (shard index, its actor or None, start)
-    next_index = done = 0
-    last_percent, start = -1, time.monotonic()
-    if progress is not None:
-        progress(f"[{desc}] {total} {noun}, {min(num_workers, total)} at a time")
+    next_index = 0
+    report.begin(noun, min(num_workers, total))
     try:
-        while done < total:
+        while report.done < total:
             while next_index < total and len(pending) < num_workers:
                 name = f"{desc}[{name_of[next_index].removeprefix('shard ')}]"  # ising_sampling[3], [3 part 2/4]
                 shard = shards[next_index]
@@ -289,16 +359,7 @@ def run_shards(
                 raise RuntimeError(_describe_failure(name_of[index], shards[index], fn, err, max_retries)) from err
             if on_result is not None:
                 on_result(index, results[index])
-            done += 1
-            if progress is None:
-                continue
-            if total <= PER_SHARD_LINES:
-                progress(f"[{desc}] {name_of[index]} {_label(shards[index])} finished in "
-                         f"{time.monotonic() - began:.1f}s")
-            if (percent := 100 * done // total) > last_percent:
-                last_percent, elapsed = percent, time.monotonic() - start
-                progress(f"[{desc}] {done}/{total} done ({percent}%), elapsed {elapsed:.1f}s, "
-                         f"eta {elapsed / done * (total - done):.1f}s")
+            report.finished(index, began)
     finally:
         for ref in pending:
             with contextlib.suppress(Exception):

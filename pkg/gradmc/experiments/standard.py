@@ -118,7 +118,8 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
         progress: callable receiving progress lines, or None.
         shard_cache: folder of the per-shard cache (:mod:`gradmc.distributed.shard_cache`): each finished
             shard (or part) is stored there at once and a rerun computes only those not stored; None: no cache.
-        executor: ``"tasks"`` or ``"actors"`` (:func:`gradmc.distributed.run_shards`); None: its default.
+        executor: ``"tasks"``, ``"actors"`` or ``"inline"`` (:func:`gradmc.distributed.run_shards`); None: its
+            default (inline for one worker with no GPU and no Ray cluster, else Ray tasks).
         memory_budget: bytes one shard may use; a shard estimated above it is split into parts of whole
             chain blocks with the same rows (:mod:`gradmc.distributed.memory_split`); None: no split.
         memory_source: where the budget came from (``resolve_budget_with_source``), printed with the budget
@@ -141,6 +142,7 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
         unit_names,
         unit_noun,
     )
+    from gradmc.distributed.ray_runner import INLINE, resolve_executor
     from gradmc.distributed.shard_cache import ShardCache, run_cached
 
     entry = standard(name)
@@ -162,9 +164,11 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
         cache = ShardCache(shard_cache, name, shard_code_digest(name), progress=progress)
 
     def on_ray(fn, todo, **kwargs):
-        ensure_ray(num_cpus=workers)  # a private instance gets only the job's cores
+        chosen = resolve_executor(executor, num_workers=workers, num_gpus_per_shard=gpus)
+        if chosen != INLINE:
+            ensure_ray(num_cpus=workers)  # a private instance gets only the job's cores
         try:
-            return run_shards(fn, todo, num_workers=workers, num_gpus_per_shard=gpus, executor=executor, **kwargs)
+            return run_shards(fn, todo, num_workers=workers, num_gpus_per_shard=gpus, executor=chosen, **kwargs)
         finally:
             shutdown_ray()
 
