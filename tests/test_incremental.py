@@ -327,17 +327,18 @@ def test_what_is_cached():
 def test_ais_intermediate_targets_are_keyed_by_level_and_model():
     """AIS passes a new intermediate target per level: its key never matches the previous level's, and a
     change of the model inside it is seen too."""
-    from gradmc.evaluation.ais import BernoulliBase, _Intermediate
+    from gradmc.evaluation.ais import BernoulliBase, _Intermediate, _TermMemo
 
     target = _rbm()
     base = BernoulliBase(torch.zeros(9, dtype=torch.float64))
-    level = _Intermediate(target, base, 0.5)
+    memo = _TermMemo(target, base)
+    level = _Intermediate(target, base, 0.5, memo)
     key = cache_key(level)
     assert key is not None and key.matches(cache_key(level))
-    assert not key.matches(cache_key(_Intermediate(target, base, 0.5)))  # another level object
+    assert not key.matches(cache_key(_Intermediate(target, base, 0.5, memo)))  # another level object
     _in_place(target)
     assert not key.matches(cache_key(level))
-    assert cache_key(_Intermediate(lambda x: target(x), base, 0.5)) is None  # a closure model: never cached
+    assert cache_key(_Intermediate(lambda x: target(x), base, 0.5, memo)) is None  # a closure model: never cached
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -297,7 +297,7 @@ def test_ais_check_fails_when_weights_use_the_wrong_base(monkeypatch):
 
     class UnigramPath(ais_module._Intermediate):
         def __init__(self, model, base, beta, memo=None):
-            super().__init__(model, unigram, beta)  # no shared memo: the path evaluates its own base
+            super().__init__(model, unigram, beta, ais_module._TermMemo(model, unigram))  # the path's own base
 
     monkeypatch.setattr(ais_module, "_Intermediate", UnigramPath)
     result = _ais(model, WrongWeights(), seed=0)

@@ -152,10 +152,8 @@ class _TermMemo:
 
     def __init__(self, model: Callable, base):
         self.model, self.base, self.stored = model, base, []
-        self.evaluations = 0  # model evaluations of a batch (for tests and the cost count)
 
     def _evaluate(self, x: torch.Tensor, grad: bool) -> _Terms:
-        self.evaluations += 1
         x = x.detach().clone()
         if not grad:
             with torch.no_grad():
@@ -169,28 +167,33 @@ class _TermMemo:
 
     def _lookup(self, x: torch.Tensor, grad: bool) -> _Terms | None:
         """The terms at x from the stored batches, or None when a row is in none of them (or, with ``grad``,
-        only in one without gradients). Gradients come along whenever every row's source has them."""
+        only in one without gradients). A row found in several batches is taken from the newest. Gradients
+        come along whenever every usable batch has them.
+
+        One host sync (on an accelerator, the loop's only wait per lookup): whether every row was found, and
+        whether the newest batch holds them all (then it is returned as it is). The rows are selected by a
+        ``torch.where`` chain that needs none."""
         rows = x.shape[0]
         flat = x.reshape(rows, -1)
-        found = torch.zeros(rows, dtype=torch.bool, device=x.device)
-        used = []
-        for held in self.stored:
-            if held.x.shape != x.shape or held.x.dtype != x.dtype or (grad and held.grad_f is None):
-                continue
-            same = (held.x.reshape(rows, -1) == flat).all(1) & ~found
-            if bool(same.any()):
-                used.append((held, same))
-                found |= same
-        if not used or not bool(found.all()):
+        usable = [held for held in self.stored
+                  if held.x.shape == x.shape and held.x.dtype == x.dtype and (held.grad_f is not None or not grad)]
+        if not usable:
             return None
-        if len(used) == 1:
-            return used[0][0]  # every row from one batch: that batch itself
-        first = used[0][0]
-        with_grad = all(held.grad_f is not None for held, _ in used)
-        out = _Terms(x.detach().clone(), first.f.clone(), first.log_p0.clone(),
-                     first.grad_f.clone() if with_grad else None, first.grad_log_p0.clone() if with_grad else None)
+        matches = [(held.x.reshape(rows, -1) == flat).all(1) for held in usable]  # newest first
+        found = matches[0]
+        for same in matches[1:]:
+            found = found | same
+        all_found, all_newest = torch.stack((found.all(), matches[0].all())).tolist()
+        if not all_found:
+            return None
+        if all_newest:
+            return usable[0]
+        with_grad = all(held.grad_f is not None for held in usable)
+        oldest = usable[-1]
+        out = _Terms(x.detach().clone(), oldest.f, oldest.log_p0,
+                     oldest.grad_f if with_grad else None, oldest.grad_log_p0 if with_grad else None)
         wide_shape = (rows, *([1] * (x.dim() - 1)))
-        for held, same in used[1:]:
+        for held, same in zip(usable[-2::-1], matches[-2::-1], strict=True):  # newer batches overwrite older
             out.f = torch.where(same, held.f, out.f)
             out.log_p0 = torch.where(same, held.log_p0, out.log_p0)
             if with_grad:
@@ -210,11 +213,11 @@ class _TermMemo:
 class _Intermediate:
     """log pi_beta(x) = (1 - beta) log p_0(x) + beta f(x), callable on a batch (differentiable in x).
 
-    With a shared :class:`_TermMemo`, ``eval_state`` (the kernels' optional method,
-    :func:`gradmc.core.incremental.evaluate`) combines the memo's terms instead of evaluating the model.
+    ``eval_state`` (the kernels' optional method, :func:`gradmc.core.incremental.evaluate`) combines the terms
+    of the run's shared :class:`_TermMemo` instead of evaluating the model.
     """
 
-    def __init__(self, model: Callable, base, beta: float, memo: _TermMemo | None = None):
+    def __init__(self, model: Callable, base, beta: float, memo: _TermMemo):
         self.model, self.base, self.beta, self.memo = model, base, float(beta), memo
 
     def cache_fingerprint(self) -> tuple | None:
@@ -227,13 +230,8 @@ class _Intermediate:
         return (1.0 - self.beta) * self.base.log_prob(x) + self.beta * self.model(x)
 
     def eval_state(self, x: torch.Tensor, grad: bool) -> Evaluation:
-        """:class:`~gradmc.core.incremental.Evaluation` of log pi_beta at x (C, ...): from the memo's terms
-        (the model evaluated only for a batch it does not hold), or the generic path without a memo."""
-        if self.memo is None:
-            if grad:
-                return Evaluation(*log_prob_and_grad(self, x))
-            with torch.no_grad():
-                return Evaluation(self(x).detach())
+        """:class:`~gradmc.core.incremental.Evaluation` of log pi_beta at x (C, ...) from the memo's terms (the
+        model is evaluated only for a batch the memo does not hold)."""
         t = self.memo.terms(x, grad)
         value = (1.0 - self.beta) * t.log_p0 + self.beta * t.f
         if not grad:
