@@ -99,12 +99,13 @@ def job_threads(wanted=None):
 #: A scheduling hint only (results never depend on it): seconds the longest jobs took on the quick config, one
 #: thread each on a 2-core machine, with their upstream stages. Snakemake starts ready jobs in priority order, so
 #: the longest start first and the run does not end with one long job beside an idle core. Jobs not named here
-#: take a few minutes at most.
+#: take under a minute (figures, tables, claims), or have priorities of their own (EBM training and AIS).
 LONG_JOB_SECONDS = {
     "train_rbm": 800, "rbm_reference": 800, "rbm_sampling": 800,  # the chain to GWG Fig. 3
     "ising_pcd_data": 740, "ising_pcd": 740,
     "kmc_gpc_benchmark": 600, "kmc_gpc": 400,
     "potts_proteins": 380, "kmc_banana": 310, "kmc_abc": 240, "ising_sampling": 200, "rbm_relaxed": 170,
+    "fhmm_sampling": 60, "kmc_trajectories": 30,  # short, but they otherwise run last, beside an idle core
 }
 
 
