@@ -49,6 +49,25 @@ def test_one_worker_alone_runs_inline_anything_else_on_ray(monkeypatch):
         resolve_executor(num_workers=1)
 
 
+class _Started(Exception):
+    """Raised by a stand-in ensure_ray once it has recorded what it was asked for."""
+
+
+@pytest.mark.parametrize(("workers", "threads", "cpus"), [(1, 1, 1), (2, 2, 4), (None, 1, None)])
+def test_a_private_instance_started_for_ray_shards_gets_the_workers_cores(monkeypatch, workers, threads, cpus):
+    asked: list[int | None] = []
+
+    def record(num_cpus=None, **_):
+        asked.append(num_cpus)
+        raise _Started
+
+    monkeypatch.setattr(ray_runner, "ensure_ray", record)
+    with pytest.raises(_Started):
+        run_shards(toy_shard, SHARDS, num_workers=workers, threads_per_worker=threads, executor="tasks",
+                   progress=None)
+    assert asked == [cpus]  # None: all the cores Ray detects
+
+
 def test_inline_results_equal_the_shards_own_and_start_no_ray(monkeypatch):
     monkeypatch.setattr(ray_runner, "ensure_ray", lambda *a, **k: pytest.fail("inline started Ray"))
     seen: list[int] = []

@@ -105,7 +105,8 @@ LONG_JOB_SECONDS = {
     "ising_pcd_data": 740, "ising_pcd": 740,
     "kmc_gpc_benchmark": 600, "kmc_gpc": 400,
     "potts_proteins": 380, "kmc_banana": 310, "kmc_abc": 240, "ising_sampling": 200, "rbm_relaxed": 170,
-    "fhmm_sampling": 60, "kmc_trajectories": 30,  # short, but they otherwise run last, beside an idle core
+    "eval_text_ebm": 120, "fhmm_sampling": 60, "kmc_trajectories": 30,  # short: they otherwise run last, beside
+    # the figures and then an idle core
 }
 
 

@@ -93,7 +93,7 @@ rule eval_text_ebm:
         "Test log-likelihoods on PTB: the text EBM by AIS ({params.ais[num_intermediate]} levels, "
         "{params.ais[num_chains]} chains), the LSTM LM, unigram and uniform"
     threads: 1
-    priority: 10
+    priority: long_job_priority("eval_text_ebm")
     shell:
         f"OMP_NUM_THREADS={{threads}} gradmc run eval_text_ebm --config {CONFIG_FILE} --data {{input.data}} "
         "--model {input.model} --lm {input.lm} --out {output} 2>&1 | joblog {log} eval_text_ebm"

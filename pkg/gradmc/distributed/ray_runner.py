@@ -265,7 +265,9 @@ def run_shards(
 ) -> list[Any]:
     """Run ``fn(shard)`` for every shard on Ray (through :func:`~gradmc.distributed.session.ensure_ray`) with at
     most ``num_workers`` in flight, or one after another in this process (``executor="inline"``), and return the
-    results in the order of ``shards``.
+    results in the order of ``shards``. A private Ray instance started here gets ``num_workers *
+    threads_per_worker`` CPUs (all it detects when num_workers is None); the caller's
+    :func:`~gradmc.distributed.session.shutdown_ray` ends it.
 
     Args:
         fn: module-level function (workers import it by name); usually returns a tidy pandas DataFrame.
@@ -317,7 +319,7 @@ def run_shards(
     if executor == INLINE:
         report.begin(noun, 1, " in this process")
         return _run_inline(fn, shards, threads_per_worker, name_of, on_result, report)
-    ensure_ray()
+    ensure_ray(num_cpus=None if num_workers is None else num_workers * threads_per_worker)
     _check_feasible(threads_per_worker, num_gpus_per_shard)
     if num_workers is None:
         num_workers = max(1, int(ray.cluster_resources().get("CPU", os.cpu_count() or 1)) // threads_per_worker)

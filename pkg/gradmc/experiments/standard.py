@@ -132,7 +132,7 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
         TypeError: a shard whose type the experiment's module does not define (``run_unit`` finds a whole
             shard's ``run`` through its type's module).
     """
-    from gradmc.distributed import ensure_ray, run_shards, shutdown_ray
+    from gradmc.distributed import run_shards, shutdown_ray
     from gradmc.distributed.machine_memory import format_bytes
     from gradmc.distributed.memory_split import (
         merge_results,
@@ -142,7 +142,6 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
         unit_names,
         unit_noun,
     )
-    from gradmc.distributed.ray_runner import INLINE, resolve_executor
     from gradmc.distributed.shard_cache import ShardCache, run_cached
 
     entry = standard(name)
@@ -164,11 +163,8 @@ def run_experiment(name: str, config: dict, inputs: dict[str, str], *, workers: 
         cache = ShardCache(shard_cache, name, shard_code_digest(name), progress=progress)
 
     def on_ray(fn, todo, **kwargs):
-        chosen = resolve_executor(executor, num_workers=workers, num_gpus_per_shard=gpus)
-        if chosen != INLINE:
-            ensure_ray(num_cpus=workers)  # a private instance gets only the job's cores
-        try:
-            return run_shards(fn, todo, num_workers=workers, num_gpus_per_shard=gpus, executor=chosen, **kwargs)
+        try:  # a private Ray instance gets only the job's cores; one worker runs inline, without Ray
+            return run_shards(fn, todo, num_workers=workers, num_gpus_per_shard=gpus, executor=executor, **kwargs)
         finally:
             shutdown_ray()
 
