@@ -11,8 +11,8 @@ from gradmc import sampler_catalog
 from gradmc.errors import InputError
 
 __all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "TEXT_EBM_SUITE", "RBM_ESS_SUITE",
-           "KMC_SUITE", "GPC_SUITE", "COMPILE_SUITE", "OPT_IN_HELP", "SCALING", "THREADS", "PEERS", "PROCESS_BENCHES",
-           "SUITES_HELP", "SUITE_NAMES",
+           "KMC_SUITE", "GPC_SUITE", "COMPILE_SUITE", "FLOORS_SUITE", "OPT_IN_HELP", "SCALING", "THREADS", "PEERS",
+           "PROCESS_BENCHES", "SUITES_HELP", "SUITE_NAMES",
            "AUTHORS_REFERENCE", "TARGETS", "DEFAULT_STEPS", "DEFAULT_REPEATS", "DEFAULT_WARMUP", "DEFAULT_ESS_STEPS",
            "DEFAULT_ESS_BURN_IN", "MIN_REPEATS", "LATER_BINARY", "LATER_CATEGORICAL", "RBM_SAMPLERS", "select_suites"]
 
@@ -33,6 +33,8 @@ KMC_SUITE = "kmc_finite_banana8_m1000_L10-100"
 GPC_SUITE = "gpc_glass_estimate_100samples"
 #: opt-in (not run by a plain ``make bench``): eager against torch.compile'd GWG steps
 COMPILE_SUITE = "compile"
+#: opt-in: where a step's time goes (full-size step, one-evaluation floor, fixed dispatch cost, operations)
+FLOORS_SUITE = "floors"
 #: not suites of samplers.json: benchmarks with their own files, selectable with ``--suite NAME``
 SCALING = "scaling"  # Ray scaling (scaling.json) and Ray tasks against actors (executors.json)
 THREADS = "threads"  # torch thread settings idle and beside a busy process (threads.json)
@@ -69,6 +71,9 @@ SUITE_NAMES: tuple[str, ...] = tuple(SUITES_HELP)
 OPT_IN_HELP: dict[str, str] = {
     COMPILE_SUITE: "opt-in: GWG steps/s eager against torch.compile(step) on the RBM and Ising settings "
                    "(tens of seconds of compilation; needs a C++ compiler)",
+    FLOORS_SUITE: "opt-in: GWG, PAS-3 and DMALA on the RBM and Ising settings: ms per step beside the "
+                  "one-evaluation floor, the fixed cost of a step on a tiny instance of the target and its tensor "
+                  "operations per step",
 }
 
 #: suite -> sampler -> the authors' steps/s on the reference machine (median of 3 runs)

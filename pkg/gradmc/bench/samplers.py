@@ -52,6 +52,7 @@ from gradmc.bench.catalog import (
     DEFAULT_REPEATS,
     DEFAULT_STEPS,
     DEFAULT_WARMUP,
+    FLOORS_SUITE,
     GPC_SUITE,
     ISING_SUITE,
     KMC_SUITE,
@@ -339,6 +340,17 @@ def _run_suite(suite: str, *, steps: int, repeats: int, warmup: int, ess_steps: 
                 f"{row['compiled']['steps_per_s']:.0f} steps/s (x{row['speedup']:.2f}; "
                 f"compile {row['compile_s']:.0f} s)")
         extra = {"kernel": "GWG", "settings": [RBM_SUITE, ISING_SUITE]}
+    elif suite == FLOORS_SUITE:
+        from gradmc.bench.floors import floors_suite
+
+        tiny = {RBM_SUITE: partial(build_rbm, num_visible=8, num_hidden=4, num_chains=2),
+                ISING_SUITE: partial(build_ising, side=3, num_chains=2)}
+        out = floors_suite({RBM_SUITE: (build_rbm, tiny[RBM_SUITE]), ISING_SUITE: (build_ising, tiny[ISING_SUITE])},
+                           steps=steps, repeats=repeats, warmup=warmup)
+        for key, row in out.items():
+            say(f"[bench] floors {key}: {row['ms_per_step']:.2f} ms/step = evaluation {row['evaluation_ms']:.2f} + "
+                f"fixed {row['fixed_ms']:.2f} ({row['ops_per_step']:.0f} operations) + rest {row['rest_ms']:.2f}")
+        extra = {"tiny": {"rbm": "8 x 4, 2 chains", "ising": "3 x 3, 2 chains"}}
     elif suite == KMC_SUITE:
         out = kmc_finite_suite(steps=max(steps // 5, 5), repeats=repeats)
         for key, row in out.items():  # chain-iterations/s above; the layout wants batch steps/s too
