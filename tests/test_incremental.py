@@ -16,7 +16,16 @@ import torch
 from scipy.stats import chisquare
 
 from gradmc.core.exact import exact_distribution
-from gradmc.core.incremental import REFRESH_EVERY, Evaluation, cache_key, flip_bits, flipped_entries, select_rows
+from gradmc.core.incremental import (
+    REFRESH_EVERY,
+    Evaluation,
+    RowChoice,
+    cache_key,
+    flip_bits,
+    flipped_entries,
+    select,
+    select_rows,
+)
 from gradmc.samplers.discrete import make_sampler
 from gradmc.samplers.discrete.hamming_ball import BlockHammingBall
 from gradmc.targets import RBM
@@ -142,6 +151,28 @@ def test_select_rows_equals_where(shape):
     assert torch.equal(got.nan_to_num(), expected.nan_to_num())
     assert torch.equal(got.isnan(), expected.isnan())
     assert got.data_ptr() not in (new.data_ptr(), old.data_ptr())
+
+
+def test_a_row_choice_finds_the_rejected_rows_once(monkeypatch):
+    """One RowChoice serves every tensor of a step: equal to torch.where for each, with one search for the
+    rejected rows however many large tensors it copies (small ones take torch.where)."""
+    gen = torch.Generator().manual_seed(8)
+    accepted = torch.rand(64, generator=gen) < 0.7
+    pairs = [(torch.randn(64, 100, generator=gen), torch.randn(64, 100, generator=gen)),  # row copies
+             (torch.randn(64, 3, 50, generator=gen), torch.randn(64, 3, 50, generator=gen)),
+             (torch.randn(64, generator=gen), torch.randn(64, generator=gen))]  # torch.where
+    searches = []
+    real_nonzero = torch.Tensor.nonzero
+    monkeypatch.setattr(torch.Tensor, "nonzero", lambda t, *a, **k: searches.append(1) or real_nonzero(t, *a, **k))
+    choose = RowChoice(accepted)
+    for new, old in pairs:
+        expected = torch.where(accepted.reshape(-1, *([1] * (new.dim() - 1))), new, old)
+        assert torch.equal(choose(new, old), expected)
+    assert len(searches) == 1
+    ev_new, ev_old = Evaluation(*pairs[2][::-1], pairs[0][0]), Evaluation(pairs[2][0], None, pairs[0][1])
+    out = select(choose, ev_new, ev_old)
+    assert out.grad is None and len(searches) == 1
+    assert torch.equal(out.aux, torch.where(accepted[:, None], pairs[0][0], pairs[0][1]))
 
 
 @pytest.mark.parametrize("name", CATEGORICAL)

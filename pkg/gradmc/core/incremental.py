@@ -75,7 +75,7 @@ __all__ = ["REFRESH_EVERY", "DERIVED_PREFIX", "PROBES", "PROBE_EVERY", "Evaluati
            "StaleTargetError", "CacheKey", "bind_state", "cache_key",
            "fingerprint", "current_evaluation",
            "evaluate", "eval_flips", "eval_flip_candidates", "eval_flip_mask", "eval_change", "eval_change_candidates",
-           "select", "select_rows", "flipped_entries", "flip_bits", "flip_deltas", "offers"]
+           "RowChoice", "select", "select_rows", "flipped_entries", "flip_bits", "flip_deltas", "offers"]
 
 #: A kernel re-evaluates its cached f, grad f and aux from x every this many steps (bounds the rounding
 #: drift of incremental updates; costs 1 / REFRESH_EVERY of an evaluation per step).
@@ -506,29 +506,55 @@ def eval_change_candidates(log_prob, x: torch.Tensor, ev: Evaluation, site: torc
 _ROW_COPY_MIN = 4096
 
 
-def select_rows(accepted: torch.Tensor, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+class RowChoice:
+    """Per chain (row), a new tensor where ``accepted`` (C,) bool, else an old one, for every tensor of a step's
+    result: ``choose = RowChoice(accepted); choose(new, old)``. The rejected rows' indices, which the CPU's row
+    copy needs (:func:`select_rows`), are found once and shared by all the tensors chosen.
+
+    Args:
+        accepted: (C,) bool.
+    """
+
+    __slots__ = ("accepted", "_rejected")
+
+    def __init__(self, accepted: torch.Tensor):
+        self.accepted = accepted
+        self._rejected: torch.Tensor | None = None
+
+    def __call__(self, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+        """``new`` where accepted, else ``old``: a new tensor, (C, ...) like ``new`` (``old`` may broadcast
+        against it). Same values as ``torch.where(accepted[:, None, ...], new, old)``; on the CPU, for tensors of
+        at least :data:`_ROW_COPY_MIN` entries, a copy of ``new`` with the rejected rows copied in (no bool pass
+        over the entries), which neither input shares."""
+        if (new.device.type == "cpu" and new.numel() >= _ROW_COPY_MIN and new.shape == old.shape
+                and new.dtype == old.dtype):
+            if self._rejected is None:
+                self._rejected = (~self.accepted).nonzero().squeeze(1)
+            return new.index_copy(0, self._rejected, old.index_select(0, self._rejected))
+        return torch.where(self.accepted.reshape(-1, *([1] * (new.dim() - 1))), new, old)
+
+
+def select_rows(accepted: torch.Tensor | RowChoice, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
     """Per chain (row), ``new`` where accepted, else ``old``: a new tensor, (C, ...) like ``new``.
 
     Args:
-        accepted: (C,) bool; new, old: (C, ...) of one shape (``old`` may broadcast against ``new``).
+        accepted: (C,) bool, or a :class:`RowChoice` shared with the step's other tensors; new, old: (C, ...) of
+            one shape (``old`` may broadcast against ``new``).
 
-    Same values as ``torch.where(accepted[:, None, ...], new, old)``; on the CPU, for tensors of at least
-    :data:`_ROW_COPY_MIN` entries, a copy of ``new`` with the rejected rows copied in (no bool pass over the
-    entries), which neither input shares.
+    Same values as ``torch.where(accepted[:, None, ...], new, old)`` (:meth:`RowChoice.__call__`).
     """
-    if (new.device.type == "cpu" and new.numel() >= _ROW_COPY_MIN and new.shape == old.shape
-            and new.dtype == old.dtype):
-        rejected = (~accepted).nonzero().squeeze(1)
-        return new.index_copy(0, rejected, old.index_select(0, rejected))
-    return torch.where(accepted.reshape(-1, *([1] * (new.dim() - 1))), new, old)
+    choose = accepted if isinstance(accepted, RowChoice) else RowChoice(accepted)
+    return choose(new, old)
 
 
-def select(accepted: torch.Tensor, new: Evaluation, old: Evaluation) -> Evaluation:
-    """Per chain, ``new`` where accepted (C,) bool, else ``old`` (fields that are None stay None;
-    :func:`select_rows` per field)."""
+def select(accepted: torch.Tensor | RowChoice, new: Evaluation, old: Evaluation) -> Evaluation:
+    """Per chain, ``new`` where accepted (C,) bool (or a :class:`RowChoice`), else ``old`` (fields that are None
+    stay None; one :class:`RowChoice` for all the fields)."""
+    choose = accepted if isinstance(accepted, RowChoice) else RowChoice(accepted)
+
     def pick(a, b):
         if a is None or b is None:
             return None
-        return select_rows(accepted, a, b)
+        return choose(a, b)
 
     return Evaluation(pick(new.log_prob, old.log_prob), pick(new.grad, old.grad), pick(new.aux, old.aux))

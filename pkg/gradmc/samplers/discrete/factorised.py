@@ -70,13 +70,13 @@ from gradmc.core.exact import enumerate_binary
 from gradmc.core.incremental import (
     CacheKey,
     Evaluation,
+    RowChoice,
     bind_state,
     cache_key,
     current_evaluation,
     eval_flip_mask,
     evaluate,
     select,
-    select_rows,
 )
 from gradmc.core.validation import check_binary
 from gradmc.sampler_catalog import register_sampler
@@ -201,12 +201,13 @@ class _FactorisedMH:
         ev the current states and their evaluation, x_new and ev_new the proposals', changed (C,) int64 the
         coordinates a proposal changes, log_alpha (C,); key and billed from ``current_evaluation``."""
         accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
-        out = select(accepted, ev_new, ev)
+        choose = RowChoice(accepted)  # the rejected rows found once for the evaluation and the state
+        out = select(choose, ev_new, ev)
         evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted,
                     sites_changed=torch.where(accepted, changed, 0), energy_evals=evals, grad_evals=evals,
                     nonfinite_proposals=count_nonfinite(ev_new.log_prob, log_alpha))
-        return bind_state(FactorisedState(x=select_rows(accepted, x_new, x), log_prob=out.log_prob,
+        return bind_state(FactorisedState(x=choose(x_new, x), log_prob=out.log_prob,
                                           num_steps=state.num_steps + 1, cache=out if key is not None else None,
                                           cache_key=key)), info
 

@@ -19,13 +19,13 @@ from gradmc.core.gradients import log_prob_and_grad
 from gradmc.core.incremental import (
     CacheKey,
     Evaluation,
+    RowChoice,
     bind_state,
     cache_key,
     current_evaluation,
     eval_flips,
     evaluate,
     select,
-    select_rows,
 )
 from gradmc.core.validation import check_binary
 from gradmc.sampler_catalog import register_sampler
@@ -251,11 +251,11 @@ class GWG(GradientFlipMH):
         log_alpha = ev_new.log_prob - ev.log_prob + log_q_rev - log_q_fwd
         accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
         x_new[rows, idx] = torch.where(accepted, 1.0 - old_bit, old_bit)  # undo rejected flips
-        out = select(accepted, ev_new, ev)
+        choose = RowChoice(accepted)  # the rejected rows found once for the evaluation and the proposal
+        out = select(choose, ev_new, ev)
         kept = None
         if key is not None:
-            kept = FlipProposal(self.temperature, *(select_rows(accepted, a, b) for a, b in
-                                                    zip(rev[1:], fwd[1:], strict=True)))
+            kept = FlipProposal(self.temperature, *(choose(a, b) for a, b in zip(rev[1:], fwd[1:], strict=True)))
         evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=accepted.long(),
                     energy_evals=evals, grad_evals=evals,

@@ -60,7 +60,7 @@ import torch
 
 import gradmc.core.streams as streams
 from gradmc.core.gradients import log_prob_and_grad
-from gradmc.core.incremental import bind_state, current_evaluation, eval_flips, select
+from gradmc.core.incremental import RowChoice, bind_state, current_evaluation, eval_flips, select
 from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import (
     EXP_FLOOR,
@@ -485,8 +485,9 @@ class PAS(GradientFlipMH):
         else:  # a subclass redefines the acceptance ratio
             log_alpha = self.log_acceptance(x, sites, ev.log_prob, ev.grad, ev_new.log_prob, ev_new.grad)
         accepted, acceptance_prob = metropolis_hastings_accept(log_alpha, generator, ev_new.log_prob)
-        x_out = torch.where(accepted[:, None], x_new, x)
-        out = select(accepted, ev_new, ev)
+        choose = RowChoice(accepted)  # the rejected rows found once for the state and the evaluation
+        x_out = choose(x_new, x)
+        out = select(choose, ev_new, ev)
         moved = torch.where(accepted, mask.sum(1), torch.zeros_like(accepted, dtype=torch.long))
         evals = 1 + billed
         info = Info(acceptance_prob=acceptance_prob, accepted=accepted, sites_changed=moved,
