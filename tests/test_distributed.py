@@ -172,6 +172,27 @@ def test_workers_of_a_private_instance_run_at_the_drivers_niceness(ray_session):
     assert [info["niceness"] for info in infos] == [os.nice(0)] * 2
 
 
+def test_actors_beyond_the_clusters_room_are_not_made(ray_session):
+    """An actor holds its CPUs for life: on 2 CPUs, 4 one-thread actors would leave 2 pending forever with their
+    shards. The pool is cut to the room, said once, and every shard finishes (a watchdog turns a hang into a
+    failure)."""
+    lines: list[str] = []
+    done = threading.Event()
+    result: list = []
+
+    def sweep():
+        result.append(run_shards(toy_shard, SHARDS, num_workers=4, executor="actors", progress=lines.append,
+                                 desc="toy"))
+        done.set()
+
+    threading.Thread(target=sweep, daemon=True).start()
+    assert done.wait(120), f"the actor sweep did not finish: {lines}"
+    for got, shard in zip(result[0], SHARDS, strict=True):
+        pd.testing.assert_frame_equal(got, toy_shard(shard))
+    assert lines[0] == "[toy] Ray holds 2 actors of 1 CPU at once: a pool of 2, not 4"
+    assert lines[1] == "[toy] 6 shards, 2 at a time"
+
+
 def test_progress_lines(ray_session):
     lines: list[str] = []
     run_shards(toy_shard, SHARDS[:4], num_workers=2, progress=lines.append, desc="toy")

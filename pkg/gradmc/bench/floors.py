@@ -10,7 +10,11 @@ For each setting (the RBM and Ising suites' targets at their sizes) and each sam
 - ``ops_per_step``: the tensor operations (top-level ``aten::`` calls, counted by ``torch.profiler``) of one
   step of the tiny instance;
 - ``rest_ms``: ms_per_step - evaluation_ms - fixed_ms, the size-dependent work beyond the evaluation
-  (the proposal's passes over the (C, D) logits, the draw), negative when the parts overlap.
+  (the proposal's passes over the (C, D) logits, the draw). The dispatch of the evaluation's own operations
+  is in both evaluation_ms and fixed_ms, so this is a lower bound, negative when those dominate.
+
+Operation counts are those of the tiny instance; at full size a few branches differ (e.g.
+:class:`~gradmc.core.incremental.RowChoice` copies rows instead of a ``torch.where``).
 
 So a step's gap to the one-evaluation floor splits into fixed dispatch (fewer operations) and work that
 grows with the size (fewer passes over the data).
@@ -59,9 +63,15 @@ def count_ops(sampler, log_prob, x0: torch.Tensor, generator: torch.Generator, s
     state = sampler.init(x0, log_prob)
     for _ in range(3):
         state, _ = sampler.step(state, log_prob, generator)
-    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
+    prof = profile(activities=[ProfilerActivity.CPU])
+    with _quiet_stderr():
+        prof.start()
+    try:
         for _ in range(steps):
             state, _ = sampler.step(state, log_prob, generator)
+    finally:
+        with _quiet_stderr():
+            prof.stop()
 
     def is_op(event) -> bool:
         return event.name.startswith("aten::")
@@ -72,8 +82,8 @@ def count_ops(sampler, log_prob, x0: torch.Tensor, generator: torch.Generator, s
 
 @contextlib.contextmanager
 def _quiet_stderr() -> Iterator[None]:
-    """Standard error (file descriptor 2) to /dev/null while the profiler starts and stops: its C++ side prints
-    a line at each (``profiler_start``, ``profiler_stop``). Python exceptions are not affected."""
+    """Standard error (file descriptor 2) to /dev/null around a profiler's start or stop: its C++ side prints a
+    line at each (``profiler_start``, ``profiler_stop``). Only those calls run inside; fd 2 is restored after."""
     sys.stderr.flush()
     saved = os.dup(2)
     try:
@@ -81,6 +91,7 @@ def _quiet_stderr() -> Iterator[None]:
             os.dup2(null.fileno(), 2)
             yield
     finally:
+        sys.stderr.flush()
         os.dup2(saved, 2)
         os.close(saved)
 

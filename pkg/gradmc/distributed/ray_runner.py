@@ -166,6 +166,16 @@ def _check_feasible(num_cpus: float, num_gpus: float) -> None:
                                f"(nodes offer {offered}): lower threads_per_worker / num_gpus_per_shard")
 
 
+def _room(num_cpus: float, num_gpus: float) -> int:
+    """How many shards of ``num_cpus`` CPUs and ``num_gpus`` GPUs the Ray cluster's resources hold at once now
+    (at least 1: :func:`_check_feasible` has passed)."""
+    resources = ray.cluster_resources()
+    room = int(resources.get("CPU", 0.0) // num_cpus)
+    if num_gpus > 0:
+        room = min(room, int(resources.get("GPU", 0.0) // num_gpus))
+    return max(1, room)
+
+
 def _label(shard: Any) -> str:
     """Short description of a shard for progress lines: its first 6 scalar fields (no ``*_path``); for a
     :class:`~gradmc.distributed.memory_split.ShardPart`, its shard's and its chains."""
@@ -283,7 +293,8 @@ def run_shards(
         on_result: ``on_result(i, result)`` on the driver the moment shard i finishes (the shard cache); an
             exception it raises stops the sweep like a failed shard.
         executor: ``"tasks"`` (a Ray task per shard), ``"actors"`` (``num_workers`` actors, each holding its
-            threads / GPU share and what its shards load through :func:`gradmc.distributed.shared.load_once`) or
+            threads / GPU share and what its shards load through :func:`gradmc.distributed.shared.load_once`; no
+            more than the cluster's resources hold at the start, since an actor beyond would never start) or
             ``"inline"`` (this process, one shard at a time: no Ray, no retries of a dead worker); None:
             :func:`resolve_executor` (inline for ``num_workers=1`` with no GPU and no Ray running or addressed).
             Results are the same either way.
@@ -327,6 +338,12 @@ def run_shards(
     total = len(shards)
     resources = {"num_cpus": threads_per_worker, "num_gpus": num_gpus_per_shard}
     actors: list[Any] = []
+    if executor == "actors" and num_workers > (room := _room(threads_per_worker, num_gpus_per_shard)):
+        # an actor holds its CPUs for life, so one beyond the room would never start, nor its shards finish
+        if progress is not None:
+            progress(f"[{desc}] Ray holds {room} actor{'' if room == 1 else 's'} of {threads_per_worker} "
+                     f"CPU{'' if threads_per_worker == 1 else 's'} at once: a pool of {room}, not {num_workers}")
+        num_workers = room
     if executor == "actors":  # a restarted actor (max_restarts) redoes the shard it was running (max_task_retries)
         actor_cls = ray.remote(_ShardActor).options(**resources, max_restarts=max_retries, max_task_retries=max_retries)
         actors = [actor_cls.remote(threads_per_worker) for _ in range(min(num_workers, total))]
