@@ -24,7 +24,6 @@ from gradmc.core.incremental import (
     flip_bits,
     flipped_entries,
     select,
-    select_rows,
 )
 from gradmc.samplers.discrete import make_sampler
 from gradmc.samplers.discrete.hamming_ball import BlockHammingBall
@@ -140,14 +139,14 @@ def test_flipped_entries_are_the_nonzero_entries_in_row_major_order(dtype):
 
 
 @pytest.mark.parametrize("shape", [(100, 784), (5, 3), (100,), (64, 10, 8)])
-def test_select_rows_equals_where(shape):
+def test_a_row_choice_equals_where(shape):
     gen = torch.Generator().manual_seed(6)
     new, old = torch.randn(shape, generator=gen), torch.randn(shape, generator=gen)
     new[0] = float("nan")  # values are copied, never compared
     accepted = torch.rand(shape[0], generator=gen) < 0.9
     accepted[0] = False
     expected = torch.where(accepted.reshape(-1, *([1] * (len(shape) - 1))), new, old)
-    got = select_rows(accepted, new, old)
+    got = RowChoice(accepted)(new, old)
     assert torch.equal(got.nan_to_num(), expected.nan_to_num())
     assert torch.equal(got.isnan(), expected.isnan())
     assert got.data_ptr() not in (new.data_ptr(), old.data_ptr())

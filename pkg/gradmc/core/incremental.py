@@ -75,7 +75,7 @@ __all__ = ["REFRESH_EVERY", "DERIVED_PREFIX", "PROBES", "PROBE_EVERY", "Evaluati
            "StaleTargetError", "CacheKey", "bind_state", "cache_key",
            "fingerprint", "current_evaluation",
            "evaluate", "eval_flips", "eval_flip_candidates", "eval_flip_mask", "eval_change", "eval_change_candidates",
-           "RowChoice", "select", "select_rows", "flipped_entries", "flip_bits", "flip_deltas", "offers"]
+           "RowChoice", "select", "flipped_entries", "flip_bits", "flip_deltas", "offers"]
 
 #: A kernel re-evaluates its cached f, grad f and aux from x every this many steps (bounds the rounding
 #: drift of incremental updates; costs 1 / REFRESH_EVERY of an evaluation per step).
@@ -501,7 +501,7 @@ def eval_change_candidates(log_prob, x: torch.Tensor, ev: Evaluation, site: torc
         return log_prob(candidates.reshape(C * K, D, K)).reshape(C, K)
 
 
-#: :func:`select_rows` copies the rejected rows into a copy of ``new`` on the CPU from this many entries on
+#: :class:`RowChoice` copies the rejected rows into a copy of ``new`` on the CPU from this many entries on
 #: (a bool-conditioned ``torch.where`` there costs several times a plain copy)
 _ROW_COPY_MIN = 4096
 
@@ -509,7 +509,7 @@ _ROW_COPY_MIN = 4096
 class RowChoice:
     """Per chain (row), a new tensor where ``accepted`` (C,) bool, else an old one, for every tensor of a step's
     result: ``choose = RowChoice(accepted); choose(new, old)``. The rejected rows' indices, which the CPU's row
-    copy needs (:func:`select_rows`), are found once and shared by all the tensors chosen.
+    copy needs, are found once and shared by all the tensors chosen.
 
     Args:
         accepted: (C,) bool.
@@ -532,19 +532,6 @@ class RowChoice:
                 self._rejected = (~self.accepted).nonzero().squeeze(1)
             return new.index_copy(0, self._rejected, old.index_select(0, self._rejected))
         return torch.where(self.accepted.reshape(-1, *([1] * (new.dim() - 1))), new, old)
-
-
-def select_rows(accepted: torch.Tensor | RowChoice, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
-    """Per chain (row), ``new`` where accepted, else ``old``: a new tensor, (C, ...) like ``new``.
-
-    Args:
-        accepted: (C,) bool, or a :class:`RowChoice` shared with the step's other tensors; new, old: (C, ...) of
-            one shape (``old`` may broadcast against ``new``).
-
-    Same values as ``torch.where(accepted[:, None, ...], new, old)`` (:meth:`RowChoice.__call__`).
-    """
-    choose = accepted if isinstance(accepted, RowChoice) else RowChoice(accepted)
-    return choose(new, old)
 
 
 def select(accepted: torch.Tensor | RowChoice, new: Evaluation, old: Evaluation) -> Evaluation:
