@@ -29,6 +29,7 @@ from gradmc.distributed import (
     CONNECT_TIMEOUT_ENV_VAR,
     ensure_ray,
     parse_address,
+    ray_runner,
     run_shards,
     shutdown_ray,
     wait_for_address,
@@ -191,6 +192,20 @@ def test_actors_beyond_the_clusters_room_are_not_made(ray_session):
         pd.testing.assert_frame_equal(got, toy_shard(shard))
     assert lines[0] == "[toy] Ray holds 2 actors of 1 CPU at once: a pool of 2, not 4"
     assert lines[1] == "[toy] 6 shards, 2 at a time"
+
+
+def test_the_default_pool_is_what_the_cluster_holds(ray_session, monkeypatch):
+    """Without num_workers, as many shards run at once as the resources hold: CPUs // threads on this 2-CPU
+    instance, and for GPU shards also GPUs // GPUs per shard."""
+    lines: list[str] = []
+    run_shards(toy_shard, SHARDS[:4], progress=lines.append, desc="toy")
+    assert lines[0] == "[toy] 4 shards, 2 at a time"
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 16.0, "GPU": 2.0})
+    assert ray_runner._room(1, 0) == 16
+    assert ray_runner._room(4, 0) == 4
+    assert ray_runner._room(1, 0.5) == 4
+    assert ray_runner._room(1, 1) == 2
+    assert ray_runner._room(32, 0) == 1  # at least one (feasibility is checked before)
 
 
 def test_progress_lines(ray_session):

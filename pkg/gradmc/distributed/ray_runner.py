@@ -282,7 +282,8 @@ def run_shards(
     Args:
         fn: module-level function (workers import it by name); usually returns a tidy pandas DataFrame.
         shards: picklable objects (typically frozen dataclasses) whose repr names them.
-        num_workers: most shards in flight at once; default: the cluster's CPUs // threads_per_worker (>= 1).
+        num_workers: most shards in flight at once; default: as many as the cluster's CPUs (and GPUs, for GPU
+            shards) hold at once (>= 1).
         num_gpus_per_shard: GPUs reserved per shard (fractions pack several shards on a GPU).
         threads_per_worker: CPUs reserved per shard and ``torch.set_num_threads`` inside it.
         max_retries: re-runs of a shard whose worker process, actor or node died.
@@ -333,7 +334,7 @@ def run_shards(
     ensure_ray(num_cpus=None if num_workers is None else num_workers * threads_per_worker)
     _check_feasible(threads_per_worker, num_gpus_per_shard)
     if num_workers is None:
-        num_workers = max(1, int(ray.cluster_resources().get("CPU", os.cpu_count() or 1)) // threads_per_worker)
+        num_workers = _room(threads_per_worker, num_gpus_per_shard)
 
     total = len(shards)
     resources = {"num_cpus": threads_per_worker, "num_gpus": num_gpus_per_shard}
