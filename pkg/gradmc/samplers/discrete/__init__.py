@@ -19,11 +19,12 @@ from gradmc.samplers.discrete.gwg_categorical import GWGCategorical
 from gradmc.samplers.discrete.gwg_multi import GWGMulti
 from gradmc.samplers.discrete.hamming_ball import BlockHammingBall, HammingBall
 from gradmc.samplers.discrete.pas import PAS
+from gradmc.samplers.discrete.pas_wor import PASWithoutReplacement
 from gradmc.samplers.discrete.registry import CATEGORICAL_SAMPLERS, SAMPLERS, make_sampler
 from gradmc.samplers.discrete.rwm import RandomWalkMetropolis
 
 __all__ = [
-    "GWG", "GWGMulti", "PAS", "GWGCategorical", "Gibbs", "CategoricalGibbs", "HammingBall", "BlockHammingBall",
+    "GWG", "GWGMulti", "PAS", "PASWithoutReplacement", "GWGCategorical", "Gibbs", "CategoricalGibbs", "HammingBall", "BlockHammingBall",
     "RandomWalkMetropolis", "RBMBlockGibbs", "ChromaticGibbs",
     "DMALA", "DULA", "DLMC", "DLMCEuler", "DMALACategorical", "DULACategorical", "DLMCCategorical", "ACS", "ACSKernel",
     "SAMPLERS", "CATEGORICAL_SAMPLERS", "make_sampler",

@@ -49,7 +49,7 @@ from gradmc.samplers.discrete.flips import (
 )
 from gradmc.samplers.enumerate import multisets
 
-__all__ = ["GWG", "GWGState", "FlipProposal", "GradientFlipMH"]
+__all__ = ["GWG", "GWGState", "FlipProposal", "GradientFlipMH", "flip_proposal"]
 
 
 class GWGState(NamedTuple):
@@ -264,10 +264,14 @@ class GWG(GradientFlipMH):
                                    cache=out if key is not None else None, cache_key=key, proposal=kept)), info
 
     def _flip_proposal(self, x: torch.Tensor, grad: torch.Tensor) -> FlipProposal:
-        """The :class:`FlipProposal` at x (C, D) given grad f(x) (C, D). Weights below exp(EXP_FLOOR) = 1.8e-35 of
-        the row maximum are raised to it (the CPU's exp is slow below about -87): such an entry is drawn with
-        probability at most D 1.8e-35 where its exact q is smaller, far below any Monte Carlo resolution."""
-        logits = self.proposal_logits(x, grad)
-        top = logits.amax(-1, keepdim=True)
-        return FlipProposal(self.temperature, logits, top, (logits - top).clamp_(min=EXP_FLOOR).exp_())
+        """The :class:`FlipProposal` at x (C, D) given grad f(x) (C, D) (:func:`flip_proposal`)."""
+        return flip_proposal(self.proposal_logits(x, grad), self.temperature)
+
+
+def flip_proposal(logits: torch.Tensor, temperature: float) -> FlipProposal:
+    """The :class:`FlipProposal` of (C, D) ``logits`` d(x) / T at temperature T. Weights below exp(EXP_FLOOR) =
+    1.8e-35 of the row maximum are raised to it (the CPU's exp is slow below about -87): such an entry is drawn
+    with probability at most D 1.8e-35 where its exact q is smaller, far below any Monte Carlo resolution."""
+    top = logits.amax(-1, keepdim=True)
+    return FlipProposal(temperature, logits, top, (logits - top).clamp_(min=EXP_FLOOR).exp_())
 
