@@ -21,7 +21,7 @@ __all__ = ["RBM_SUITE", "ISING_SUITE", "POTTS_SUITE", "LATTICE_POTTS_SUITE", "TE
 LATER_BINARY = tuple(sampler_catalog.expand(["later", "plugins"], "binary", empty_groups=True))
 LATER_CATEGORICAL = tuple(sampler_catalog.expand(["later", "plugins"], "categorical", empty_groups=True))
 #: the samplers of the RBM steps/s suite and of the RBM ESS suite
-RBM_SAMPLERS = ("GWG", "Gibbs-1", "Gibbs-2", "HB-10-1", "GWG-3", "BlockGibbs", *LATER_BINARY)
+RBM_SAMPLERS = ("GWG", "Gibbs-1", "Gibbs-2", "HB-10-1", "GWG-3", "BlockGibbs", *LATER_BINARY, "PAS-3-wor")
 
 RBM_SUITE = "rbm_784x500_100chains"
 ISING_SUITE = "ising_40x40_theta0.25_32chains"
@@ -71,7 +71,7 @@ SUITE_NAMES: tuple[str, ...] = tuple(SUITES_HELP)
 OPT_IN_HELP: dict[str, str] = {
     COMPILE_SUITE: "opt-in: GWG steps/s eager against torch.compile(step) on the RBM and Ising settings "
                    "(tens of seconds of compilation; needs a C++ compiler)",
-    FLOORS_SUITE: "opt-in: GWG, PAS-3 and DMALA on the RBM and Ising settings: ms per step beside the "
+    FLOORS_SUITE: "opt-in: GWG, PAS-3, PAS-3-wor and DMALA on the RBM and Ising settings: ms per step beside the "
                   "one-evaluation floor, the fixed cost of a step on a tiny instance of the target and its tensor "
                   "operations per step",
 }

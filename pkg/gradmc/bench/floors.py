@@ -38,8 +38,8 @@ from gradmc.seeding import make_generator, seed_from
 
 __all__ = ["FLOORS_SAMPLERS", "count_ops", "evaluation_floor_ms", "floors_suite"]
 
-#: the samplers of the suite: GWG and the two later gradient kernels that trail DISCS most
-FLOORS_SAMPLERS = ("GWG", "PAS-3", "DMALA")
+#: the samplers of the suite: GWG, the two later gradient kernels that trail DISCS most, and PAS without replacement
+FLOORS_SAMPLERS = ("GWG", "PAS-3", "PAS-3-wor", "DMALA")
 
 
 def count_ops(sampler, log_prob, x0: torch.Tensor, generator: torch.Generator, steps: int = 5) -> float:

@@ -24,7 +24,8 @@ from gradmc.samplers.discrete.registry import CATEGORICAL_SAMPLERS, SAMPLERS, ma
 from gradmc.samplers.discrete.rwm import RandomWalkMetropolis
 
 __all__ = [
-    "GWG", "GWGMulti", "PAS", "PASWithoutReplacement", "GWGCategorical", "Gibbs", "CategoricalGibbs", "HammingBall", "BlockHammingBall",
+    "GWG", "GWGMulti", "PAS", "PASWithoutReplacement", "GWGCategorical", "Gibbs", "CategoricalGibbs", "HammingBall",
+    "BlockHammingBall",
     "RandomWalkMetropolis", "RBMBlockGibbs", "ChromaticGibbs",
     "DMALA", "DULA", "DLMC", "DLMCEuler", "DMALACategorical", "DULACategorical", "DLMCCategorical", "ACS", "ACSKernel",
     "SAMPLERS", "CATEGORICAL_SAMPLERS", "make_sampler",
