@@ -75,7 +75,7 @@ from gradmc.samplers.base import (
 )
 from gradmc.samplers.discrete.gwg import GradientFlipMH, GWGState
 
-__all__ = ["PAS", "path_signs", "path_end", "reference_log_path_probability", "reference_draw_path"]
+__all__ = ["PAS", "PathFields", "path_signs", "path_end", "reference_log_path_probability", "reference_draw_path"]
 
 #: A row whose remaining base mass S - sum_{i in M_j} w_i falls below this fraction of S at some point of the path
 #: (a flipped-back site held nearly all the mass) is recomputed by the reference functions: above it, the float64
@@ -348,10 +348,35 @@ def _fast_draw_path(logits: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor
     return sites, log_prob
 
 
+@dataclass(frozen=True)
+class PathFields:
+    """The fields of the path auxiliary kernels (:class:`PAS`, :class:`~.pas_wor.PASWithoutReplacement`), checked at
+    construction: ``path_length`` L >= 1, the flips per proposal, and ``temperature`` T > 0 of the proposal
+    softmax((1 - 2 y) grad f(x) / T) (2: the locally balanced sqrt weight).
+
+    Raises:
+        ValueError: path_length not an int >= 1, or temperature <= 0.
+    """
+
+    path_length: int = 3
+    temperature: float = 2.0
+
+    def __post_init__(self):
+        self._validate()
+        if not (isinstance(self.path_length, int) and not isinstance(self.path_length, bool)
+                and self.path_length >= 1):
+            raise ValueError(f"{type(self).__name__} path_length must be an int >= 1, got {self.path_length!r}")
+
+    @property
+    def num_draws(self) -> int:
+        """The path length L, the number of indices drawn per step."""
+        return self.path_length
+
+
 @register_sampler("PAS-{path_length}", family="later", colour="darkorange", order=60, examples=("PAS-3",),
                   adapt=("path_length", "int"), doc="path auxiliary sampler (Sun et al., ICLR 2022), a path of L flips")
 @dataclass(frozen=True)
-class PAS(GradientFlipMH):
+class PAS(PathFields, GradientFlipMH):
     """Path auxiliary sampler for binary states (C, D) (see the module docstring for the proposal and
     the acceptance ratio; ICLR 2022 paper, Sec. 3-4, binary gradient version).
 
@@ -374,20 +399,6 @@ class PAS(GradientFlipMH):
     Raises:
         ValueError: path_length not an int >= 1, or temperature <= 0.
     """
-
-    path_length: int = 3
-    temperature: float = 2.0
-
-    def __post_init__(self):
-        self._validate()
-        if not (isinstance(self.path_length, int) and not isinstance(self.path_length, bool)
-                and self.path_length >= 1):
-            raise ValueError(f"PAS path_length must be an int >= 1, got {self.path_length!r}")
-
-    @property
-    def num_draws(self) -> int:
-        """The path length R, the number of indices drawn per step."""
-        return self.path_length
 
     @property
     def name(self) -> str:

@@ -54,7 +54,7 @@ from gradmc.samplers.base import (
     metropolis_hastings_accept,
 )
 from gradmc.samplers.discrete.gwg import FlipProposal, GradientFlipMH, GWGState, flip_proposal
-from gradmc.samplers.discrete.pas import CANCELLATION_TOL
+from gradmc.samplers.discrete.pas import CANCELLATION_TOL, PathFields
 
 __all__ = ["PASWithoutReplacement", "reference_draw_wor", "reference_log_wor_probability", "flip_sites"]
 
@@ -209,7 +209,7 @@ def _fast_draw_wor(logits: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor,
                   adapt=("path_length", "int"),
                   doc="PAS with the path drawn without replacement (as DISCS runs it), L distinct flips")
 @dataclass(frozen=True)
-class PASWithoutReplacement(GradientFlipMH):
+class PASWithoutReplacement(PathFields, GradientFlipMH):
     """Path auxiliary sampler with the path's L sites drawn WITHOUT replacement, binary states (C, D): DISCS's
     form of PAS (module docstring: the proposal, the acceptance ratio and its derivation).
 
@@ -223,20 +223,6 @@ class PASWithoutReplacement(GradientFlipMH):
     Raises:
         ValueError: path_length not an int >= 1, or temperature <= 0; at ``step``, path_length > D.
     """
-
-    path_length: int = 3
-    temperature: float = 2.0
-
-    def __post_init__(self):
-        self._validate()
-        if not (isinstance(self.path_length, int) and not isinstance(self.path_length, bool)
-                and self.path_length >= 1):
-            raise ValueError(f"PAS-wor path_length must be an int >= 1, got {self.path_length!r}")
-
-    @property
-    def num_draws(self) -> int:
-        """L, the number of sites drawn per step."""
-        return self.path_length
 
     @property
     def name(self) -> str:
