@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 from _exact_targets import binary_exact_targets
+from test_pas import N_ROW, D, _matrix
 from test_sampler_exactness import P_MIN, STAT_TOL, TEETH_TOL, _chisquare_pvalue
 
 from gradmc.core.gradients import log_prob_and_grad
@@ -32,23 +33,15 @@ from gradmc.samplers.discrete.pas_wor import (
     reference_draw_wor,
     reference_log_wor_probability,
 )
-from gradmc.samplers.enumerate import detailed_balance_error, state_index, stationarity_error, transition_matrix
+from gradmc.samplers.enumerate import detailed_balance_error, state_index, stationarity_error
 
 torch.set_num_threads(1)
-
-D = 8
-N_ROW = 40_000
 
 
 @pytest.fixture(scope="module")
 def exact():
     """name -> (target, states (256, D), pi (256,)): the targets of test_sampler_exactness."""
     return binary_exact_targets(D)
-
-
-def _matrix(kernel, target, states):
-    return transition_matrix(lambda x: kernel.transition_probabilities(x, target), states)
-
 
 # ---------------------------------------------------------------------------------------------------
 # (a) exact matrices
@@ -236,13 +229,13 @@ def test_fast_probabilities_and_draws_match_reference(dtype, length):
         assert drawn.shape == (C, length) and log_drawn.shape == (C,)
         assert ((drawn[:, :, None] == drawn[:, None, :]).sum((1, 2)) == length).all()  # distinct in every row
         for path, fast in ((sites, _fast_log_wor(logits, sites)), (drawn, log_drawn)):
-            exact = reference_log_wor_probability(logits.double(), path)
-            err = float(((fast.double() - exact).abs() / exact.abs().clamp(min=1.0)).max())
+            want = reference_log_wor_probability(logits.double(), path)
+            err = float(((fast.double() - want).abs() / want.abs().clamp(min=1.0)).max())
             if dtype == torch.float64:
                 assert err < 1e-9, (scale, err)
             else:  # no further from the float64 value than the float32 reference computation
                 ref32 = reference_log_wor_probability(logits, path).double()
-                err32 = float(((ref32 - exact).abs() / exact.abs().clamp(min=1.0)).max())
+                err32 = float(((ref32 - want).abs() / want.abs().clamp(min=1.0)).max())
                 assert err < 3 * err32 + 1e-6, (scale, err, err32)
         same = (drawn == reference_draw_wor(logits, u)).all(1)
         # the reference normalises each draw's weights by the remaining maximum, so it rounds differently at

@@ -75,7 +75,8 @@ from gradmc.samplers.base import (
 )
 from gradmc.samplers.discrete.gwg import GradientFlipMH, GWGState
 
-__all__ = ["PAS", "PathFields", "path_signs", "path_end", "reference_log_path_probability", "reference_draw_path"]
+__all__ = ["PAS", "PathFields", "invert_shifted", "path_signs", "path_end", "reference_log_path_probability",
+           "reference_draw_path"]
 
 #: A row whose remaining base mass S - sum_{i in M_j} w_i falls below this fraction of S at some point of the path
 #: (a flipped-back site held nearly all the mass) is recomputed by the reference functions: above it, the float64
@@ -264,6 +265,31 @@ def _fast_log_path(logits: torch.Tensor, sites: torch.Tensor, active: torch.Tens
     return log_prob
 
 
+def invert_shifted(cdf: torch.Tensor, target: torch.Tensor, slots: torch.Tensor, shifts: torch.Tensor,
+                   zeros: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+    """The first index whose CDF exceeds ``target``, for a CDF that is the float64 ``cdf`` (C, D) plus, from each
+    site ``slots[:, k]`` on, the change ``shifts[:, k]``: between two consecutive sites (sorted) it is ``cdf``
+    shifted by the changes before, so one ``searchsorted`` per segment finds the segment's first index above the
+    target, and the first segment's is the answer (the CDF is nondecreasing).
+
+    Args:
+        cdf: (C, D) float64; target: (C, 1) float64; slots: (C, J) int64 sites in any order (-1: no site, an
+            empty segment); shifts: (C, J) float64 in slot order; zeros, ends: (C, 1) int64 0 and D.
+
+    Returns:
+        (C, 1) int64, D where no index exceeds the target (by rounding).
+    """
+    if slots.shape[1] == 1:
+        ordered = slots
+    else:
+        ordered, order = slots.sort(1)
+        shifts = shifts.gather(1, order)
+    bounds = torch.cat([zeros, ordered, ends], 1)  # segment s covers [bounds_s, bounds_{s+1})
+    cand = torch.searchsorted(cdf, torch.cat([target, target - shifts.cumsum(1)], 1), right=True)
+    cand = torch.maximum(cand, bounds[:, :-1])
+    return cand.masked_fill_(cand >= bounds[:, 1:], cdf.shape[1]).min(1, keepdim=True).values
+
+
 def _fast_draw_path(logits: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The draw of :func:`reference_draw_path` from the same uniforms, and the drawn path's forward
     log-probability, in O(C D + C L^2 log D).
@@ -312,17 +338,7 @@ def _fast_draw_path(logits: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor
         norm = total + delta.sum(1, keepdim=True)  # the normaliser of point j, relative to exp(m)
         norms.append(norm)
         remains.append(total - removed)
-        if j == 1:
-            ordered, shifts = slots, delta
-        else:
-            ordered, order = slots.sort(1)
-            shifts = delta.gather(1, order)
-        target = u[:, j:j + 1] * norm
-        bounds = torch.cat([zeros, ordered, ends], 1)  # segment s covers [bounds_s, bounds_{s+1})
-        # first index of each segment whose CDF, shifted by the changes before it, exceeds the target
-        cand = torch.searchsorted(cdf, torch.cat([target, target - shifts.cumsum(1)], 1), right=True)
-        cand = torch.maximum(cand, bounds[:, :-1])
-        raw = cand.masked_fill_(cand >= bounds[:, 1:], D).min(1, keepdim=True).values  # (C, 1), D: none
+        raw = invert_shifted(cdf, u[:, j:j + 1] * norm, slots, delta, zeros, ends)  # (C, 1), D: none
         draws.append(raw)
         new = raw.clamp(max=D - 1)
         match = slots == new  # (C, j)
@@ -371,6 +387,35 @@ class PathFields:
     def num_draws(self) -> int:
         """The path length L, the number of indices drawn per step."""
         return self.path_length
+
+    @torch.no_grad()
+    def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
+        """Enumerate one step from each x: every sequence of sites the proposal can draw (the kernel's
+        ``sequences``: D**L paths for PAS, D! / (D - L)! ordered distinct sites for PAS-L-wor), then "stay".
+        The sequence density (``log_forward``) and the acceptance (``log_acceptance``) are the ones ``step``
+        uses.
+
+        Args:
+            x: (C, D) binary states.
+
+        Returns:
+            next_states: (C, M + 1, D), the end points of the M sequences, then x itself;
+            probs: (C, M + 1), q_x(sequence) min(1, alpha), then the rejected mass. Costs M + 1 target
+            evaluations with gradients per row of x (meant for D <= 10, L <= 3).
+        """
+        C, D = x.shape
+        paths = self.sequences(D).to(x.device)  # (M, L)
+        f_x, grad_x = log_prob_and_grad(log_prob, x)
+        M = paths.shape[0]
+        xs, gs = x.repeat_interleave(M, 0), grad_x.repeat_interleave(M, 0)  # (C * M, D)
+        sites = paths.repeat(C, 1)  # (C * M, L)
+        x_new = self.end_point(xs, sites)
+        f_new, grad_new = log_prob_and_grad(log_prob, x_new)
+        log_alpha = self.log_acceptance(xs, sites, f_x.repeat_interleave(M), gs, f_new, grad_new)
+        log_path = self.log_forward(self.proposal_logits(xs, gs), sites)
+        move = (torch.exp(log_path) * acceptance_probability(log_alpha, f_new)).reshape(C, M)
+        stay = 1.0 - move.sum(1, keepdim=True)
+        return torch.cat([x_new.reshape(C, M, D), x[:, None, :]], 1), torch.cat([move, stay], 1)
 
 
 @register_sampler("PAS-{path_length}", family="later", colour="darkorange", order=60, examples=("PAS-3",),
@@ -507,29 +552,14 @@ class PAS(PathFields, GradientFlipMH):
         return bind_state(GWGState(x=x_out, log_prob=out.log_prob, num_steps=state.num_steps + 1,
                                    cache=out if key is not None else None, cache_key=key)), info
 
-    @torch.no_grad()
-    def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
-        """Enumerate one step from each x: every path of R flips (D**R of them), then "stay".
+    def sequences(self, dim: int) -> torch.Tensor:
+        """Every path of R flips over ``dim`` bits, (D**R, R) int64 (repeats allowed), for the enumeration."""
+        return torch.tensor(list(itertools.product(range(dim), repeat=self.path_length)), dtype=torch.long)
 
-        Args:
-            x: (C, D) binary states.
+    def end_point(self, x: torch.Tensor, sites: torch.Tensor) -> torch.Tensor:
+        """The end point of the paths ``sites`` (N, R) from x (N, D): :func:`path_end`."""
+        return path_end(x, sites)
 
-        Returns:
-            next_states: (C, M + 1, D), the end points of the M = D**R paths, then x itself;
-            probs: (C, M + 1), q_x(path) min(1, alpha), then the rejected mass. Costs M + 1 target
-            evaluations with gradients per row of x (meant for D <= 10, R <= 3).
-        """
-        C, D = x.shape
-        f_x, grad_x = log_prob_and_grad(log_prob, x)
-        paths = torch.tensor(list(itertools.product(range(D), repeat=self.path_length)), dtype=torch.long,
-                             device=x.device)  # (M, R)
-        M = paths.shape[0]
-        xs, gs = x.repeat_interleave(M, 0), grad_x.repeat_interleave(M, 0)  # (C * M, D)
-        sites = paths.repeat(C, 1)  # (C * M, R)
-        x_new = path_end(xs, sites)
-        f_new, grad_new = log_prob_and_grad(log_prob, x_new)
-        log_alpha = self.log_acceptance(xs, sites, f_x.repeat_interleave(M), gs, f_new, grad_new)
-        log_path = self.log_path_probability(self.proposal_logits(xs, gs), sites, reverse=False)
-        move = (torch.exp(log_path) * acceptance_probability(log_alpha, f_new)).reshape(C, M)
-        stay = 1.0 - move.sum(1, keepdim=True)
-        return torch.cat([x_new.reshape(C, M, D), x[:, None, :]], 1), torch.cat([move, stay], 1)
+    def log_forward(self, logits: torch.Tensor, sites: torch.Tensor) -> torch.Tensor:
+        """log q_x(path), (N,): :meth:`log_path_probability` with reverse=False."""
+        return self.log_path_probability(logits, sites, reverse=False)

@@ -41,20 +41,18 @@ from dataclasses import dataclass
 import torch
 
 import gradmc.core.streams as streams
-from gradmc.core.gradients import log_prob_and_grad
 from gradmc.core.incremental import RowChoice, bind_state, current_evaluation, eval_flips, select
 from gradmc.sampler_catalog import register_sampler
 from gradmc.samplers.base import (
     Info,
     _invert,
-    acceptance_probability,
     check_current_gradient,
     count_nonfinite,
     exp_below_max,
     metropolis_hastings_accept,
 )
 from gradmc.samplers.discrete.gwg import FlipProposal, GradientFlipMH, GWGState, flip_proposal
-from gradmc.samplers.discrete.pas import CANCELLATION_TOL, PathFields
+from gradmc.samplers.discrete.pas import CANCELLATION_TOL, PathFields, invert_shifted
 
 __all__ = ["PASWithoutReplacement", "reference_draw_wor", "reference_log_wor_probability", "flip_sites"]
 
@@ -147,9 +145,9 @@ def _fast_log_wor(logits: torch.Tensor, sites: torch.Tensor) -> torch.Tensor:
 def _draw_wor(proposal: FlipProposal, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The draw of :func:`reference_draw_wor` from the same uniforms, and its log-probability, in
     O(C D + C L^2 log D) (module docstring, "Computation"). Draw j's CDF over the sites not drawn yet is the
-    start's float64 CDF minus, from each drawn site on, that site's weight: between two consecutive drawn
-    sites (sorted) it is the start's CDF shifted by the weights drawn before, and one ``searchsorted`` per
-    segment finds the first index whose CDF exceeds u_j times the remaining mass. With L = 1 this is GWG's
+    start's float64 CDF minus, from each drawn site on, that site's weight, inverted at u_j times the remaining
+    mass by :func:`~gradmc.samplers.discrete.pas.invert_shifted` (one ``searchsorted`` per segment between
+    the drawn sites). With L = 1 this is GWG's
     draw (:func:`~gradmc.samplers.base.draw_from_weights`) with the same uniform.
 
     Args:
@@ -173,16 +171,7 @@ def _draw_wor(proposal: FlipProposal, u: torch.Tensor) -> tuple[torch.Tensor, to
         slots = torch.cat(draws, 1)  # (C, j)
         norm = total - drawn.sum(1, keepdim=True)
         norms.append(norm)
-        if j == 1:
-            ordered, removed = slots, drawn
-        else:
-            ordered, order = slots.sort(1)
-            removed = drawn.gather(1, order)
-        target = u[:, j:j + 1] * norm
-        bounds = torch.cat([zeros, ordered, ends], 1)  # segment s covers [bounds_s, bounds_{s+1})
-        cand = torch.searchsorted(cdf, torch.cat([target, target + removed.cumsum(1)], 1), right=True)
-        cand = torch.maximum(cand, bounds[:, :-1])
-        raw = cand.masked_fill_(cand >= bounds[:, 1:], D).min(1, keepdim=True).values  # (C, 1), D: none
+        raw = invert_shifted(cdf, u[:, j:j + 1] * norm, slots, drawn.neg(), zeros, ends)  # (C, 1), D: none
         draws.append(raw)
         if j < L - 1:
             drawn = torch.cat([drawn, weights.gather(1, raw.clamp(max=D - 1)).to(torch.float64)], 1)
@@ -315,34 +304,20 @@ class PASWithoutReplacement(PathFields, GradientFlipMH):
         return bind_state(GWGState(x=choose(x_new, x), log_prob=out.log_prob, num_steps=state.num_steps + 1,
                                    cache=out if key is not None else None, cache_key=key, proposal=kept)), info
 
-    @torch.no_grad()
-    def transition_probabilities(self, x: torch.Tensor, log_prob) -> tuple[torch.Tensor, torch.Tensor]:
-        """Enumerate one step from each x: every ordered sequence of L distinct sites (D! / (D - L)! of them),
-        then "stay".
-
-        Args:
-            x: (C, D) binary states.
-
-        Returns:
-            next_states: (C, M + 1, D), the end points of the M sequences, then x itself;
-            probs: (C, M + 1), q_x(sequence) min(1, alpha), then the rejected mass. Costs M + 1 target
-            evaluations with gradients per row of x (meant for D <= 10, L <= 3).
+    def sequences(self, dim: int) -> torch.Tensor:
+        """Every ordered sequence of L distinct sites of ``dim``, (D! / (D - L)!, L) int64, for the enumeration
+        (:meth:`~gradmc.samplers.discrete.pas.PathFields.transition_probabilities`).
 
         Raises:
-            ValueError: path_length > D.
+            ValueError: path_length > dim.
         """
-        C, D = x.shape
-        self._check_length(D)
-        f_x, grad_x = log_prob_and_grad(log_prob, x)
-        paths = torch.tensor(list(itertools.permutations(range(D), self.path_length)), dtype=torch.long,
-                             device=x.device)  # (M, L)
-        M = paths.shape[0]
-        xs, gs = x.repeat_interleave(M, 0), grad_x.repeat_interleave(M, 0)  # (C * M, D)
-        sites = paths.repeat(C, 1)  # (C * M, L)
-        x_new = flip_sites(xs, sites)
-        f_new, grad_new = log_prob_and_grad(log_prob, x_new)
-        log_alpha = self.log_acceptance(xs, sites, f_x.repeat_interleave(M), gs, f_new, grad_new)
-        log_path = self.log_path_probability(self.proposal_logits(xs, gs), sites)
-        move = (torch.exp(log_path) * acceptance_probability(log_alpha, f_new)).reshape(C, M)
-        stay = 1.0 - move.sum(1, keepdim=True)
-        return torch.cat([x_new.reshape(C, M, D), x[:, None, :]], 1), torch.cat([move, stay], 1)
+        self._check_length(dim)
+        return torch.tensor(list(itertools.permutations(range(dim), self.path_length)), dtype=torch.long)
+
+    def end_point(self, x: torch.Tensor, sites: torch.Tensor) -> torch.Tensor:
+        """x (N, D) with the sites (N, L) flipped: :func:`flip_sites`."""
+        return flip_sites(x, sites)
+
+    def log_forward(self, logits: torch.Tensor, sites: torch.Tensor) -> torch.Tensor:
+        """log q_x(sequence), (N,): :meth:`log_path_probability`."""
+        return self.log_path_probability(logits, sites)
