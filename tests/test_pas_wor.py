@@ -277,3 +277,24 @@ def test_fast_draw_has_the_sequence_distribution(length, row):
     p_value = _chisquare_pvalue(counts, N * probs)
     print(f"{row}/PAS-{length}-wor: fast draw chi2 p={p_value:.3g}")
     assert p_value > P_MIN
+
+
+def test_adapted_path_length_stays_within_the_bits():
+    """adapt raises L while the acceptance is above 0.574; on a near-flat 8-bit RBM it would pass D = 8, which
+    L distinct flips cannot: the bound D (``adapt_upper``) holds it there, where the with-replacement PAS-3
+    goes beyond D."""
+    from gradmc.targets import RBM
+
+    target = RBM(8, 4, weight_std=0.01, generator=torch.Generator().manual_seed(0)).double()
+    x = (torch.rand(64, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) < 0.5).double()
+    values = {}
+    for name in ("PAS-3(adapt=300)", "PAS-3-wor(adapt=300)"):
+        kernel, gen = make_sampler(name), torch.Generator().manual_seed(2)
+        state = kernel.init(x, target)
+        for _ in range(300):
+            state, info = kernel.step(state, target, gen)
+        values[name] = state.value
+    assert values["PAS-3(adapt=300)"] > 8  # the bound matters here
+    assert values["PAS-3-wor(adapt=300)"] == 8
+    with pytest.raises(ValueError, match="upper=2"):
+        make_sampler("PAS-3-wor(adapt=10)").init(x[:, :2].contiguous(), RBM(2, 2).double())

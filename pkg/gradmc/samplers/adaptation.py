@@ -46,13 +46,15 @@ _LOG_LIMIT = 700.0
 class AdaptedState(NamedTuple):
     """inner: the wrapped kernel's state; value: the parameter the NEXT step uses (float for "log", int
     for "int"); theta: the unconstrained Robbins-Monro iterate (log value, or the real path length);
-    num_steps: steps since ``init``; frozen: whether burn-in is over (value never changes again)."""
+    num_steps: steps since ``init``; frozen: whether burn-in is over (value never changes again); upper: the
+    value's upper bound on these chains (``Adapted.upper`` and ``upper_for(D)``, the smaller)."""
 
     inner: Any
     value: float | int
     theta: float
     num_steps: int = 0
     frozen: bool = False
+    upper: float = math.inf
 
     @property
     def x(self):
@@ -78,6 +80,8 @@ class Adapted:
         rate, decay: gain gamma_t = rate / (t + 1)^decay; rate > 0, decay in [0, 1].
         lower, upper: bounds of the value (kind "int": lower defaults to 1; "log": optional, > 0). Give an
             "int" parameter an upper bound where its cost grows with it (a PAS path length: e.g. D).
+        upper_for: D -> upper bound of the value on chains of D bits or sites, for a kernel that cannot take
+            more (PAS-L-wor flips L distinct bits: L <= D); the value stays below both it and ``upper``.
         label: the kernel's ``name`` (default "Adapted(<name of factory(initial)>)").
 
     Shapes: x (C, D) (or whatever the inner kernel takes); Info as the inner kernel's step returns it.
@@ -100,6 +104,7 @@ class Adapted:
     upper: float | None = None
     label: str | None = None
     initial_for: Callable[[int], float | int] | None = None
+    upper_for: Callable[[int], float] | None = None
 
     def __post_init__(self):
         if not (isinstance(self.burn_in, int) and not isinstance(self.burn_in, bool) and self.burn_in >= 0):
@@ -118,19 +123,21 @@ class Adapted:
         else:
             self._check_initial(self.initial)
 
-    def _check_initial(self, initial) -> None:
+    def _check_initial(self, initial, upper: float = math.inf) -> None:
         if not (isinstance(initial, (int, float)) and math.isfinite(initial) and initial > 0):
             raise ValueError(f"Adapted initial must be finite and > 0, got {initial!r}")
         if self.kind == "int" and not (isinstance(initial, int) and not isinstance(initial, bool)):
             raise ValueError(f"Adapted initial must be an int >= 1 for kind 'int', got {initial!r}")
-        lo, hi = self._bounds()
+        lo, hi = self._bounds(upper)
         if not (lo <= initial <= hi) or (self.kind == "log" and lo < 0):
             raise ValueError(f"Adapted lower/upper must satisfy 0 <= lower <= initial <= upper, "
-                             f"got lower={self.lower!r}, initial={initial!r}, upper={self.upper!r}")
+                             f"got lower={self.lower!r}, initial={initial!r}, upper={hi!r}")
 
-    def _bounds(self) -> tuple[float, float]:
+    def _bounds(self, upper: float = math.inf) -> tuple[float, float]:
+        """(lower, upper) of the value: ``lower`` (default 1 for "int", 0 for "log") and the smaller of ``upper``
+        and the given bound (a state's ``upper``)."""
         lo = self.lower if self.lower is not None else (1 if self.kind == "int" else 0.0)
-        return lo, self.upper if self.upper is not None else math.inf
+        return lo, min(self.upper if self.upper is not None else math.inf, upper)
 
     @property
     def name(self) -> str:
@@ -139,23 +146,30 @@ class Adapted:
             return self.label
         return f"Adapted({self.factory(self.initial).name})" if self.initial is not None else "Adapted"
 
-    def value_of(self, theta: float) -> float | int:
-        """The parameter value for the unconstrained iterate theta (exp, or round; clipped to the bounds)."""
-        lo, hi = self._bounds()
+    def value_of(self, theta: float, upper: float = math.inf) -> float | int:
+        """The parameter value for the unconstrained iterate theta (exp, or round; clipped to the bounds, the
+        upper one also to ``upper``)."""
+        lo, hi = self._bounds(upper)
         if self.kind == "log":
             return min(max(math.exp(theta), lo), hi)
         return int(min(max(round(theta), lo), hi))
 
     def init(self, x: torch.Tensor, log_prob, generator: torch.Generator | None = None) -> AdaptedState:
         """Start chains at x with the inner kernel ``factory(initial)`` (its ``init``; same errors), the initial
-        value from ``initial_for(x.shape[1])`` when ``initial`` is None (checked as ``initial`` is)."""
+        value from ``initial_for(x.shape[1])`` when ``initial`` is None, and the upper bound of these chains from
+        ``upper_for(x.shape[1])``.
+
+        Raises:
+            ValueError: the initial value outside the bounds (the message names them).
+        """
+        upper = math.inf if self.upper_for is None else self.upper_for(int(x.shape[1]))
         initial = self.initial
         if initial is None:
             initial = self.initial_for(int(x.shape[1]))
-            self._check_initial(initial)
+        self._check_initial(initial, upper)
         inner = self.factory(initial).init(x, log_prob, generator)
         theta = math.log(initial) if self.kind == "log" else float(initial)
-        return AdaptedState(inner=inner, value=initial, theta=theta, frozen=self.burn_in == 0)
+        return AdaptedState(inner=inner, value=initial, theta=theta, frozen=self.burn_in == 0, upper=upper)
 
     def step(self, state: AdaptedState, log_prob, generator: torch.Generator) -> tuple[AdaptedState, Info]:
         """One step of ``factory(state.value)``; during burn-in, then one Robbins-Monro update of the value
@@ -172,11 +186,11 @@ class Adapted:
         mean_acc = info.acceptance_prob.double().mean()
         theta = float(adapt_log_scale(torch.tensor(state.theta, dtype=torch.float64), mean_acc, t,
                                       target=self.target_acceptance, rate=self.rate, decay=self.decay))
-        lo, hi = self._bounds()
+        lo, hi = self._bounds(state.upper)
         if self.kind == "int":  # keep theta within half a unit of the bounds, so it cannot wind up
             theta = min(max(theta, lo - 0.5), hi + 0.5)
         else:  # the bounds on the log scale; unbounded sides stop at exp(+-700), so exp(theta) never overflows
             low = math.log(lo) if lo > 0 else -_LOG_LIMIT
             theta = min(max(theta, low), math.log(hi) if hi < math.inf else _LOG_LIMIT)
-        return AdaptedState(inner=inner, value=self.value_of(theta), theta=theta, num_steps=t + 1,
-                            frozen=t + 1 >= self.burn_in), info
+        return AdaptedState(inner=inner, value=self.value_of(theta, state.upper), theta=theta, num_steps=t + 1,
+                            frozen=t + 1 >= self.burn_in, upper=state.upper), info

@@ -29,7 +29,8 @@ Path length: here a fixed L = R (the hyper-parameter ``path_length``). The autho
 L ~ Uniform{1, ..., 2R - 1} per step (mean R); that mixture of the fixed-L kernels (each exact) is not
 implemented here. :class:`~gradmc.samplers.adaptation.Adapted` can tune R during burn-in instead.
 DISCS (Goshvadi et al. 2023) instead samples the path WITHOUT replacement and adapts R toward an
-acceptance rate of 0.574 (see :mod:`gradmc.samplers.adaptation`); that variant is not implemented here.
+acceptance rate of 0.574 (see :mod:`gradmc.samplers.adaptation`); that variant is PAS-L-wor
+(:mod:`gradmc.samplers.discrete.pas_wor`).
 
 Computation (only; the kernel is the one defined above). Each point y_j of the path has the logits of the
 start except at the <= L sites flipped an odd number of times so far, whose sign is flipped. So a step costs,
@@ -44,7 +45,9 @@ table. The result equals the definition (:func:`reference_draw_path`, :func:`ref
 O(C L D)) to rounding: where the subtraction loses precision (a flipped-back site held all but less than
 CANCELLATION_TOL = 1e-6 of the mass; relative error otherwise below about (D + L) * 1.1e-10) or exp(-l_i - m)
 could overflow, those rows are recomputed by the reference functions, which map the same uniforms to the
-same path. With L = 1 the draw is GWG's, index for index, from the same generator state.
+same path. With L = 1 the draw is GWG's, index for index, from the same generator state (on rows of at most
+:data:`~gradmc.samplers.base.BLOCKED_DRAW_MIN` bits; GWG inverts longer ones in two levels, which rounds
+differently at the intervals' boundaries).
 
 Categorical PAS (the authors' code has one: one-hot logits grad_{d,k} - <grad_d, y_d>) is not
 implemented; only binary states.

@@ -148,7 +148,9 @@ def _draw_wor(proposal: FlipProposal, u: torch.Tensor) -> tuple[torch.Tensor, to
     start's float64 CDF minus, from each drawn site on, that site's weight, inverted at u_j times the remaining
     mass by :func:`~gradmc.samplers.discrete.pas.invert_shifted` (one ``searchsorted`` per segment between
     the drawn sites). With L = 1 this is GWG's
-    draw (:func:`~gradmc.samplers.base.draw_from_weights`) with the same uniform.
+    draw (:func:`~gradmc.samplers.base.draw_from_weights`) with the same uniform, on rows of at most
+    :data:`~gradmc.samplers.base.BLOCKED_DRAW_MIN` entries (GWG inverts longer ones in two levels, which rounds
+    differently at the intervals' boundaries).
 
     Args:
         proposal: the :class:`~gradmc.samplers.discrete.gwg.FlipProposal` at the start, logits (C, D);
@@ -218,6 +220,12 @@ class PASWithoutReplacement(PathFields, GradientFlipMH):
         """"PAS-L-wor" (as :func:`~gradmc.samplers.discrete.make_sampler` takes it)."""
         return f"PAS-{self.path_length}-wor"
 
+    @staticmethod
+    def adapt_upper(dim: int) -> int:
+        """The largest path length on ``dim`` bits, the upper bound of ``adapt`` (:mod:`gradmc.samplers.adaptation`):
+        L distinct flips need L <= D."""
+        return dim
+
     def _check_length(self, dim: int) -> None:
         if self.path_length > dim:
             raise ValueError(f"{self.name} flips {self.path_length} distinct bits, but the states have only "
@@ -249,7 +257,7 @@ class PASWithoutReplacement(PathFields, GradientFlipMH):
 
         One (C, L) float64 uniform draw from ``generator``; draw j inverts the CDF of the sites not drawn yet
         at u[:, j] (:func:`reference_draw_wor` by definition). With L = 1 this is GWG's draw from the same
-        generator state.
+        generator state (D <= :data:`~gradmc.samplers.base.BLOCKED_DRAW_MIN`, see :func:`_draw_wor`).
 
         Args:
             x: (C, D) start; grad: (C, D) grad f(x).

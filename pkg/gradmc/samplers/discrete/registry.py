@@ -97,7 +97,7 @@ def _adapted(spec, cls, fields: dict, options: dict, label: str):
 
     try:
         return Adapted(factory, initial, burn_in, kind=kind, target_acceptance=ADAPT_TARGET_ACCEPTANCE, label=label,
-                       initial_for=initial_for)
+                       initial_for=initial_for, upper_for=getattr(cls, "adapt_upper", None))
     except ValueError as err:
         raise InputError(f"sampler {label!r}: {err}") from err
 
