@@ -8,7 +8,8 @@ On the D = 8 RBM and pairwise model of test_sampler_exactness (float64, 256 stat
 (b) the real ``step`` from a fixed state reproduces the enumerated row (chi-square, fixed seed);
 (c) teeth: the reverse term dropped, scored with the gradient at the start, or the sequence scored as if drawn
     WITH replacement (no renormalisation after each draw) breaks pi P = pi by far more than 1e-4;
-(d) a cached step costs one function+gradient evaluation; bad arguments raise;
+(d) a cached step costs one function+gradient evaluation, and three cached steps on the RBM (each drawing from
+    the proposal the step before kept) reproduce a row of P^3; bad arguments raise; adapt keeps L <= D;
 (e) the fast computations of ``step`` equal the reference ones by definition: sequence log-probabilities,
     the draw from the same uniforms, and the draw's distribution (chi-square against the enumerated sequence
     probabilities), on random and extreme logits.
@@ -298,3 +299,23 @@ def test_adapted_path_length_stays_within_the_bits():
     assert values["PAS-3-wor(adapt=300)"] == 8
     with pytest.raises(ValueError, match="upper=2"):
         make_sampler("PAS-3-wor(adapt=10)").init(x[:, :2].contiguous(), RBM(2, 2).double())
+
+
+def test_cached_steps_match_the_matrix_power(exact):
+    """On the cacheable RBM the second and third steps draw from the proposal the step before kept (rejected
+    rows included): three steps from a fixed state reproduce that state's row of P^3 (chi-square)."""
+    target, states, pi = exact["rbm"]
+    kernel = PASWithoutReplacement(2)
+    P = _matrix(kernel, target, states)
+    x0 = states[torch.argsort(pi)[len(pi) // 2]][None]
+    row = torch.linalg.matrix_power(P, 3)[state_index(x0)[0]]
+    state, gen = kernel.init(x0.expand(N_ROW, D).clone(), target), torch.Generator().manual_seed(640)
+    for _ in range(3):
+        state, info = kernel.step(state, target, gen)
+    assert info.energy_evals == 1 and state.proposal is not None  # the kept proposal was used
+    counts = torch.bincount(state_index(state.x), minlength=len(pi)).double()
+    support = row > 1e-15
+    assert counts[~support].sum() == 0
+    p_value = _chisquare_pvalue(counts[support], N_ROW * row[support])
+    print(f"rbm/PAS-2-wor: 3-step chi2 p={p_value:.3g} acceptance={float(info.acceptance_prob.mean()):.2f}")
+    assert p_value > P_MIN
