@@ -233,7 +233,7 @@ def test_extends_merges_sections_and_replaces_other_values(tmp_path):
     loaded = load_config(tmp_path / "top.yaml")
     assert loaded["kmc_banana"]["num_iterations"] == 200 and loaded["ebm"]["train"]["iterations"] == 50000
     decide = read_config(REPO / "config" / "decide.yaml")
-    assert decide["name"] == "decide" and decide["potts_proteins"]["pcd"]["num_iterations"] == 350  # quick's
+    assert decide["name"] == "decide" and decide["potts_proteins"]["pcd"]["num_iterations"] == 200  # quick's
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -287,7 +287,7 @@ def test_training_time_claim_from_the_curves():
 
 def test_fig6_claims_need_the_papers_settings():
     """Fig. 6's claims are made on the side-25 lattice at theta 0.25 and the ER graph only, and need the paper's
-    K grid, a side >= 25, 10,000 iterations and 5 seeds; quick's 10x10 lattice, K = 5 and 25 and 500 iterations
+    K grid, a side >= 25, 10,000 iterations and 5 seeds; quick's 10x10 lattice, K = 5 and 25 and 250 iterations
     are NOT DECIDABLE AT THIS SCALE; a FAIL under the paper's settings stays a FAIL."""
     from gradmc.claims.base import NOT_DECIDABLE_SCALE
     from gradmc.experiments.ising_pcd.claims import QUOTES

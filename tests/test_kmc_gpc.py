@@ -263,7 +263,7 @@ def test_claims_quote_the_paper_and_name_their_test():
 
 
 def test_claims_the_config_cannot_decide_are_not_decidable():
-    """Quick-sized runs (2,000 iterations, 300 history points) cannot decide any claim; the paper's sizes can,
+    """Runs below the paper's sizes (2,000 iterations, 300 history points) cannot decide any claim; the paper's sizes can,
     and a FAIL stays a FAIL."""
     small = claims(_synthetic(415.0, 10.0), _gpc_config(2000, 300))
     assert {c.status for c in small} == {NOT_DECIDABLE_SCALE}
