@@ -16,6 +16,7 @@ import torch
 from scipy.stats import chisquare
 
 from gradmc.core.exact import exact_distribution
+from gradmc.core.gradients import own_method
 from gradmc.core.incremental import (
     REFRESH_EVERY,
     Evaluation,
@@ -28,8 +29,9 @@ from gradmc.core.incremental import (
 from gradmc.samplers.discrete import make_sampler
 from gradmc.samplers.discrete.hamming_ball import BlockHammingBall
 from gradmc.targets import RBM
-from gradmc.targets.ising import LatticeIsing
+from gradmc.targets.ising import ErdosRenyiIsing, LatticeIsing
 from gradmc.targets.potts import LatticePotts, Potts
+from gradmc.training.ising_models import IsingModel
 
 torch.set_num_threads(1)
 
@@ -50,6 +52,19 @@ def _ising(periodic=True):
                         periodic=periodic).double()
 
 
+def _erdos_renyi():
+    return ErdosRenyiIsing(12, 4.0, 0.5, bias_std=0.3, generator=torch.Generator().manual_seed(6)).double()
+
+
+def _ising_model():
+    """The learnable dense model of PCD, with random couplings and bias."""
+    g = torch.Generator().manual_seed(7)
+    model = IsingModel(10, init_std=0.4, generator=g).double()
+    with torch.no_grad():
+        model.bias.normal_(generator=g)
+    return model
+
+
 def _potts(d=5, k=3):
     g = torch.Generator().manual_seed(4)
     J = torch.randn(d, d, k, k, generator=g, dtype=torch.float64) * 0.5
@@ -63,7 +78,8 @@ def _lattice_potts(periodic=True):
     return LatticePotts(3, 3, theta=0.6, h=torch.randn(9, 3, generator=g), periodic=periodic).double()
 
 
-BINARY = {"rbm": _rbm, "ising": _ising, "ising_free": lambda: _ising(False)}
+BINARY = {"rbm": _rbm, "ising": _ising, "ising_free": lambda: _ising(False), "erdos_renyi": _erdos_renyi,
+          "ising_model": _ising_model}
 CATEGORICAL = {"potts": _potts, "lattice_potts": _lattice_potts, "lattice_potts_free": lambda: _lattice_potts(False)}
 
 
@@ -201,7 +217,8 @@ def test_categorical_incremental_methods_equal_full_evaluations(name):
 
 CHAIN_CASES = [("GWG", "rbm"), ("GWG", "ising"), ("DMALA", "rbm"), ("DMALA", "ising"), ("GWG-3", "rbm"),
                ("GWG-3", "ising"), ("Gibbs-1", "rbm"), ("Gibbs-2", "ising"), ("HB-3-1", "rbm"), ("HB-4-2", "ising"),
-               ("Block-HB", "rbm")]
+               ("Block-HB", "rbm"), ("GWG", "erdos_renyi"), ("GWG-3", "ising_model"), ("Gibbs-1", "erdos_renyi"),
+               ("Gibbs-1", "ising_model"), ("HB-3-1", "ising_model")]
 
 
 def _binary_sampler(name, D):
@@ -273,10 +290,43 @@ def _stationarity_pvalue(target, sampler, steps, seed):
 
 
 @pytest.mark.parametrize("sampler_name", ["GWG", "GWG-3", "Gibbs-2", "HB-3-1"])
-@pytest.mark.parametrize("target_name", ["rbm", "ising_3x3"])
+@pytest.mark.parametrize("target_name", ["rbm", "ising_3x3", "dense_ising"])
 def test_cached_steps_keep_pi_invariant(sampler_name, target_name):
-    target = _rbm() if target_name == "rbm" else LatticeIsing(3, theta=0.3, bias=0.2).double()
+    if target_name == "dense_ising":
+        # couplings weak enough that every state expects >= 2.7 of the 100,000 draws (chi-square's approximation)
+        target = IsingModel(9, init_std=0.1, generator=torch.Generator().manual_seed(16)).double()
+    else:
+        target = _rbm() if target_name == "rbm" else LatticeIsing(3, theta=0.3, bias=0.2).double()
     assert _stationarity_pvalue(target, make_sampler(sampler_name), steps=4, seed=12) > 1e-4
+
+
+class _GenericIsingModel(IsingModel):
+    """The same density with a forward of its own: its incremental methods are not used (the generic path)."""
+
+    def forward(self, x):
+        return super().forward(x)
+
+
+@pytest.mark.parametrize("sampler_name", ["Gibbs-1", "GWG"])
+def test_pcd_on_the_cached_dense_model_equals_the_generic_path(sampler_name):
+    """PCD changes the model after every iteration: the cached kernels follow the generic path's chains and
+    updates exactly (the Adam step between iterations invalidates the cache)."""
+    from gradmc.training.pcd import PCD
+
+    data = _bits(40, 10, 17)
+    cached = IsingModel(10).double()
+    generic = _GenericIsingModel(10).double()
+    assert own_method(cached, "eval_flips") is not None and own_method(generic, "eval_flips") is None
+    runs = []
+    for model in (cached, generic):
+        trainer = PCD(model, make_sampler(sampler_name), data, num_steps=7, batch_size=16, buffer_size=32, lr=0.05,
+                      generator=torch.Generator().manual_seed(18))
+        for _ in range(6):
+            trainer.step()
+        runs.append((trainer.buffer, model.J.detach()))
+    assert torch.equal(runs[0][0], runs[1][0])
+    torch.testing.assert_close(runs[0][1], runs[1][1])
+    assert runs[0][1].abs().max() > 0.05  # the model did move
 
 
 def test_stale_aux_fails_stationarity():

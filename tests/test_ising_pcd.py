@@ -175,11 +175,10 @@ def test_run_rows_follow_the_schema(results, data_file):
     assert np.allclose(np.log(rmse), results[results["metric"] == "log_rmse"]["value"].to_numpy())
     last = results[(results["metric"] == "log_rmse") & (results["step"] == 20)]["value"].to_numpy()
     assert np.array_equal(last, results[results["metric"] == "final_log_rmse"]["value"].to_numpy())
-    # per iteration, GWG: init's evaluation of the buffer rows, then 1 per cached step (at the proposal);
-    # Gibbs-1 on the learned dense model (no incremental evaluations): its 2 candidates per step
-    gwg = results["sampler"] == "GWG"
-    assert (results["energy_evals"][gwg] == results["step"][gwg] * (results["K"][gwg] + 1)).all()
-    assert (results["energy_evals"][~gwg] == results["step"][~gwg] * results["K"][~gwg] * 2).all()
+    # per iteration, init's evaluation of the buffer rows, then 1 per cached step: GWG's proposal, Gibbs-1's
+    # flipped value (the learned dense model's incremental evaluations)
+    assert set(results["sampler"]) == {"GWG", "Gibbs-1"}
+    assert (results["energy_evals"] == results["step"] * (results["K"] + 1)).all()
 
 
 def test_run_is_deterministic_with_or_without_checkpoints(data_file, tmp_path):

@@ -263,8 +263,8 @@ def test_claims_quote_the_paper_and_name_their_test():
 
 
 def test_claims_the_config_cannot_decide_are_not_decidable():
-    """Runs below the paper's sizes (2,000 iterations, 300 history points) cannot decide any claim; the paper's sizes can,
-    and a FAIL stays a FAIL."""
+    """Runs below the paper's sizes (2,000 iterations, 300 history points) cannot decide any claim; the paper's
+    sizes can, and a FAIL stays a FAIL."""
     small = claims(_synthetic(415.0, 10.0), _gpc_config(2000, 300))
     assert {c.status for c in small} == {NOT_DECIDABLE_SCALE}
     assert "kmc_gpc.num_iterations = 2,000: unmet" in small[0].row()["note"]

@@ -25,7 +25,7 @@ from gradmc.core.incremental import Evaluation, flip_bits, flip_deltas
 from gradmc.core.validation import check_binary, check_square_symmetric
 from gradmc.targets.lattice import check_side, lattice_adjacency, neighbour_sum, neighbour_table
 
-__all__ = ["THETA_CRITICAL", "LatticeIsing", "DenseIsing", "ErdosRenyiIsing"]
+__all__ = ["THETA_CRITICAL", "LatticeIsing", "DenseFlips", "DenseIsing", "ErdosRenyiIsing"]
 
 #: Critical coupling of the infinite 2-D square lattice in this module's theta convention.
 THETA_CRITICAL = math.log(1.0 + math.sqrt(2.0)) / 4.0
@@ -165,7 +165,76 @@ class LatticeIsing(nn.Module):
         return self.theta * lattice_adjacency(self.side, self.periodic, self.bias.dtype, self.bias.device)
 
 
-class DenseIsing(nn.Module):
+class DenseFlips:
+    """The incremental evaluations of :mod:`gradmc.core.incremental` for log p~(x) = s^T J s + b^T s with a dense J.
+
+    For a module with ``J`` (D, D) symmetric with zero diagonal (a tensor attribute or a property), ``bias`` (D,)
+    and ``num_dims`` = D; aux = the field J s (C, D). Flipping the sites S with spin changes ds (zero where masked
+    out) gives J s' = J s + J[:, S] ds, O(C |S| D) instead of the O(C D^2) of a full evaluation, and
+
+        f(x') - f(x) = 2 ds^T (J s)_S + ds^T J_SS ds + b_S^T ds.
+
+    The field is updated in floating point, so it drifts by rounding; the kernels' periodic refresh
+    (:data:`gradmc.core.incremental.REFRESH_EVERY`) bounds that.
+    """
+
+    def _flip_couplings(self) -> torch.Tensor:
+        """J (D, D), detached (a class whose J is computed may keep it while its parameters do not change)."""
+        return self.J.detach()
+
+    @torch.no_grad()
+    def eval_state(self, x: torch.Tensor, grad: bool = True) -> Evaluation:
+        """f(x) (C,), grad f(x) = 4 J s + 2 b (C, D) if ``grad`` and the field J s (C, D) as aux, detached."""
+        check_binary(x, self.num_dims)
+        J = self._flip_couplings()
+        s = 2.0 * x.to(J.dtype) - 1.0
+        field = s @ J
+        bias = self.bias.detach()
+        f = torch.linalg.vecdot(field, s) + s @ bias
+        return Evaluation(f, torch.add(2.0 * bias, field, alpha=4.0) if grad else None, field)
+
+    @torch.no_grad()
+    def eval_flips(self, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor, mask: torch.Tensor,
+                   grad: bool = True, known_log_prob: torch.Tensor | None = None) -> Evaluation:
+        """The evaluation at x with bits ``sites`` (C, X) flipped where ``mask`` (C, X), from ev.aux (class
+        docstring): O(C X D). ``known_log_prob`` (C,), when given, is the result's f."""
+        if ev.aux is None:
+            return self.eval_state(flip_bits(x, sites, mask), grad)
+        J = self._flip_couplings()
+        ds = 2.0 * flip_deltas(x, sites, mask).to(J.dtype)  # (C, X) spin changes, 0 where masked out
+        rows = J[sites]  # (C, X, D): J is symmetric, so row k is column k
+        if sites.shape[1] == 1:
+            field = torch.addcmul(ev.aux, ds, rows[:, 0])
+        else:  # a few sites: elementwise (a batched (1, X) @ (X, D) product is slower on CPU)
+            field = ev.aux + (ds[:, :, None] * rows).sum(1)
+        if known_log_prob is None:
+            f = ev.log_prob + self._flip_change(ev.aux, sites, ds[:, None, :], J)[:, 0]
+        else:
+            f = known_log_prob
+        bias = self.bias.detach()
+        return Evaluation(f, torch.add(2.0 * bias, field, alpha=4.0) if grad else None, field)
+
+    @torch.no_grad()
+    def eval_flip_candidates(self, x: torch.Tensor, ev: Evaluation, sites: torch.Tensor,
+                             masks: torch.Tensor) -> torch.Tensor:
+        """(C, B) f at x with bits ``sites`` (C, X) flipped where ``masks`` (C, B, X), from ev.aux: O(C B X^2)."""
+        if ev.aux is None:
+            C, B, X = masks.shape
+            flipped = flip_bits(x.repeat_interleave(B, 0), sites.repeat_interleave(B, 0), masks.reshape(C * B, X))
+            return self(flipped).reshape(C, B)
+        J = self._flip_couplings()
+        ds = 2.0 * flip_deltas(x, sites, masks).to(J.dtype)  # (C, B, X)
+        return ev.log_prob[:, None] + self._flip_change(ev.aux, sites, ds, J)
+
+    def _flip_change(self, field: torch.Tensor, sites: torch.Tensor, ds: torch.Tensor, J: torch.Tensor) -> torch.Tensor:
+        """(C, B) f(x') - f(x) for spin changes ds (C, B, X) at ``sites`` (C, X), from the field J s (C, D)."""
+        linear = 2.0 * field.gather(1, sites) + self.bias.detach()[sites]  # (C, X)
+        block = J[sites[:, :, None], sites[:, None, :]]  # (C, X, X) J_SS
+        quadratic = torch.einsum("cbk,ckl,cbl->cb", ds, block, ds)
+        return (ds * linear[:, None, :]).sum(-1) + quadratic
+
+
+class DenseIsing(DenseFlips, nn.Module):
     """Ising model with a given dense symmetric coupling matrix: log p(x) = s^T J s + b^T s, s = 2x - 1.
 
     Args:

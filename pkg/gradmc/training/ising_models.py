@@ -19,11 +19,12 @@ import torch
 from torch import nn
 
 from gradmc.core.validation import check_binary
+from gradmc.targets.ising import DenseFlips
 
 __all__ = ["IsingModel"]
 
 
-class IsingModel(nn.Module):
+class IsingModel(DenseFlips, nn.Module):
     """Ising model with learnable dense couplings J (D, D) and bias b (D,), log p~ as above.
 
     Args:
@@ -33,7 +34,8 @@ class IsingModel(nn.Module):
         generator: torch.Generator for the initial J (needed only when init_std > 0).
 
     ``model(x)`` with x (C, D) floats in {0, 1} returns log p~(x), shape (C,), differentiable in the
-    parameters and in x. Memory O(D^2); one call costs O(C D^2).
+    parameters and in x. Memory O(D^2); one call costs O(C D^2). The samplers' incremental evaluations
+    (:class:`gradmc.targets.ising.DenseFlips`) evaluate a state a few flips away in O(C D).
 
     Raises:
         ValueError: num_dims < 2 or init_std < 0.
@@ -65,6 +67,18 @@ class IsingModel(nn.Module):
         upper = torch.triu(self.W, diagonal=1)
         return upper + upper.t()
 
+    @torch.no_grad()
+    def _flip_couplings(self) -> torch.Tensor:
+        """J for the incremental evaluations, built once per value of ``W`` (the same ``W`` object, storage and
+        version counter: an optimiser step bumps the version), so a run of sampler steps builds it once. Like the
+        samplers' caches it cannot see an edit through ``W.data``; the caches' probes catch that
+        (:mod:`gradmc.core.incremental`)."""
+        cached = self.__dict__.get("_cached_J")
+        if cached is None or not (cached[0] is self.W and cached[1] == (self.W.data_ptr(), self.W._version)):
+            cached = (self.W, (self.W.data_ptr(), self.W._version), self.J)
+            self.__dict__["_cached_J"] = cached
+        return cached[2]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """log p~(x) = s^T J s + b^T s with s = 2x - 1: (C, D) -> (C,)."""
         check_binary(x, self.num_dims)
@@ -72,6 +86,7 @@ class IsingModel(nn.Module):
         return ((s @ self.J) * s).sum(-1) + s @ self.bias
 
     log_prob = forward
+    closed_forms_for = forward  # the density the closed forms are for (gradmc.core.gradients.own_method)
 
     @torch.no_grad()
     def log_prob_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
