@@ -586,3 +586,26 @@ def test_chromatic_gibbs_step_matches_sweep_row(exact_all):
     p_value = _chisquare_pvalue(counts[support], N_ROW_KERNEL * row[support])
     print(f"ising/chromatic sweep: row chi2 p={p_value:.3g} support={int(support.sum())}")
     assert p_value > P_MIN
+
+
+def test_transition_matrix_tolerates_round_off_of_the_stay_mass_only():
+    """1 - sum(moves) in float32 can come out at -1e-7: tolerated (and counted as that value); a clearly negative
+    probability raises, in either precision."""
+    states = enumerate_binary(2)
+
+    def rows(stay: float, dtype):
+        def enumeration(x):
+            flips = x[:, None, :].repeat(1, 3, 1)
+            flips[:, 0, 0] = 1 - flips[:, 0, 0]
+            flips[:, 1, 1] = 1 - flips[:, 1, 1]
+            probs = torch.tensor([0.5, 0.5 - stay, stay], dtype=dtype).expand(x.shape[0], 3)
+            return flips, probs
+        return enumeration
+
+    P = transition_matrix(rows(-1.2e-7, torch.float32), states)
+    assert P.sum(1).sub(1).abs().max() < 1e-6
+    for dtype in (torch.float32, torch.float64):
+        with pytest.raises(ValueError, match="negative transition probability"):
+            transition_matrix(rows(-1e-4, dtype), states)
+    with pytest.raises(ValueError, match="negative transition probability"):
+        transition_matrix(rows(-1e-10, torch.float64), states)

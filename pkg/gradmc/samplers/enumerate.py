@@ -129,7 +129,8 @@ def transition_matrix(
 
     Raises:
         ValueError: if ``states`` is not the full enumeration in order, or an outcome has a negative
-            probability below -1e-12 (round-off of 1 - sum(moves) is tolerated).
+            probability below -max(1e-12, K eps) with eps the machine epsilon of probs' dtype (the round-off of
+            1 - sum(moves) over a row's K outcomes is tolerated: about 1e-7 in float32).
     """
     S = states.shape[0]
     if not torch.equal(state_index(states), torch.arange(S, device=states.device)) or S != 2 ** states.shape[1]:
@@ -140,7 +141,8 @@ def transition_matrix(
         next_states, probs = transition_probabilities(x)
         if next_states.shape[:2] != probs.shape or next_states.shape[0] != x.shape[0]:
             raise ValueError(f"shape mismatch: next_states {tuple(next_states.shape)}, probs {tuple(probs.shape)}")
-        if bool((probs < -1e-12).any()):
+        tolerance = max(1e-12, probs.shape[1] * torch.finfo(probs.dtype).eps)
+        if bool((probs < -tolerance).any()):
             raise ValueError(f"negative transition probability {float(probs.min()):.3g}")
         P[start:start + x.shape[0]].scatter_add_(1, state_index(next_states), probs.double())
     return P
