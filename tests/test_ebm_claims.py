@@ -219,7 +219,7 @@ def test_claims_quote_the_paper_and_name_their_test():
 
 
 def test_quick_sizes_make_the_table2_claims_not_decidable_but_keep_our_value():
-    """The quick config's 1,200 iterations of a 16-channel net and 4,000 AIS levels decide none of the paper's
+    """The quick config's 1,000 iterations of a 16-channel net and 4,000 AIS levels decide none of the paper's
     numbers or comparisons; the sanity check against the base is still decided."""
     from gradmc.config import load_config
     quick = load_config("config/quick.yaml")
@@ -233,7 +233,7 @@ def test_quick_sizes_make_the_table2_claims_not_decidable_but_keep_our_value():
     gwg = next(c for c in rest if c.claim.startswith("our EBM(GWG)"))
     assert gwg.interval.effect == pytest.approx(-107.2 + 80.01) and gwg.paper_value == -80.01
     note = gwg.row()["note"]
-    assert "training iterations >= 50,000 (config ebm.train.iterations = 1,200: unmet" in note
+    assert "training iterations >= 50,000 (config ebm.train.iterations = 1,000: unmet" in note
     assert "feature maps of the ResNet energy >= 64 (config ebm.model.channels = 16: unmet" in note
     assert "AIS intermediate distributions >= 300,000 (config ebm.ais.num_intermediate = 4,000: unmet" in note
 

@@ -145,7 +145,7 @@ def test_ebm_tasks_wait_for_their_own_data_set(planned):
 
 def test_ebm_units_follow_each_data_sets_overrides(planned):
     """A data set's ``overrides`` entry (quick: frey trains 120 iterations, 200 + 100 + 50 AIS levels) sets its
-    tasks' units, not the base section's 1,200 iterations and 6,000 levels."""
+    tasks' units, not the base section's 1,000 iterations and 6,000 levels."""
     from gradmc.config import for_dataset, load_config
 
     quick = load_config(REPO / "config" / "quick.yaml")
